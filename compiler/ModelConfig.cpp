@@ -1,0 +1,107 @@
+//===- ModelConfig.cpp - the model configuration recovered from raised HELM IR --===//
+#include "compiler/ModelConfig.h"
+
+#include "dialects/helm/HelmDialect.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace helm {
+
+namespace {
+std::string dtypeName(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isF64()) return "float64";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+} // namespace
+
+bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error) {
+  config = ModelConfig();
+  EmbedOp embed;
+  LmHeadOp head;
+  AttentionOp firstAttention;
+  RopeOp firstRope;
+  bool fusedProjections = false, qkvBias = false, headNorm = false;
+  module.walk([&](Operation *op) {
+    if (auto unit = dyn_cast<UnitOp>(op)) {
+      ++config.numUnits;
+      config.numLayers += unit.getKind() == UnitKind::block;
+    } else if (auto e = dyn_cast<EmbedOp>(op)) {
+      embed = embed ? embed : e;
+    } else if (auto h = dyn_cast<LmHeadOp>(op)) {
+      head = h;
+    } else if (auto a = dyn_cast<AttentionOp>(op)) {
+      firstAttention = firstAttention ? firstAttention : a;
+    } else if (auto r = dyn_cast<RopeOp>(op)) {
+      firstRope = firstRope ? firstRope : r;
+    } else if (auto s = dyn_cast<SplitOp>(op)) {
+      fusedProjections = true;
+    } else if (auto sw = dyn_cast<SwigluOp>(op)) {
+      if (!config.intermediateSize)
+        config.intermediateSize = cast<RankedTensorType>(sw.getType()).getShape().back();
+    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+      if (config.rmsNormEps == 0)
+        config.rmsNormEps = n.getEpsilon().convertToDouble();
+    }
+  });
+  if (!embed || !head || !firstAttention || config.numLayers == 0) {
+    error = "the raised graph is not a decoder: it needs an embedding, at least one transformer block "
+            "and an LM head";
+    return false;
+  }
+  auto table = cast<RankedTensorType>(embed.getTable().getType());
+  config.hiddenSize = table.getDimSize(1);
+  config.vocabSize = cast<RankedTensorType>(head.getType()).getShape().back();
+  config.numAttentionHeads = firstAttention.getNumHeads();
+  config.numKeyValueHeads = firstAttention.getNumKvHeads();
+  config.headDim = firstAttention.getHeadDim();
+  config.tieWordEmbeddings = head.getTied();
+  config.ropeTheta = firstRope ? firstRope.getTheta().convertToDouble() : 0.0;
+  config.dtype = dtypeName(table.getElementType());
+
+  // Per-head RMSNorm on q/k (Qwen3), q/k/v bias (Qwen2) and fused qkv/gate_up projections (Phi-3)
+  // are what tells the families apart in the graph; Llama and Mistral blocks are identical.
+  module.walk([&](RmsNormOp n) {
+    if (cast<RankedTensorType>(n.getGamma().getType()).getDimSize(0) == config.headDim &&
+        config.headDim != config.hiddenSize)
+      headNorm = true;
+  });
+  module.walk([&](LinearOp l) {
+    if (l.getBias() && l.getResult().hasOneUse() && isa<RopeOp>(*l.getResult().user_begin()))
+      qkvBias = true;
+  });
+  config.architecture = headNorm ? "qwen3" : fusedProjections ? "phi3" : qkvBias ? "qwen2" : "llama";
+  return true;
+}
+
+std::string modelConfigToJson(const ModelConfig &c) {
+  llvm::json::Object o{
+      {"architecture", c.architecture},
+      {"num_layers", c.numLayers},
+      {"hidden_size", c.hiddenSize},
+      {"num_attention_heads", c.numAttentionHeads},
+      {"num_key_value_heads", c.numKeyValueHeads},
+      {"head_dim", c.headDim},
+      {"intermediate_size", c.intermediateSize},
+      {"vocab_size", c.vocabSize},
+      {"rope_theta", c.ropeTheta},
+      {"rms_norm_eps", c.rmsNormEps},
+      {"tie_word_embeddings", c.tieWordEmbeddings},
+      {"dtype", c.dtype},
+      {"num_units", c.numUnits},
+  };
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
+  return s;
+}
+
+} // namespace helm

@@ -1,0 +1,39 @@
+//===- ModelConfig.h - the model configuration recovered from raised HELM IR ----===//
+#ifndef HELM_COMPILER_MODELCONFIG_H
+#define HELM_COMPILER_MODELCONFIG_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+
+namespace helm {
+
+/// What `helmc --emit=config` prints. Every field is read off the raised graph (weight shapes, op
+/// attributes), never off metadata the exporter may or may not have written.
+struct ModelConfig {
+  std::string architecture;
+  int64_t numLayers = 0;
+  int64_t hiddenSize = 0;
+  int64_t numAttentionHeads = 0;
+  int64_t numKeyValueHeads = 0;
+  int64_t headDim = 0;
+  int64_t intermediateSize = 0;
+  int64_t vocabSize = 0;
+  double ropeTheta = 0;
+  double rmsNormEps = 0;
+  bool tieWordEmbeddings = false;
+  std::string dtype;
+  int64_t numUnits = 0;
+};
+
+/// Reads the configuration off a module that went through `helm-raise`. Returns false with a message
+/// when the module is not a complete decoder (no units, no attention, ...).
+bool extractModelConfig(mlir::ModuleOp module, ModelConfig &config, std::string &error);
+
+/// The configuration as one JSON object (keys as in docs/cli.md).
+std::string modelConfigToJson(const ModelConfig &config);
+
+} // namespace helm
+
+#endif

@@ -1,0 +1,259 @@
+//===- HelmOps.cpp - HELM operations: verifiers and helpers ---------------------===//
+#include "dialects/helm/HelmDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+/// Static size of the last dimension, or ShapedType::kDynamic.
+int64_t lastDim(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || ranked.getRank() == 0)
+    return ShapedType::kDynamic;
+  return ranked.getShape().back();
+}
+
+bool sameLeadingDims(RankedTensorType a, RankedTensorType b) {
+  if (a.getRank() != b.getRank())
+    return false;
+  for (int64_t i = 0; i + 1 < a.getRank(); ++i)
+    if (a.getDimSize(i) != b.getDimSize(i) && !a.isDynamicDim(i) && !b.isDynamicDim(i))
+      return false;
+  return true;
+}
+
+int64_t byteWidth(Type elementType) {
+  return (elementType.getIntOrFloatBitWidth() + 7) / 8;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Weights and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightDeclOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.getElementType().isIntOrFloat())
+    return emitOpError("weight element type must be an integer or float, got ")
+           << type.getElementType();
+  int64_t bytes = type.getNumElements() * byteWidth(type.getElementType());
+  if (getLength() != bytes)
+    return emitOpError("length ") << getLength() << " does not match " << type << " (" << bytes
+                                  << " bytes)";
+  if (getLocation().empty() ? getOffset() != -1 : getOffset() < 0)
+    return emitOpError("offset ") << getOffset() << " is invalid for "
+                                  << (getLocation().empty() ? "inline" : "external") << " data";
+  return success();
+}
+
+LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto decl = symbolTable.lookupNearestSymbolFrom<WeightDeclOp>(*this, getNameAttr());
+  if (!decl)
+    return emitOpError("refers to unknown weight @") << getName();
+  if (decl.getType() != getResult().getType())
+    return emitOpError("type ") << getResult().getType() << " differs from the declaration's "
+                                << decl.getType();
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  if (getValue().getType() != getResult().getType())
+    return emitOpError("value type ") << getValue().getType() << " differs from result type "
+                                      << getResult().getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Generic ONNX node
+//===----------------------------------------------------------------------===//
+
+int64_t OnnxNodeOp::getIntAttr(llvm::StringRef name, int64_t dflt) const {
+  auto self = const_cast<OnnxNodeOp *>(this);
+  if (auto a = dyn_cast_or_null<IntegerAttr>(self->getAttrs().get(name)))
+    return a.getInt();
+  return dflt;
+}
+
+double OnnxNodeOp::getFloatAttr(llvm::StringRef name, double dflt) const {
+  auto self = const_cast<OnnxNodeOp *>(this);
+  if (auto a = dyn_cast_or_null<FloatAttr>(self->getAttrs().get(name)))
+    return a.getValueAsDouble();
+  return dflt;
+}
+
+//===----------------------------------------------------------------------===//
+// Block-level ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbedOp::verify() {
+  auto table = cast<RankedTensorType>(getTable().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (table.getRank() != 2)
+    return emitOpError("table must be [vocab, hidden], got ") << table;
+  auto ids = dyn_cast<RankedTensorType>(getIds().getType());
+  if (ids && result.getRank() != ids.getRank() + 1)
+    return emitOpError("result rank ") << result.getRank() << " must be ids rank + 1";
+  if (result.getShape().back() != table.getDimSize(1))
+    return emitOpError("result hidden size ") << result.getShape().back()
+                                              << " differs from the table's " << table.getDimSize(1);
+  if (result.getElementType() != table.getElementType())
+    return emitOpError("result element type must match the table's");
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  auto gamma = cast<RankedTensorType>(getGamma().getType());
+  if (gamma.getRank() != 1)
+    return emitOpError("gamma must be rank 1, got ") << gamma;
+  int64_t n = lastDim(getInput().getType());
+  if (ShapedType::isDynamic(n))
+    return emitOpError("input's last dimension must be static");
+  if (n % gamma.getDimSize(0) != 0)
+    return emitOpError("last dimension ") << n << " is not a multiple of gamma size "
+                                          << gamma.getDimSize(0);
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal input type");
+  if (getEpsilon().convertToDouble() <= 0.0)
+    return emitOpError("epsilon must be positive");
+  return success();
+}
+
+int64_t LinearOp::getInFeatures() {
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  return getTransposeWeight() ? w.getDimSize(1) : w.getDimSize(0);
+}
+
+int64_t LinearOp::getOutFeatures() {
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  return getTransposeWeight() ? w.getDimSize(0) : w.getDimSize(1);
+}
+
+LogicalResult LinearOp::verify() {
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (w.getRank() != 2)
+    return emitOpError("weight must be rank 2, got ") << w;
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (lastDim(in) != getInFeatures())
+    return emitOpError("input features ") << lastDim(in) << " differ from the weight's "
+                                          << getInFeatures() << " (" << w << ")";
+  if (lastDim(out) != getOutFeatures())
+    return emitOpError("result features ") << lastDim(out) << " differ from the weight's "
+                                           << getOutFeatures();
+  if (!sameLeadingDims(in, out))
+    return emitOpError("input and result leading dimensions differ");
+  if (auto bias = getBias()) {
+    auto b = cast<RankedTensorType>(bias.getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != getOutFeatures())
+      return emitOpError("bias must be [") << getOutFeatures() << "], got " << b;
+  }
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  if (getSizes().size() != getNumResults())
+    return emitOpError("has ") << getNumResults() << " results but " << getSizes().size()
+                               << " sizes";
+  int64_t total = 0;
+  for (auto [size, result] : llvm::zip(getSizes(), getResults())) {
+    if (size <= 0)
+      return emitOpError("sizes must be positive");
+    total += size;
+    if (lastDim(result.getType()) != size)
+      return emitOpError("result last dimension ") << lastDim(result.getType())
+                                                   << " differs from size " << size;
+  }
+  if (lastDim(in) != total)
+    return emitOpError("sizes add up to ") << total << ", input last dimension is " << lastDim(in);
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  int64_t n = lastDim(getInput().getType());
+  int64_t headDim = getHeadDim(), rotaryDim = getRotaryDim();
+  if (headDim <= 0 || ShapedType::isDynamic(n) || n % headDim != 0)
+    return emitOpError("last dimension ") << n << " is not a multiple of head_dim " << headDim;
+  if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % 2 != 0)
+    return emitOpError("rotary_dim ") << rotaryDim << " must be even and in (0, " << headDim << "]";
+  if (getTheta().convertToDouble() <= 1.0)
+    return emitOpError("theta must be > 1, got ") << getTheta().convertToDouble();
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal input type");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return emitOpError("head counts and head_dim must be positive");
+  if (heads % kvHeads != 0)
+    return emitOpError("num_heads ") << heads << " is not a multiple of num_kv_heads " << kvHeads;
+  if (lastDim(getQ().getType()) != heads * headDim)
+    return emitOpError("q last dimension ") << lastDim(getQ().getType()) << " != num_heads * head_dim = "
+                                            << heads * headDim;
+  for (Value kv : {getK(), getV()})
+    if (lastDim(kv.getType()) != kvHeads * headDim)
+      return emitOpError("k/v last dimension ")
+             << lastDim(kv.getType()) << " != num_kv_heads * head_dim = " << kvHeads * headDim;
+  if (lastDim(getResult().getType()) != heads * headDim)
+    return emitOpError("result last dimension must be num_heads * head_dim");
+  if (getScale().convertToDouble() <= 0.0)
+    return emitOpError("scale must be positive");
+  bool hasPast = static_cast<bool>(getPastKey());
+  if (hasPast != static_cast<bool>(getPresentKey()) || hasPast != static_cast<bool>(getPresentValue()))
+    return emitOpError("past_key/past_value and present_key/present_value come together");
+  if (hasPast) {
+    for (Value cache : {getPastKey(), getPastValue(), getPresentKey(), getPresentValue()}) {
+      auto t = cast<RankedTensorType>(cache.getType());
+      if (t.getRank() != 4 || t.getDimSize(1) != kvHeads || t.getDimSize(3) != headDim)
+        return emitOpError("cache tensors must be [batch, ") << kvHeads << ", seq, " << headDim
+                                                             << "], got " << t;
+    }
+  }
+  return success();
+}
+
+LogicalResult LmHeadOp::verify() {
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (w.getRank() != 2)
+    return emitOpError("weight must be rank 2");
+  int64_t hidden = getTransposeWeight() ? w.getDimSize(1) : w.getDimSize(0);
+  int64_t vocab = getTransposeWeight() ? w.getDimSize(0) : w.getDimSize(1);
+  if (lastDim(getInput().getType()) != hidden)
+    return emitOpError("input hidden size ") << lastDim(getInput().getType())
+                                             << " differs from the weight's " << hidden;
+  if (lastDim(getResult().getType()) != vocab)
+    return emitOpError("result must end in the vocabulary size ") << vocab;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Units and transfers
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnitOp::verify() {
+  if (getIndex() < 0)
+    return emitOpError("index must be non-negative");
+  Block &body = getBody().front();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in helm.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types differ from the unit's result types");
+  return success();
+}
+
+LogicalResult TransferOp::verify() {
+  if (getFrom() == getTo())
+    return emitOpError("transfer from a device to itself");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/helm/HelmOps.cpp.inc"

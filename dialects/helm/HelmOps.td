@@ -1,0 +1,253 @@
+//===- HelmOps.td - HELM operations -----------------------------*- tablegen -*-===//
+#ifndef HELM_OPS_TD
+#define HELM_OPS_TD
+
+include "HelmDialect.td"
+include "HelmAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Weights and constants
+//===----------------------------------------------------------------------===//
+
+def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
+  let summary = "Declares a model weight and where its bytes are stored";
+  let description = [{
+    A weight's shape, element type and storage, never its bytes. `location` is the external-data
+    file (relative to the model file) or empty when the bytes are inline in the ONNX file;
+    `offset`/`length` locate them in that file (`offset` is -1 for inline data, which the importer
+    keeps in its weight store). `onnx_name` is the initializer's name in the source model.
+
+    ```mlir
+    helm.weight_decl @model_embed_tokens_weight : tensor<512x64xf32>
+        {onnx_name = "model.embed_tokens.weight", location = "model.onnx.data", offset = 0, length = 131072}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
+                   StrAttr:$onnx_name, StrAttr:$location, I64Attr:$offset, I64Attr:$length);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Helm_WeightOp : Helm_Op<"weight",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Refers to a declared weight";
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$name `:` type($result) attr-dict";
+}
+
+def Helm_ConstantOp : Helm_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "A small constant (shapes, scalars, rotary frequencies)";
+  let description = [{
+    Only small tensors (the importer's limit is 64 elements) become constants; anything larger is a
+    weight so that model bytes never enter the MLIR context.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Helm_NoneOp : Helm_Op<"none", [Pure]> {
+  let summary = "Placeholder for an omitted optional ONNX input";
+  let results = (outs NoneType:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Generic ONNX node (before raising)
+//===----------------------------------------------------------------------===//
+
+def Helm_OnnxNodeOp : Helm_Op<"onnx", [Pure]> {
+  let summary = "One ONNX node, not yet raised";
+  let description = [{
+    The importer emits every ONNX node as this generic op; the raising passes replace the patterns
+    they recognise with block-level ops. `attrs` holds the node's ONNX attributes (ints, floats,
+    strings, tensors as dense attributes when small). ONNX nodes have no side effects, so dead ones
+    disappear once the patterns that fed them are raised. A `helm.onnx` op that survives raising is
+    an unsupported construct and is reported with its node name, op type and domain.
+
+    ```mlir
+    %2 = helm.onnx "MatMul"(%0, %1) {domain = "", node = "/model/layers.0/self_attn/q_proj/MatMul"}
+        : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$op_type, StrAttr:$domain, StrAttr:$node,
+                   DictionaryAttr:$attrs, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let assemblyFormat = [{
+    $op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)
+  }];
+  let extraClassDeclaration = [{
+    /// Integer attribute `name` of the ONNX node, or `dflt` when absent.
+    int64_t getIntAttr(llvm::StringRef name, int64_t dflt) const;
+    /// Float attribute `name` of the ONNX node, or `dflt` when absent.
+    double getFloatAttr(llvm::StringRef name, double dflt) const;
+    bool is(llvm::StringRef type, llvm::StringRef dom = "") {
+      return getOpType() == type && getDomain() == dom;
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Block-level ops
+//===----------------------------------------------------------------------===//
+
+def Helm_EmbedOp : Helm_Op<"embed", [Pure]> {
+  let summary = "Embedding lookup: rows of the table gathered by token id";
+  let arguments = (ins TensorOf<[AnySignlessInteger]>:$ids, AnyStaticShapeTensor:$table);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$ids `,` $table attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Helm_RmsNormOp : Helm_Op<"rms_norm", [Pure]> {
+  let summary = "RMSNorm over groups of the last dimension";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + epsilon) * gamma`, where the mean runs over consecutive groups of
+    `size(gamma)` elements of the last dimension. A group equal to the hidden size is the usual
+    RMSNorm; a group equal to the head dimension is Qwen3's per-head q/k norm.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyStaticShapeTensor:$gamma, F64Attr:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `,` $gamma attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Helm_LinearOp : Helm_Op<"linear", [Pure]> {
+  let summary = "Dense projection y = x W (+ b) over the last dimension";
+  let description = [{
+    `transpose_weight` says the weight is stored [N, K] (out, in), as in Hugging Face checkpoints and
+    `Gemm(transB=1)`; otherwise it is [K, N] as an ONNX MatMul operand.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyStaticShapeTensor:$weight,
+                   Optional<AnyStaticShapeTensor>:$bias, BoolAttr:$transpose_weight);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getInFeatures();
+    int64_t getOutFeatures();
+  }];
+}
+
+def Helm_SplitOp : Helm_Op<"split", [Pure]> {
+  let summary = "Splits the last dimension into consecutive pieces (fused qkv, gate_up)";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Helm_RopeOp : Helm_Op<"rope", [Pure]> {
+  let summary = "Rotary position embedding applied per head";
+  let description = [{
+    The input's last dimension is heads × `head_dim`; the first `rotary_dim` channels of every head
+    rotate with frequencies `theta^(-2i/rotary_dim)`. `positions` ([batch, seq] integers) gives each
+    token's position; when absent a token's position is its index after the cached tokens.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Optional<TensorOf<[AnySignlessInteger]>>:$positions,
+                   I64Attr:$head_dim, I64Attr:$rotary_dim, F64Attr:$theta,
+                   Helm_RopeStyleAttr:$style);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input (`positions` $positions^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Helm_AttentionOp : Helm_Op<"attention",
+    [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "Causal grouped-query attention with an optional KV cache";
+  let description = [{
+    `q` is [B, S, num_heads × head_dim]; `k`, `v` are [B, S, num_kv_heads × head_dim] (keys already
+    rotated). With `past_key`/`past_value` ([B, num_kv_heads, P, head_dim]) the new keys and values are
+    appended and returned as `present_key`/`present_value` ([B, num_kv_heads, P + S, head_dim]); query
+    i attends to all cached tokens and to new tokens ≤ i. Query head h reads key/value head
+    h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim].
+  }];
+  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k, AnyRankedTensor:$v,
+                   Optional<AnyRankedTensor>:$past_key, Optional<AnyRankedTensor>:$past_value,
+                   I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
+  let results = (outs AnyRankedTensor:$result, Optional<AnyRankedTensor>:$present_key,
+                      Optional<AnyRankedTensor>:$present_value);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`cache` `(` $past_key^ `,` $past_value `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Helm_SwigluOp : Helm_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
+  let summary = "SwiGLU gate: silu(gate) * up";
+  let arguments = (ins AnyRankedTensor:$gate, AnyRankedTensor:$up);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Helm_AddOp : Helm_Op<"add", [Pure, SameOperandsAndResultType]> {
+  let summary = "Residual add";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Helm_LmHeadOp : Helm_Op<"lm_head", [Pure]> {
+  let summary = "Output projection to vocabulary logits";
+  let description = [{
+    `weight` is [vocab, hidden] when `transpose_weight` (Hugging Face layout; with `tied` it is the
+    embedding table itself) or [hidden, vocab].
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyStaticShapeTensor:$weight,
+                   BoolAttr:$transpose_weight, BoolAttr:$tied);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Partition units and stage boundaries
+//===----------------------------------------------------------------------===//
+
+def Helm_UnitOp : Helm_Op<"unit", [SingleBlock]> {
+  let summary = "A partition unit: the embedding, one transformer block, or the output head";
+  let description = [{
+    The partitioner places whole units on a device. The region reads values from above (the
+    residual stream, positions, cache inputs) and yields what later units or the function return.
+
+    ```mlir
+    %h1, %pk, %pv = helm.unit block [0] : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32> {
+      ...
+      helm.yield %r, %k, %v : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Helm_UnitKindAttr:$kind, I64Attr:$index);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind `[` $index `]` (`:` type($results)^)? $body attr-dict";
+  let hasVerifier = 1;
+}
+
+def Helm_YieldOp : Helm_Op<"yield", [Pure, Terminator, HasParent<"UnitOp">, ReturnLike]> {
+  let summary = "Values a partition unit hands on";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Helm_TransferOp : Helm_Op<"transfer", [Pure, SameOperandsAndResultType]> {
+  let summary = "Moves an activation across the CPU/GPU link at a stage boundary";
+  let arguments = (ins AnyRankedTensor:$input, Helm_DeviceAttr:$from, Helm_DeviceAttr:$to);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input $from `->` $to attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // HELM_OPS_TD

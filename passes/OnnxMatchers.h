@@ -1,0 +1,59 @@
+//===- OnnxMatchers.h - use-def matching helpers over generic ONNX nodes ---------===//
+//
+// The raising passes recognise exporter patterns by walking use-def chains of `helm.onnx` ops. These
+// helpers keep that walking short and uniform: match a producer by op type, read small constants,
+// and look through ops that only change layout or precision.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_PASSES_ONNXMATCHERS_H
+#define HELM_PASSES_ONNXMATCHERS_H
+
+#include "dialects/helm/HelmDialect.h"
+
+#include <optional>
+
+namespace helm {
+
+/// The `helm.onnx` op of type `opType` (default domain unless given) that defines `v`, or null.
+OnnxNodeOp producer(mlir::Value v, llvm::StringRef opType, llvm::StringRef domain = "");
+
+/// Any `helm.onnx` op that defines `v`, or null.
+OnnxNodeOp anyProducer(mlir::Value v);
+
+/// Values of a small constant as doubles (any int or float element type); nullopt if `v` is not a
+/// constant. Looks through Cast, Identity and Unsqueeze/Reshape of constants.
+std::optional<llvm::SmallVector<double>> constantValues(mlir::Value v);
+
+/// A constant that holds one value (a scalar or every element equal), or nullopt.
+std::optional<double> constantScalar(mlir::Value v);
+
+/// True if `v` is a constant scalar close to `expected` (relative 1e-6).
+bool isConstant(mlir::Value v, double expected);
+
+/// Skips ops that do not change values, only precision or metadata: Cast, Identity.
+mlir::Value skipCasts(mlir::Value v);
+
+/// Skips Cast/Identity and also Reshape/Transpose/Squeeze/Unsqueeze/Expand/Flatten: ops that move or
+/// broadcast elements without computing new ones. Used to trace an activation back to the op that
+/// computed it, e.g. from attention scores to the q projection.
+mlir::Value skipLayout(mlir::Value v);
+
+/// The weight op behind `v` (through casts and transposes); `transposed` is set when an odd number of
+/// 2-D transposes was crossed.
+WeightOp traceWeight(mlir::Value v, bool *transposed = nullptr);
+
+/// Shape of a ranked tensor value, or empty.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+
+/// Rank-3 activation type [?, ?, n] of `element`.
+mlir::RankedTensorType activationType(mlir::Type element, int64_t n);
+
+/// Element type of a tensor value.
+mlir::Type elementTypeOf(mlir::Value v);
+
+/// Emits "NODE (OP): msg" on the op and returns failure.
+mlir::LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg);
+
+} // namespace helm
+
+#endif

@@ -1,0 +1,23 @@
+//===- Passes.cpp - HELM pass registration and the raise pipeline ----------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace helm {
+
+void buildRaisePipeline(OpPassManager &pm) {
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createCheckRaised());
+}
+
+void registerAllHelmPasses() {
+  registerHelmPasses();
+  PassPipelineRegistration<>("helm-raise",
+                             "Raise generic ONNX nodes to block-level HELM ops in partition units",
+                             buildRaisePipeline);
+}
+
+} // namespace helm

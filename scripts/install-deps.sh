@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs everything HELM needs to build and test, with apt and pip only. Idempotent: a second run
+# finds everything present and only re-checks. Python tooling lives in a project venv (.venv).
+#
+#   scripts/install-deps.sh            build + test dependencies (no torch)
+#   scripts/install-deps.sh --corpus   also the exporters used to regenerate test/models (torch, transformers)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+want_corpus=0
+for a in "$@"; do
+  case "$a" in
+    --corpus) want_corpus=1 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown flag '$a' (try --help)" >&2; exit 1 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# LLVM/MLIR 22 (see docs/toolchain.md): llvm-22-dev and libmlir-22-dev must come in one apt call.
+apt_pkgs=(
+  cmake ninja-build g++ git python3-venv
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  clang-22 libclang-rt-22-dev libfuzzer-22-dev lld-22
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libgtest-dev libgmock-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[install-deps] apt: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+else
+  echo "[install-deps] apt: all ${#apt_pkgs[@]} packages present"
+fi
+
+# Python tooling (ONNX Runtime oracle, onnx checker, lit) in the project venv.
+py="${PYTHON:-python3}"
+if [ ! -x "$here/.venv/bin/python" ]; then
+  echo "[install-deps] creating $here/.venv"
+  "$py" -m venv "$here/.venv"
+fi
+pip="$here/.venv/bin/pip"
+"$pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
+if [ "$want_corpus" = 1 ]; then
+  "$pip" install -q --disable-pip-version-check -r "$here/scripts/requirements-corpus.txt"
+fi
+echo "[install-deps] done"
