@@ -133,3 +133,16 @@ LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg) {
 }
 
 } // namespace helm
+
+namespace helm {
+void replaceValue(Value from, Value to) {
+  bool returned = llvm::any_of(from.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); });
+  from.replaceAllUsesWith(to);
+  if (!returned)
+    return;
+  auto func = to.getParentRegion()->getParentOfType<func::FuncOp>();
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 ret.getOperandTypes()));
+}
+} // namespace helm

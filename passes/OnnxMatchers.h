@@ -57,3 +57,9 @@ mlir::LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg);
 } // namespace helm
 
 #endif
+
+namespace helm {
+/// Replaces every use of `from` with `to` and, when `from` was returned, updates the enclosing
+/// function's result types (raised values are usually more precisely typed than the imported ones).
+void replaceValue(mlir::Value from, mlir::Value to);
+} // namespace helm

@@ -10,6 +10,12 @@ namespace helm {
 
 void buildRaisePipeline(OpPassManager &pm) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createRaiseLinear());
+  fpm.addPass(createRaiseEmbedding());
+  fpm.addPass(createRaiseRmsNorm());
+  fpm.addPass(createRaiseSwiglu());
+  fpm.addPass(createRaiseResidual());
+  fpm.addPass(createRaiseLmHead());
   fpm.addPass(createCheckRaised());
 }
 
