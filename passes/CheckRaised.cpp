@@ -16,12 +16,10 @@ struct CheckRaisedPass : helm::impl::CheckRaisedBase<CheckRaisedPass> {
     func::FuncOp func = getOperation();
     // Erase in reverse order so users go before their producers.
     SmallVector<Operation *> ops;
-    func.walk([&](Operation *op) {
-      if (isa<OnnxNodeOp, NoneOp, ConstantOp, WeightOp>(op))
-        ops.push_back(op);
-    });
+    for (Operation &op : func.getBody().front())
+      ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops))
-      if (op->use_empty())
+      if (op->use_empty() && isa<HelmDialect>(op->getDialect()) && isMemoryEffectFree(op))
         op->erase();
     bool failed = false;
     func.walk([&](OnnxNodeOp op) {

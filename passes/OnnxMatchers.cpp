@@ -135,9 +135,15 @@ LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg) {
 } // namespace helm
 
 namespace helm {
-void replaceValue(Value from, Value to) {
+void replaceValue(Value from, Value to, Operation *after) {
   bool returned = llvm::any_of(from.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); });
-  from.replaceAllUsesWith(to);
+  if (after)
+    from.replaceUsesWithIf(to, [&](OpOperand &use) {
+      Operation *owner = use.getOwner();
+      return owner->getBlock() == after->getBlock() && after->isBeforeInBlock(owner);
+    });
+  else
+    from.replaceAllUsesWith(to);
   if (!returned)
     return;
   auto func = to.getParentRegion()->getParentOfType<func::FuncOp>();

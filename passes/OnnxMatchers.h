@@ -61,5 +61,14 @@ mlir::LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg);
 namespace helm {
 /// Replaces every use of `from` with `to` and, when `from` was returned, updates the enclosing
 /// function's result types (raised values are usually more precisely typed than the imported ones).
-void replaceValue(mlir::Value from, mlir::Value to);
+/// With `after`, only uses in ops that come after it in the block are replaced (the rest are dead
+/// remains of the raised pattern that would otherwise use a value before its definition).
+void replaceValue(mlir::Value from, mlir::Value to, mlir::Operation *after = nullptr);
+} // namespace helm
+
+namespace helm {
+/// The rotary base theta for which inv_freq[i] = theta^(-2i/rotaryDim), or nullopt when the
+/// frequencies do not follow that law (scaled rotary variants).
+std::optional<double> thetaFromInvFreq(llvm::ArrayRef<double> invFreq, int64_t rotaryDim,
+                                       int precisionBits = 23);
 } // namespace helm

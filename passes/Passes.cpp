@@ -14,9 +14,12 @@ void buildRaisePipeline(OpPassManager &pm) {
   fpm.addPass(createRaiseEmbedding());
   fpm.addPass(createRaiseRmsNorm());
   fpm.addPass(createRaiseSwiglu());
+  fpm.addPass(createRaiseRope());
+  fpm.addPass(createRaiseAttention());
   fpm.addPass(createRaiseResidual());
   fpm.addPass(createRaiseLmHead());
   fpm.addPass(createCheckRaised());
+  fpm.addPass(createFormUnits());
 }
 
 void registerAllHelmPasses() {

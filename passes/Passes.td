@@ -79,3 +79,43 @@ def RaiseLmHead : Pass<"helm-raise-lm-head", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::helm::HelmDialect"];
 }
+
+def RaiseRope : Pass<"helm-raise-rope", "mlir::func::FuncOp"> {
+  let summary = "Rotary embedding (Slice/Neg/Concat/Mul/Add) to helm.rope";
+  let description = [{
+    Matches `x * cos + rotate_half(x) * sin` with `rotate_half(x) = Concat(-x[..., d/2:], x[..., :d/2])`
+    (in either operand order). The rotation base `theta` is recovered from the `inv_freq` constant
+    that feeds cos/sin (`inv_freq[i] = theta^(-2i/d)`); frequencies that do not follow that law
+    (scaled rotary variants) are reported. A graph input named `position_ids` that feeds cos/sin
+    becomes the op's `positions` operand.
+
+    After: `%r = helm.rope %x positions %pos {head_dim = 16, rotary_dim = 16, style = #helm.rope_style<half>, theta = 1.0e+04}`.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
+def RaiseAttention : Pass<"helm-raise-attention", "mlir::func::FuncOp"> {
+  let summary = "Softmax(QK^T * scale + mask) V with GQA and KV concat to helm.attention";
+  let description = [{
+    Anchored on Softmax: walks back through the mask Add/Where and scalar scaling to the scores
+    MatMul, then traces q, k and v through layout ops (Reshape, Transpose, GQA Unsqueeze/Expand),
+    rotary embedding, per-head RMSNorm and the `past_key_values` Concat to their projections. The
+    chains are rebuilt on the [batch, seq, heads × head_dim] projections, the attention output feeds
+    the output projection directly, and `present` outputs are replaced by the op's cache results.
+    The mask subgraph is taken as causal (with padding); it dies with the pattern.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
+def FormUnits : Pass<"helm-form-units", "mlir::func::FuncOp"> {
+  let summary = "Group raised ops into partition units: embedding, one per block, output head";
+  let description = [{
+    A block is delimited by the residual stream: an op belongs to block floor(R / 2), where R counts
+    the residual `helm.add`s on its longest path from the embedding; ops past the last block form
+    the head. Weights and constants move into (or are cloned into) the units that use them. Every
+    block must hold exactly one attention and two residual adds.
+
+    After: `helm.unit embedding [0]`, `helm.unit block [1]`, ..., `helm.unit head [N+1]`.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}

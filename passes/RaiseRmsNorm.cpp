@@ -134,10 +134,11 @@ struct RaiseRmsNormPass : helm::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
     if (!gamma)
       return;
     Value x = skipCasts(xf);
-    auto xType = dyn_cast<RankedTensorType>(x.getType());
+    auto xType = dyn_cast<TensorType>(x.getType());
     int64_t group = shapeOf(gamma)[0];
-    if (!xType || xType.getRank() == 0 || ShapedType::isDynamic(xType.getShape().back()) ||
-        xType.getShape().back() % group != 0)
+    auto xShape = shapeOf(x);
+    if (!xType || (xType.hasRank() && (xShape.empty() || (!ShapedType::isDynamic(xShape.back()) &&
+                                                          xShape.back() % group != 0))))
       return;
     OpBuilder b(scale);
     auto norm = b.create<RmsNormOp>(mean.getLoc(), xType, x, gamma, b.getF64FloatAttr(*eps));

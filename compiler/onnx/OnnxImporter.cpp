@@ -597,13 +597,6 @@ bool Importer::importNode(const onnx::NodeProto &node) {
   const std::string &domain = node.domain();
   if (!(domain.empty() || domain == "ai.onnx" || domain == "com.microsoft"))
     return fail(nodeLabel(node) + " is in unsupported domain '" + domain + "'");
-  if (domain == "com.microsoft") {
-    bool declared = false;
-    for (const auto &opset : model->opset_import())
-      declared |= opset.domain() == "com.microsoft";
-    if (!declared)
-      return fail(nodeLabel(node) + " uses domain 'com.microsoft', which the model does not import");
-  }
 
   if (node.op_type() == "Constant" && (domain.empty() || domain == "ai.onnx")) {
     if (node.output_size() != 1)

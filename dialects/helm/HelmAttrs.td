@@ -11,9 +11,7 @@ def Helm_UnitKind : I32EnumAttr<"UnitKind", "kind of partition unit", [
     I32EnumAttrCase<"block", 1>,
     I32EnumAttrCase<"head", 2>]> {
   let cppNamespace = "::helm";
-  let genSpecializedAttr = 0;
 }
-def Helm_UnitKindAttr : EnumAttr<Helm_Dialect, Helm_UnitKind, "unit_kind">;
 
 def Helm_RopeStyle : I32EnumAttr<"RopeStyle", "how rotary embedding pairs the channels", [
     // (x[i], x[i + d/2]) pairs, `rotate_half` in Hugging Face models.
@@ -23,14 +21,14 @@ def Helm_RopeStyle : I32EnumAttr<"RopeStyle", "how rotary embedding pairs the ch
   let cppNamespace = "::helm";
   let genSpecializedAttr = 0;
 }
-def Helm_RopeStyleAttr : EnumAttr<Helm_Dialect, Helm_RopeStyle, "rope_style">;
+def Helm_RopeStyleAttr : EnumAttr<Helm_Dialect, Helm_RopeStyle, "rope_style"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Helm_Device : I32EnumAttr<"Device", "device a stage runs on", [
     I32EnumAttrCase<"cpu", 0>,
     I32EnumAttrCase<"gpu", 1>]> {
   let cppNamespace = "::helm";
-  let genSpecializedAttr = 0;
 }
-def Helm_DeviceAttr : EnumAttr<Helm_Dialect, Helm_Device, "device">;
 
 #endif // HELM_ATTRS_TD

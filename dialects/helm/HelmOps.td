@@ -114,8 +114,8 @@ def Helm_RmsNormOp : Helm_Op<"rms_norm", [Pure]> {
     `size(gamma)` elements of the last dimension. A group equal to the hidden size is the usual
     RMSNorm; a group equal to the head dimension is Qwen3's per-head q/k norm.
   }];
-  let arguments = (ins AnyRankedTensor:$input, AnyStaticShapeTensor:$gamma, F64Attr:$epsilon);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyTensor:$input, AnyStaticShapeTensor:$gamma, F64Attr:$epsilon);
+  let results = (outs AnyTensor:$result);
   let assemblyFormat = "$input `,` $gamma attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -126,7 +126,7 @@ def Helm_LinearOp : Helm_Op<"linear", [Pure]> {
     `transpose_weight` says the weight is stored [N, K] (out, in), as in Hugging Face checkpoints and
     `Gemm(transB=1)`; otherwise it is [K, N] as an ONNX MatMul operand.
   }];
-  let arguments = (ins AnyRankedTensor:$input, AnyStaticShapeTensor:$weight,
+  let arguments = (ins AnyTensor:$input, AnyStaticShapeTensor:$weight,
                    Optional<AnyStaticShapeTensor>:$bias, BoolAttr:$transpose_weight);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
@@ -154,10 +154,10 @@ def Helm_RopeOp : Helm_Op<"rope", [Pure]> {
     rotate with frequencies `theta^(-2i/rotary_dim)`. `positions` ([batch, seq] integers) gives each
     token's position; when absent a token's position is its index after the cached tokens.
   }];
-  let arguments = (ins AnyRankedTensor:$input, Optional<TensorOf<[AnySignlessInteger]>>:$positions,
+  let arguments = (ins AnyTensor:$input, Optional<TensorOf<[AnySignlessInteger]>>:$positions,
                    I64Attr:$head_dim, I64Attr:$rotary_dim, F64Attr:$theta,
                    Helm_RopeStyleAttr:$style);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyTensor:$result);
   let assemblyFormat = [{
     $input (`positions` $positions^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -165,7 +165,7 @@ def Helm_RopeOp : Helm_Op<"rope", [Pure]> {
 }
 
 def Helm_AttentionOp : Helm_Op<"attention",
-    [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "Causal grouped-query attention with an optional KV cache";
   let description = [{
     `q` is [B, S, num_heads × head_dim]; `k`, `v` are [B, S, num_kv_heads × head_dim] (keys already
@@ -177,12 +177,16 @@ def Helm_AttentionOp : Helm_Op<"attention",
   let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k, AnyRankedTensor:$v,
                    Optional<AnyRankedTensor>:$past_key, Optional<AnyRankedTensor>:$past_value,
                    I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
-  let results = (outs AnyRankedTensor:$result, Optional<AnyRankedTensor>:$present_key,
-                      Optional<AnyRankedTensor>:$present_value);
+  // `present` is empty without a cache, else [present_key, present_value].
+  let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$present);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`cache` `(` $past_key^ `,` $past_value `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    mlir::Value getPresentKey() { return getPresent().empty() ? mlir::Value() : getPresent()[0]; }
+    mlir::Value getPresentValue() { return getPresent().empty() ? mlir::Value() : getPresent()[1]; }
+  }];
 }
 
 def Helm_SwigluOp : Helm_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
@@ -229,7 +233,7 @@ def Helm_UnitOp : Helm_Op<"unit", [SingleBlock]> {
     }
     ```
   }];
-  let arguments = (ins Helm_UnitKindAttr:$kind, I64Attr:$index);
+  let arguments = (ins Helm_UnitKind:$kind, I64Attr:$index);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$kind `[` $index `]` (`:` type($results)^)? $body attr-dict";
@@ -244,7 +248,7 @@ def Helm_YieldOp : Helm_Op<"yield", [Pure, Terminator, HasParent<"UnitOp">, Retu
 
 def Helm_TransferOp : Helm_Op<"transfer", [Pure, SameOperandsAndResultType]> {
   let summary = "Moves an activation across the CPU/GPU link at a stage boundary";
-  let arguments = (ins AnyRankedTensor:$input, Helm_DeviceAttr:$from, Helm_DeviceAttr:$to);
+  let arguments = (ins AnyRankedTensor:$input, Helm_Device:$from, Helm_Device:$to);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input $from `->` $to attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -63,16 +63,16 @@ BASES = {
                     inter=128, vocab=256, theta=10000.0, eps=1e-5, tie=False),
     "llama-b": dict(arch="llama", seed=102, layers=3, hidden=64, heads=4, kv_heads=1, head_dim=16,
                     inter=160, vocab=256, theta=500000.0, eps=1e-6, tie=True),
-    "llama-c": dict(arch="llama", seed=103, layers=2, hidden=128, heads=8, kv_heads=4, head_dim=16,
-                    inter=256, vocab=512, theta=500000.0, eps=1e-5, tie=False),
-    "qwen2-a": dict(arch="qwen2", seed=201, layers=3, hidden=128, heads=4, kv_heads=2, head_dim=32,
-                    inter=256, vocab=384, theta=1000000.0, eps=1e-6, tie=False),
+    "llama-c": dict(arch="llama", seed=103, layers=2, hidden=96, heads=6, kv_heads=2, head_dim=16,
+                    inter=192, vocab=384, theta=500000.0, eps=1e-5, tie=False),
+    "qwen2-a": dict(arch="qwen2", seed=201, layers=3, hidden=96, heads=3, kv_heads=1, head_dim=32,
+                    inter=192, vocab=384, theta=1000000.0, eps=1e-6, tie=False),
     "qwen3-a": dict(arch="qwen3", seed=301, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=32,
                     inter=128, vocab=320, theta=1000000.0, eps=1e-6, tie=True),
     "qwen3-b": dict(arch="qwen3", seed=302, layers=3, hidden=64, heads=4, kv_heads=2, head_dim=16,
                     inter=128, vocab=256, theta=1000000.0, eps=1e-6, tie=True),
     "mistral-a": dict(arch="mistral", seed=401, layers=4, hidden=128, heads=8, kv_heads=2, head_dim=16,
-                      inter=256, vocab=512, theta=1000000.0, eps=1e-5, tie=False),
+                      inter=224, vocab=512, theta=1000000.0, eps=1e-5, tie=False),
     "phi3-a": dict(arch="phi3", seed=501, layers=2, hidden=96, heads=3, kv_heads=3, head_dim=32,
                    inter=192, vocab=288, theta=10000.0, eps=1e-5, tie=False),
 }
@@ -215,9 +215,13 @@ def build_hf_model(b, attn="sdpa", dtype="float32"):
     else:
         assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
     model.eval()
-    if dtype == "float16":
-        model = model.half()
     check_hf_model(model, cfg, b)
+    if dtype == "float16":
+        # HF computes RoPE in fp32 from the inv_freq buffer; keep that buffer fp32 (as a model built
+        # in fp32 and loaded with torch_dtype=float16 has it) so rope_theta stays recoverable exactly.
+        inv_freq = model.model.rotary_emb.inv_freq.detach().clone()
+        model = model.half()
+        model.model.rotary_emb.inv_freq = inv_freq
     return model, cfg
 
 
@@ -352,6 +356,8 @@ def export_dynamo(s, model, cfg):
             verbose=False, report=False, external_data=False)
     proto = prog.model_proto
     tidy_dim_names(proto)
+    strip_stack_traces(proto)
+    strip_wrapper_prefix(proto)
     return proto, wrapper
 
 
@@ -414,6 +420,7 @@ def export_torchscript(s, model, cfg):
                           input_names=input_names, output_names=output_names, dynamic_axes=dyn,
                           do_constant_folding=True)
         proto = onnx.load(path)
+    strip_wrapper_prefix(proto)
     return proto, wrapper
 
 
@@ -423,6 +430,33 @@ def quiet():
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         yield
+
+
+def strip_wrapper_prefix(proto, prefix="m."):
+    """The export wrappers hold the HF model as attribute 'm'; drop that prefix from initializer
+    names so they read like a direct export of the HF model (model.layers.0..., lm_head.weight)."""
+    ren = {t.name: t.name[len(prefix):] for t in proto.graph.initializer if t.name.startswith(prefix)}
+    taken = {t.name for t in proto.graph.initializer} | {n for nd in proto.graph.node for n in nd.output}
+    ren = {k: v for k, v in ren.items() if v not in taken}
+    for t in proto.graph.initializer:
+        t.name = ren.get(t.name, t.name)
+    for nd in proto.graph.node:
+        for i, n in enumerate(nd.input):
+            if n in ren:
+                nd.input[i] = ren[n]
+    for vi in proto.graph.value_info:
+        vi.name = ren.get(vi.name, vi.name)
+
+
+def strip_stack_traces(proto):
+    """Drops the per-node 'pkg.torch.onnx.stack_trace' metadata (absolute paths and line numbers of
+    this script: not reproducible).  The other metadata (namespace, name_scopes, class_hierarchy,
+    fx_node) is kept as real exports carry it."""
+    for n in proto.graph.node:
+        keep = [p for p in n.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        if len(keep) != len(n.metadata_props):
+            del n.metadata_props[:]
+            n.metadata_props.extend(keep)
 
 
 def tidy_dim_names(proto):
@@ -575,7 +609,7 @@ def build_gqa_graph(model, cfg, opset):
                           epsilon=eps, stash_type=1)
             residual = pending
         else:
-            normed, residual = node("SkipSimplifiedLayerNormalization", [pending, residual, w_in],
+            normed, _, _, residual = node("SkipSimplifiedLayerNormalization", [pending, residual, w_in],
                                     [p + "input_norm", "", "", p + "resid_attn"],
                                     domain="com.microsoft", epsilon=eps)
         qkv = []
@@ -600,7 +634,7 @@ def build_gqa_graph(model, cfg, opset):
         wo = init(p + "self_attn.o_proj.weight.T", sd[p + "self_attn.o_proj.weight"].T)
         o = node("MatMul", [attn, wo], [p + "o_proj"])
         w_post = init(p + "post_attention_layernorm.weight", sd[p + "post_attention_layernorm.weight"])
-        normed, residual = node("SkipSimplifiedLayerNormalization", [o, residual, w_post],
+        normed, _, _, residual = node("SkipSimplifiedLayerNormalization", [o, residual, w_post],
                                 [p + "post_norm", "", "", p + "resid_mlp"], domain="com.microsoft",
                                 epsilon=eps)
         wg = init(p + "mlp.gate_proj.weight.T", sd[p + "mlp.gate_proj.weight"].T)
@@ -613,7 +647,7 @@ def build_gqa_graph(model, cfg, opset):
         act = node("Mul", [silu, up], [p + "act"])
         pending = node("MatMul", [act, wd], [p + "down"])
     w_f = init("model.norm.weight", sd["model.norm.weight"])
-    final, _ = node("SkipSimplifiedLayerNormalization", [pending, residual, w_f],
+    final, _, _, _ = node("SkipSimplifiedLayerNormalization", [pending, residual, w_f],
                     ["final_norm", "", "", "resid_final"], domain="com.microsoft", epsilon=eps)
     if cfg.tie_word_embeddings:
         wl = "model.embed_tokens.weight.T"
@@ -665,9 +699,12 @@ def verify(s, path, reference, cfg):
     tol = 1e-2 if s["dtype"] == "float16" else 1e-4
     rng = np.random.default_rng(1234)
     if s["kv"]:
-        cases = [(1, 1, 5, 0), (2, 4, 3, 0), (3, 6, 0, 0), (1, 7, 0, 0)]
-        if s["kind"] != "gqa":  # GQA's seqlens_k assumes right padding; skip the left-padded case
-            cases.append((2, 3, 4, 2))
+        if s["kind"] == "gqa":
+            # ORT's CPU GroupQueryAttention: batch must be 1 when seq > 1 and past > 0, and seqlens_k
+            # assumes right padding (so no left-padded case)
+            cases = [(1, 1, 5, 0), (3, 1, 4, 0), (1, 4, 3, 0), (3, 6, 0, 0), (1, 7, 0, 0)]
+        else:
+            cases = [(1, 1, 5, 0), (2, 4, 3, 0), (3, 6, 0, 0), (1, 7, 0, 0), (2, 3, 4, 2)]
     else:
         cases = [(1, 1, 0, 0), (2, 7, 0, 0), (3, 13, 0, 0)]
         if "attention_mask" in s["inputs"]:
@@ -706,7 +743,7 @@ def verify(s, path, reference, cfg):
                 raise CorpusError(f"{s['name']}: output {oi} ({sess.get_outputs()[oi].name}) differs from "
                                   f"torch: rel err {err:.3g} > {tol} (batch={batch} seq={seq} "
                                   f"past={past} pad={pad})")
-    return {"cases": len(cases), "max_rel_err": worst, "tolerance": tol}
+    return {"cases": len(cases), "max_rel_err": float(f"{worst:.1e}"), "tolerance": tol}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -756,6 +793,9 @@ def write_config(s, cfg, proto, outdir, summary, checker):
                      "right padding only")
     if s["b"]["arch"] == "mistral":
         notes.append("sliding_window disabled")
+    if s["external_data"]:
+        notes.append("all float initializers external (size_threshold=0) in model.onnx.data; "
+                     "integer shape constants inline")
     if s["kind"] != "gqa":
         notes.append(f"attn_implementation={s['attn']}")
     conf = collections.OrderedDict(
@@ -838,14 +878,16 @@ def generate_one(name, out_root):
             os.remove(os.path.join(outdir, stale))
     path = os.path.join(outdir, "model.onnx")
     if s["external_data"]:
-        onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                        location="model.onnx.data", size_threshold=0, convert_attribute=False)
+        save_external(proto, path)
         m = onnx.load(path, load_external_data=False)
-        n_ext = sum(1 for t in m.graph.initializer if t.data_location == TensorProto.EXTERNAL)
-        if n_ext == 0 or n_ext != len(m.graph.initializer):
-            raise CorpusError(f"{name}: only {n_ext}/{len(m.graph.initializer)} initializers external")
+        floats = [t for t in m.graph.initializer if t.data_type in FLOAT_TYPES]
+        bad = [t.name for t in floats if t.data_location != TensorProto.EXTERNAL]
+        if not floats or bad:
+            raise CorpusError(f"{name}: float initializers not external: {bad[:5]}")
     else:
         onnx.save_model(proto, path)
+    for f in os.listdir(outdir):
+        os.chmod(os.path.join(outdir, f), 0o644)
     checker = run_checker(path)
     summary = verify(s, path, reference, cfg)
     write_config(s, cfg, onnx.load(path, load_external_data=False), outdir, summary, checker)
@@ -853,6 +895,25 @@ def generate_one(name, out_root):
     log(f"{name}: ok ({size / 1024:.0f} KiB, max rel err {summary['max_rel_err']:.2e}, "
         f"checker {checker.split(':')[0]}, {time.time() - t0:.1f}s)")
     del torch
+
+
+FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+
+def save_external(proto, path):
+    """Every floating-point initializer, whatever its size (size_threshold=0), goes to one file
+    model.onnx.data with location/offset/length.  Integer initializers (Unsqueeze axes, Reshape
+    shapes, Slice bounds...) stay inline: ONNX Runtime's load-time shape inference cannot read
+    external tensors and refuses the model otherwise."""
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    convert_model_to_external_data(proto, all_tensors_to_one_file=True, location="model.onnx.data",
+                                   size_threshold=0, convert_attribute=False)
+    for t in proto.graph.initializer:
+        if t.data_type not in FLOAT_TYPES:
+            t.data_location = TensorProto.DEFAULT
+            del t.external_data[:]
+    onnx.save_model(proto, path)
 
 
 class InterleavedReference:
@@ -863,9 +924,15 @@ class InterleavedReference:
         import torch
 
         self.inner = inner
-        self.perm = torch.from_numpy(half_to_interleaved_perm(cfg_head_dim(cfg)))
+        perm = half_to_interleaved_perm(cfg_head_dim(cfg))
+        self.perm = torch.from_numpy(perm)
+        self.inv = torch.from_numpy(np.argsort(perm))
 
     def __call__(self, *args):
+        # past keys arrive in the exported (permuted) layout: bring them back to HF's layout
+        args = list(args)
+        for j in range(3, len(args), 2):
+            args[j] = args[j][..., self.inv]
         out = self.inner(*args)
         if not isinstance(out, tuple):
             return out
