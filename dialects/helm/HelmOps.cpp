@@ -40,11 +40,12 @@ LogicalResult WeightDeclOp::verify() {
     return emitOpError("weight element type must be an integer or float, got ")
            << type.getElementType();
   int64_t bytes = type.getNumElements() * byteWidth(type.getElementType());
-  if (int64_t(getLength()) != bytes)
-    return emitOpError("length ") << getLength() << " does not match " << type << " (" << bytes
+  int64_t length = getLengthAttr().getInt(), offset = getOffsetAttr().getInt();
+  if (length != bytes)
+    return emitOpError("length ") << length << " does not match " << type << " (" << bytes
                                   << " bytes)";
-  if (getLocation().empty() ? getOffset() != -1 : getOffset() < 0)
-    return emitOpError("offset ") << getOffset() << " is invalid for "
+  if (getLocation().empty() ? offset != -1 : offset < 0)
+    return emitOpError("offset ") << offset << " is invalid for "
                                   << (getLocation().empty() ? "inline" : "external") << " data";
   return success();
 }

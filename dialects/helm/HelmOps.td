@@ -41,7 +41,7 @@ def Helm_WeightOp : Helm_Op<"weight",
   let assemblyFormat = "$name `:` type($result) attr-dict";
 }
 
-def Helm_ConstantOp : Helm_Op<"constant", [Pure, ConstantLike]> {
+def Helm_ConstantOp : Helm_Op<"constant", [Pure, ConstantLike, AllTypesMatch<["value", "result"]>]> {
   let summary = "A small constant (shapes, scalars, rotary frequencies)";
   let description = [{
     Only small tensors (the importer's limit is 64 elements) become constants; anything larger is a
@@ -49,7 +49,7 @@ def Helm_ConstantOp : Helm_Op<"constant", [Pure, ConstantLike]> {
   }];
   let arguments = (ins ElementsAttr:$value);
   let results = (outs AnyTensor:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let assemblyFormat = "$value attr-dict";
   let hasVerifier = 1;
   let hasFolder = 1;
 }

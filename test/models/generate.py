@@ -849,8 +849,7 @@ def generate_one(name, out_root):
     s = spec_of(name)
     t0 = time.time()
     model, cfg = build_hf_model(s["b"], attn=s["attn"], dtype=s["dtype"])
-    _, WithKVCache = make_wrappers()
-    LogitsOnly, _ = make_wrappers()
+    LogitsOnly, WithKVCache = make_wrappers()
     if s["kind"] == "gqa":
         proto = build_gqa_graph(model, cfg, s["opset"])
         reference = WithKVCache(model).eval()
@@ -894,7 +893,6 @@ def generate_one(name, out_root):
     size = sum(os.path.getsize(os.path.join(outdir, f)) for f in os.listdir(outdir))
     log(f"{name}: ok ({size / 1024:.0f} KiB, max rel err {summary['max_rel_err']:.2e}, "
         f"checker {checker.split(':')[0]}, {time.time() - t0:.1f}s)")
-    del torch
 
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -992,7 +990,7 @@ def readme_table(out_root):
             exp = exp.replace(k, v)
         exp = exp.replace("onnxruntime.transformers.optimizer", "ORT optimizer")
         exp = exp.replace("onnx.helper (hand-built from the HF weights)", "onnx.helper (hand-built)")
-        fused = ", ".join(f"{k.split('::')[1]}×{v}" for k, v in cc["fused_ops"].items()) or "—"
+        fused = ", ".join(f"{k.replace('ai.onnx::', '')}×{v}" for k, v in cc["fused_ops"].items()) or "—"
         size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
         rows.append(
             f"| `{name}` | {c['architecture']} | {exp} | {cc['opset']} | {'yes' if cc['has_kv_cache'] else 'no'} "

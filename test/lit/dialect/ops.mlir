@@ -16,7 +16,7 @@ func.func @block(%ids: tensor<?x?xi64>, %pos: tensor<?x?xi64>, %pk: tensor<?x2x?
     %e = helm.embed %ids, %t : (tensor<?x?xi64>, tensor<256x64xf32>) -> tensor<?x?x64xf32>
     helm.yield %e : tensor<?x?x64xf32>
   }
-  // CHECK: helm.unit block [1]
+  // CHECK: helm.unit block[1]
   %r:3 = helm.unit block [1] : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32> {
     %g = helm.weight @gamma : tensor<64xf32>
     %wq = helm.weight @wq : tensor<64x64xf32>
@@ -43,7 +43,7 @@ func.func @block(%ids: tensor<?x?xi64>, %pos: tensor<?x?xi64>, %pk: tensor<?x2x?
     %o = helm.add %h#0, %mm : tensor<?x?x64xf32>
     helm.yield %o, %nk, %nv : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
   }
-  // CHECK: helm.unit head [2]
+  // CHECK: helm.unit head[2]
   %l:1 = helm.unit head [2] : tensor<?x?x256xf32> {
     %t = helm.weight @table : tensor<256x64xf32>
     // CHECK: helm.lm_head {{.*}} {tied = true, transpose_weight = true}
