@@ -12,6 +12,7 @@ void buildRaisePipeline(OpPassManager &pm) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createRaiseLinear());
   fpm.addPass(createRaiseEmbedding());
+  fpm.addPass(createRaiseFusedNorms());
   fpm.addPass(createRaiseRmsNorm());
   fpm.addPass(createRaiseSwiglu());
   fpm.addPass(createRaiseRope());

@@ -119,3 +119,15 @@ def FormUnits : Pass<"helm-form-units", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::helm::HelmDialect"];
 }
+
+def RaiseFusedNorms : Pass<"helm-raise-fused-norms", "mlir::func::FuncOp"> {
+  let summary = "Fused RMSNorm ops (ONNX 23, ONNX Runtime contrib) to helm.rms_norm / helm.add";
+  let description = [{
+    `RMSNormalization` (ONNX 23) and ONNX Runtime's `SimplifiedLayerNormalization` (written in the
+    default or the `com.microsoft` domain) over the last axis become `helm.rms_norm`.
+    `com.microsoft.SkipSimplifiedLayerNormalization(input, skip, gamma)` becomes a residual
+    `helm.add(input, skip)` feeding `helm.rms_norm`; its fourth output (the sum) is the add.
+    Runs after the projections are raised so that the skip operands are typed activations.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
