@@ -11,6 +11,7 @@ namespace helm {
 void buildRaisePipeline(OpPassManager &pm) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createRaiseLinear());
+  fpm.addPass(createRaiseSplit());
   fpm.addPass(createRaiseEmbedding());
   fpm.addPass(createRaiseFusedNorms());
   fpm.addPass(createRaiseRmsNorm());

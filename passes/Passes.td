@@ -131,3 +131,16 @@ def RaiseFusedNorms : Pass<"helm-raise-fused-norms", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::helm::HelmDialect"];
 }
+
+def RaiseSplit : Pass<"helm-raise-split", "mlir::func::FuncOp"> {
+  let summary = "Slices/Split of a fused projection (qkv, gate_up) to helm.split";
+  let description = [{
+    Phi-3 style fused projections compute q, k and v (or gate and up) in one `helm.linear` and cut
+    the result along the last axis with `Slice` ops or a `Split`. When the pieces tile the output
+    exactly, they become one `helm.split` with the piece sizes.
+
+    Before: `%q = Slice(%qkv, 0, 96, axis 2)`, `%k = Slice(%qkv, 96, 128, axis 2)`, ...
+    After:  `%q, %k, %v = helm.split %qkv {sizes = array<i64: 96, 32, 32>}`.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
