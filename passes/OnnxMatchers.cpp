@@ -152,3 +152,87 @@ void replaceValue(Value from, Value to, Operation *after) {
                                  ret.getOperandTypes()));
 }
 } // namespace helm
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+namespace helm {
+
+std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElements) {
+  auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(weight, weight.getNameAttr());
+  if (!decl)
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(decl.getType());
+  std::vector<char> bytes;
+  auto *dialect = weight->getContext()->getLoadedDialect<HelmDialect>();
+  bool ok = false;
+  if (dialect && dialect->getWeightReader()) {
+    ok = dialect->getWeightReader()(decl, bytes);
+  } else if (!decl.getLocation().empty()) {
+    auto module = weight->getParentOfType<ModuleOp>();
+    auto source = module ? module->getAttrOfType<StringAttr>("helm.source") : StringAttr();
+    if (source) {
+      llvm::SmallString<256> path(source.getValue());
+      llvm::sys::path::remove_filename(path);
+      llvm::sys::path::append(path, decl.getLocation());
+      auto buffer = llvm::MemoryBuffer::getFileSlice(path, decl.getLengthAttr().getInt(),
+                                                     decl.getOffsetAttr().getInt());
+      if (buffer) {
+        bytes.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
+        ok = true;
+      }
+    }
+  }
+  int64_t width = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  if (!ok || int64_t(bytes.size()) != type.getNumElements() * width)
+    return std::nullopt;
+  auto attr = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes));
+  SmallVector<double> out;
+  int64_t n = std::min<int64_t>(maxElements, type.getNumElements());
+  if (isa<FloatType>(type.getElementType())) {
+    auto values = attr.getValues<APFloat>();
+    for (int64_t i = 0; i < n; ++i) {
+      APFloat f = values[i];
+      bool lost = false;
+      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      out.push_back(f.convertToDouble());
+    }
+  } else {
+    auto values = attr.getValues<APInt>();
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(double(values[i].getSExtValue()));
+  }
+  return out;
+}
+
+std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
+  if (auto c = constantScalar(v)) // Slice ends are often INT64_MAX/MIN ("to the end").
+    return *c >= 9.2e18 ? INT64_MAX : *c <= -9.2e18 ? INT64_MIN : int64_t(*c);
+  OnnxNodeOp op = anyProducer(v);
+  if (!op || !op.getDomain().empty())
+    return std::nullopt;
+  llvm::StringRef t = op.getOpType();
+  if (t == "Cast" || t == "Unsqueeze" || t == "Squeeze" || t == "Identity")
+    return evalIndex(op.getInputs()[0], x, lastDim);
+  if (t == "Gather") {
+    OnnxNodeOp shape = producer(op.getInputs()[0], "Shape");
+    auto idx = constantScalar(op.getInputs()[1]);
+    if (!shape || !idx || skipCasts(shape.getInputs()[0]) != skipCasts(x) || shape.getIntAttr("start", 0))
+      return std::nullopt;
+    int64_t rank = int64_t(shapeOf(x).size());
+    if (*idx == -1 || (rank > 0 && *idx == double(rank - 1)))
+      return lastDim;
+    return std::nullopt;
+  }
+  if (t == "Div" || t == "Mul" || t == "Add" || t == "Sub") {
+    auto a = evalIndex(op.getInputs()[0], x, lastDim), b = evalIndex(op.getInputs()[1], x, lastDim);
+    if (!a || !b)
+      return std::nullopt;
+    if (t == "Div")
+      return *b ? std::optional<int64_t>(*a / *b) : std::nullopt;
+    return t == "Mul" ? *a * *b : t == "Add" ? *a + *b : *a - *b;
+  }
+  return std::nullopt;
+}
+
+} // namespace helm

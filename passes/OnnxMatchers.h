@@ -72,3 +72,14 @@ namespace helm {
 std::optional<double> thetaFromInvFreq(llvm::ArrayRef<double> invFreq, int64_t rotaryDim,
                                        int precisionBits = 23);
 } // namespace helm
+
+namespace helm {
+/// The first `maxElements` values of a weight (row-major), read through the dialect's weight reader
+/// (set by the importer) or, without one, from an external-data file next to the module's
+/// `helm.source`. nullopt when the bytes are not available.
+std::optional<llvm::SmallVector<double>> weightValues(WeightOp weight, int64_t maxElements);
+
+/// Evaluates a small integer index computation on `x`'s shape (constants, Shape/Gather of the last
+/// dimension, Div/Mul/Add/Sub, Cast/Unsqueeze/Squeeze), given the last dimension `lastDim`.
+std::optional<int64_t> evalIndex(mlir::Value v, mlir::Value x, int64_t lastDim);
+} // namespace helm

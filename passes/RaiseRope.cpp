@@ -63,8 +63,11 @@ void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int
     Operation *def = cur.getDefiningOp();
     if (!def || !seen.insert(def).second)
       continue;
-    if (isa<ConstantOp>(def)) {
-      auto values = constantValues(cur);
+    if (isa<ConstantOp, WeightOp>(def)) {
+      // inv_freq: a constant, or a weight when head_dim > 128 puts it over the constant limit.
+      auto values = isa<ConstantOp>(def) ? constantValues(cur)
+                    : shapeOf(cur).size() == 1 ? weightValues(cast<WeightOp>(def), 1024)
+                                               : std::nullopt;
       if (!invFreq && values && values->size() >= 2 && isa<FloatType>(elementTypeOf(cur)) &&
           std::fabs((*values)[0] - 1.0) < 1e-6 && (*values)[1] < (*values)[0])
       {
@@ -79,77 +82,98 @@ void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int
   }
 }
 
-/// Slice(x, start, end) on the last axis with step 1; returns start/end (end clamped to `dim`).
-bool lastAxisSlice(OnnxNodeOp slice, Value x, int64_t dim, int64_t &start, int64_t &end) {
-  if (!slice || !slice.is("Slice") || slice.getInputs()[0] != x || slice.getInputs().size() < 3)
+/// True if `axis` (a constant) names the last axis of `x`; for an unranked `x` the 4-D
+/// [batch, heads, seq, head_dim] layout every exporter uses at this point is assumed.
+bool isLastAxis(Value axisValue, Value x) {
+  auto axis = constantScalar(axisValue);
+  if (!axis)
     return false;
-  auto s = constantScalar(slice.getInputs()[1]), e = constantScalar(slice.getInputs()[2]);
+  auto rank = int64_t(shapeOf(x).size());
+  bool ranked = isa<RankedTensorType>(x.getType());
+  return *axis == -1 || (ranked && *axis == double(rank - 1)) || (!ranked && *axis == 3);
+}
+
+/// Slice(x, start, end[, axes[, steps]]) along the last axis with step 1, bounds evaluated for a
+/// last dimension of `d` (end clamped to d).
+bool lastAxisSlice(OnnxNodeOp slice, Value x, int64_t d, int64_t &start, int64_t &end) {
+  auto in = slice.getInputs();
+  if (in.size() < 3 || in[0] != x)
+    return false;
+  if (in.size() > 3 && !isLastAxis(in[3], x))
+    return false;
+  if (in.size() > 4 && !isConstant(in[4], 1.0))
+    return false;
+  auto s = evalIndex(in[1], x, d), e = evalIndex(in[2], x, d);
   if (!s || !e)
     return false;
-  if (slice.getInputs().size() > 3) {
-    auto axis = constantScalar(slice.getInputs()[3]);
-    int64_t rank = int64_t(shapeOf(x).size());
-    if (!axis || !(*axis == -1 || (rank > 0 && *axis == double(rank - 1))))
-      return false;
-  }
-  if (slice.getInputs().size() > 4 && !isConstant(slice.getInputs()[4], 1.0))
-    return false;
-  start = int64_t(*s);
-  end = std::min<double>(*e, double(dim)) < 0 ? int64_t(*e) + dim : int64_t(std::min<double>(*e, double(dim)));
+  start = *s < 0 ? std::max<int64_t>(*s, -d) + d : std::min(*s, d);
+  end = *e < 0 ? std::max<int64_t>(*e, -d) + d : std::min(*e, d);
   return true;
+}
+
+/// theta from rotary cos/sin caches [positions, rotary_dim/2]: row p holds cos(p * inv_freq).
+std::optional<double> thetaFromCaches(ArrayRef<double> cos, ArrayRef<double> sin, int64_t half) {
+  if (int64_t(cos.size()) < 3 * half || int64_t(sin.size()) < 3 * half)
+    return std::nullopt;
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < half; ++i) {
+    double f = std::atan2(sin[half + i], cos[half + i]);
+    if (std::fabs(cos[i] - 1.0) > 1e-3 || std::fabs(cos[2 * half + i] - std::cos(2 * f)) > 1e-3)
+      return std::nullopt;
+    invFreq.push_back(f);
+  }
+  return thetaFromInvFreq(invFreq, 2 * half);
+}
+
+/// Values of a cos/sin cache operand: a constant or the leading rows of a weight.
+std::optional<SmallVector<double>> cacheValues(Value v, int64_t count) {
+  if (auto c = constantValues(v))
+    return c;
+  if (WeightOp w = traceWeight(v))
+    return weightValues(w, count);
+  return std::nullopt;
 }
 
 struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
   void runOnOperation() override {
-    SmallVector<OnnxNodeOp> adds;
+    SmallVector<OnnxNodeOp> candidates;
     getOperation().walk([&](OnnxNodeOp op) {
-      if (op.is("Add"))
-        adds.push_back(op);
+      if (op.is("Add") || op.is("RotaryEmbedding") || op.is("RotaryEmbedding", "com.microsoft"))
+        candidates.push_back(op);
     });
-    for (OnnxNodeOp add : adds)
-      if (failed(raise(add)))
+    for (OnnxNodeOp op : candidates)
+      if (failed(op.is("Add") ? raiseDecomposed(op) : raiseFused(op)))
         return signalPassFailure();
   }
 
-  /// rotate_half(x) = Concat(-x[..., h:], x[..., :h]); returns x and h, or null.
-  Value matchRotateHalf(Value v, int64_t &half) {
-    OnnxNodeOp concat = producer(v, "Concat");
-    if (!concat || concat.getInputs().size() != 2 || concat.getIntAttr("axis", 0) != -1)
-      if (!concat || concat.getInputs().size() != 2 ||
-          concat.getIntAttr("axis", 0) != int64_t(shapeOf(v).size()) - 1)
-        return {};
-    OnnxNodeOp neg = producer(concat.getInputs()[0], "Neg");
-    if (!neg)
-      return {};
-    OnnxNodeOp hi = producer(neg.getInputs()[0], "Slice");
-    OnnxNodeOp lo = producer(concat.getInputs()[1], "Slice");
-    if (!hi || !lo || hi.getInputs()[0] != lo.getInputs()[0])
-      return {};
-    Value x = hi.getInputs()[0];
-    auto shape = shapeOf(x);
-    bool known = !shape.empty() && !ShapedType::isDynamic(shape.back());
-    int64_t d = known ? shape.back() : INT64_MAX, hs, he, ls, le;
-    if (!lastAxisSlice(hi, x, d, hs, he) || !lastAxisSlice(lo, x, d, ls, le))
-      return {};
-    if (ls != 0 || le != hs || hs <= 0 || (known && (he != d || 2 * hs != d)) || (!known && he < 2 * hs))
-      return {};
-    half = hs;
-    return x;
+  RopeOp create(OnnxNodeOp at, Value x, Value positions, int64_t headDim, int64_t rotaryDim,
+                double theta, RopeStyle style) {
+    OpBuilder b(at);
+    auto rope = b.create<RopeOp>(at.getLoc(), x.getType(), x, positions,
+                                 b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(rotaryDim),
+                                 b.getF64FloatAttr(theta), RopeStyleAttr::get(b.getContext(), style));
+    replaceValue(at.getResult(0), rope.getResult());
+    return rope;
   }
 
-  LogicalResult raise(OnnxNodeOp add) {
-    // x * cos + rotate_half(x) * sin, in any operand order.
+  /// x * cos + rotate_half(x) * sin, in any operand order.
+  LogicalResult raiseDecomposed(OnnxNodeOp add) {
     for (int swapAdd = 0; swapAdd < 2; ++swapAdd) {
       OnnxNodeOp cosMul = producer(add.getInputs()[swapAdd], "Mul");
       OnnxNodeOp sinMul = producer(add.getInputs()[1 - swapAdd], "Mul");
       if (!cosMul || !sinMul)
         continue;
       for (int swapSin = 0; swapSin < 2; ++swapSin) {
-        int64_t half = 0;
-        Value x = matchRotateHalf(sinMul.getInputs()[swapSin], half);
-        if (!x)
+        // rotate_half(x) = Concat(-x[..., h:], x[..., :h])
+        OnnxNodeOp concat = producer(sinMul.getInputs()[swapSin], "Concat");
+        if (!concat || concat.getInputs().size() != 2)
           continue;
-        Value sin = sinMul.getInputs()[1 - swapSin];
+        OnnxNodeOp neg = producer(concat.getInputs()[0], "Neg");
+        OnnxNodeOp hi = neg ? producer(neg.getInputs()[0], "Slice") : OnnxNodeOp();
+        OnnxNodeOp lo = producer(concat.getInputs()[1], "Slice");
+        if (!hi || !lo || hi.getInputs()[0] != lo.getInputs()[0])
+          continue;
+        Value x = hi.getInputs()[0];
         Value cos;
         if (cosMul.getInputs()[0] == x)
           cos = cosMul.getInputs()[1];
@@ -163,24 +187,82 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
         findRotarySources(cos, invFreq, precisionBits, positions);
         if (!invFreq)
           return nodeError(add, "rotary embedding whose frequencies are not a constant inv_freq");
-        int64_t rotaryDim = 2 * half;
-        if (int64_t(invFreq->size()) * 2 != rotaryDim)
-          return nodeError(add, "rotary inv_freq has " + llvm::Twine(invFreq->size()) +
-                                    " entries for a rotation over " + llvm::Twine(rotaryDim) +
-                                    " channels");
+        int64_t rotaryDim = 2 * int64_t(invFreq->size());
+        auto shape = shapeOf(x);
+        if (!shape.empty() && !ShapedType::isDynamic(shape.back()) && shape.back() != rotaryDim)
+          return nodeError(add, "partial rotary embedding (" + llvm::Twine(rotaryDim) + " of " +
+                                    llvm::Twine(shape.back()) + " channels) is not supported in "
+                                    "decomposed form");
+        int64_t hs, he, ls, le;
+        int64_t concatAxis = concat.getIntAttr("axis", 0);
+        auto rank = int64_t(shape.size());
+        if (!(concatAxis == -1 || (rank > 0 && concatAxis == rank - 1) ||
+              (!isa<RankedTensorType>(x.getType()) && concatAxis == 3)))
+          continue;
+        if (!lastAxisSlice(hi, x, rotaryDim, hs, he) || !lastAxisSlice(lo, x, rotaryDim, ls, le) ||
+            ls != 0 || le != rotaryDim / 2 || hs != rotaryDim / 2 || he != rotaryDim)
+          continue;
         auto theta = thetaFromInvFreq(*invFreq, rotaryDim, precisionBits);
         if (!theta)
           return nodeError(add, "rotary frequencies do not follow theta^(-2i/d); scaled rotary "
                                 "embeddings are not supported");
-        OpBuilder b(add);
-        auto rope = b.create<RopeOp>(add.getLoc(), x.getType(), x, positions,
-                                     b.getI64IntegerAttr(rotaryDim), b.getI64IntegerAttr(rotaryDim),
-                                     b.getF64FloatAttr(*theta),
-                                     RopeStyleAttr::get(b.getContext(), RopeStyle::half));
-        replaceValue(add.getResult(0), rope.getResult());
+        create(add, x, positions, rotaryDim, rotaryDim, *theta, RopeStyle::half);
         return success();
       }
     }
+    return success();
+  }
+
+  /// ONNX 23 RotaryEmbedding(X, cos, sin[, position_ids]) and com.microsoft
+  /// RotaryEmbedding(X, position_ids, cos_cache, sin_cache).
+  LogicalResult raiseFused(OnnxNodeOp op) {
+    bool contrib = op.getDomain() == "com.microsoft";
+    auto in = op.getInputs();
+    if (in.size() < (contrib ? 4u : 3u))
+      return nodeError(op, "RotaryEmbedding needs its cos and sin inputs");
+    Value x = in[0];
+    Value cos = contrib ? in[2] : in[1], sin = contrib ? in[3] : in[2];
+    Value positions = contrib ? in[1] : in.size() > 3 ? in[3] : Value();
+    if (positions && isa<NoneType>(positions.getType()))
+      positions = Value();
+    auto shape = shapeOf(x);
+    if (shape.empty() || ShapedType::isDynamic(shape.back()))
+      return nodeError(op, "RotaryEmbedding input needs a static last dimension");
+    int64_t headDim = shape.back();
+    if (shape.size() == 3) {
+      int64_t heads = op.getIntAttr("num_heads", 0);
+      if (heads <= 0 || headDim % heads)
+        return nodeError(op, "3-D RotaryEmbedding input needs num_heads");
+      headDim /= heads;
+    }
+    int64_t rotaryDim = op.getIntAttr("rotary_embedding_dim", 0);
+    rotaryDim = rotaryDim ? rotaryDim : headDim;
+    RopeStyle style = op.getIntAttr("interleaved", 0) ? RopeStyle::interleaved : RopeStyle::half;
+    if (contrib && op.getFloatAttr("scale", 1.0) != 1.0)
+      return nodeError(op, "RotaryEmbedding with a position scale is not supported");
+
+    std::optional<double> theta;
+    if (positions) {
+      // cos/sin are caches indexed by position.
+      int64_t half = rotaryDim / 2;
+      auto c = cacheValues(cos, 3 * half), s = cacheValues(sin, 3 * half);
+      if (!c || !s)
+        return nodeError(op, "cannot read the rotary cos/sin caches");
+      theta = thetaFromCaches(*c, *s, half);
+    } else {
+      // cos/sin were computed from positions in the graph.
+      std::optional<SmallVector<double>> invFreq;
+      int precisionBits = 23;
+      findRotarySources(cos, invFreq, precisionBits, positions);
+      if (!invFreq || int64_t(invFreq->size()) * 2 != rotaryDim)
+        return nodeError(op, "rotary cos/sin do not come from a constant inv_freq of " +
+                                 llvm::Twine(rotaryDim / 2) + " entries");
+      theta = thetaFromInvFreq(*invFreq, rotaryDim, precisionBits);
+    }
+    if (!theta)
+      return nodeError(op, "rotary frequencies do not follow theta^(-2i/d); scaled rotary "
+                           "embeddings are not supported");
+    create(op, x, positions, headDim, rotaryDim, *theta, style);
     return success();
   }
 };

@@ -25,11 +25,30 @@ using namespace mlir;
 
 namespace helm {
 
+namespace {
+bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir,
+                     std::vector<char> &bytes, std::string &error);
+} // namespace
+
 class WeightSource {
 public:
   std::unique_ptr<onnx::ModelProto> model;
   std::string modelPath;
   std::string baseDir;
+
+  /// Bytes of the initializer (or Constant node value) named `onnxName`, little-endian.
+  bool read(llvm::StringRef onnxName, std::vector<char> &bytes) const {
+    std::string error;
+    for (const auto &init : model->graph().initializer())
+      if (init.name() == onnxName)
+        return readTensorBytes(init, baseDir, bytes, error);
+    for (const auto &node : model->graph().node())
+      if (node.op_type() == "Constant" && node.output_size() == 1 && node.output(0) == onnxName)
+        for (const auto &a : node.attribute())
+          if (a.name() == "value" && a.has_t())
+            return readTensorBytes(a.t(), baseDir, bytes, error);
+    return false;
+  }
 };
 
 namespace {
@@ -91,6 +110,65 @@ Type mlirElementType(MLIRContext &ctx, int dt) {
   }
 }
 
+/// Collects a small tensor's bytes, little-endian, from raw_data, the typed fields or its external file.
+bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir,
+                     std::vector<char> &bytes, std::string &error) {
+  int64_t numel = 1;
+  for (int64_t d : tensor.dims())
+    numel *= d;
+  int64_t width = dtypeBytes(tensor.data_type());
+  bytes.assign(size_t(numel * width), 0);
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0;
+    for (const auto &kv : tensor.external_data())
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::atoll(kv.value().c_str());
+    llvm::SmallString<256> path(baseDir);
+    llvm::sys::path::append(path, location);
+    std::ifstream in(std::string(path), std::ios::binary);
+    in.seekg(offset);
+    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
+    {
+      error = "cannot read " + std::to_string(bytes.size()) + " bytes of '" + tensor.name() +
+              "' from external data file '" + location + "'";
+      return false;
+    }
+    return true;
+  }
+  if (tensor.has_raw_data()) {
+    std::memcpy(bytes.data(), tensor.raw_data().data(), bytes.size());
+    return true;
+  }
+  auto put = [&](int64_t i, uint64_t v) { std::memcpy(&bytes[size_t(i * width)], &v, size_t(width)); };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    for (int64_t i = 0; i < numel; ++i)
+    {
+      float f = tensor.float_data(int(i));
+      std::memcpy(&bytes[size_t(i * 4)], &f, 4);
+    }
+    return true;
+  case onnx::TensorProto::DOUBLE:
+    for (int64_t i = 0; i < numel; ++i)
+    {
+      double d = tensor.double_data(int(i));
+      std::memcpy(&bytes[size_t(i * 8)], &d, 8);
+    }
+    return true;
+  case onnx::TensorProto::INT64:
+    for (int64_t i = 0; i < numel; ++i)
+      put(i, uint64_t(tensor.int64_data(int(i))));
+    return true;
+  default: // int32, int16, int8, uint8, bool, float16 and bfloat16 bit patterns live in int32_data.
+    for (int64_t i = 0; i < numel; ++i)
+      put(i, uint64_t(uint32_t(tensor.int32_data(int(i)))));
+    return true;
+  }
+}
+
 class Importer {
 public:
   Importer(MLIRContext &ctx, const ImportOptions &options, std::string display, std::string baseDir,
@@ -108,7 +186,10 @@ private:
   }
   bool checkOpsets();
   bool importInitializer(const onnx::TensorProto &tensor, bool fromConstantNode);
-  bool tensorBytes(const onnx::TensorProto &tensor, std::vector<char> &bytes);
+  bool tensorBytes(const onnx::TensorProto &tensor, std::vector<char> &bytes) {
+    std::string why;
+    return readTensorBytes(tensor, baseDir, bytes, why) || fail(why);
+  }
   bool importNode(const onnx::NodeProto &node);
   bool convertAttribute(const onnx::NodeProto &node, const onnx::AttributeProto &attr,
                         NamedAttrList &out);
@@ -251,6 +332,11 @@ ImportedModel Importer::run(const void *data, size_t size) {
   result.weights->model = std::move(model);
   result.weights->modelPath = display;
   result.weights->baseDir = baseDir;
+  std::shared_ptr<WeightSource> source = result.weights;
+  ctx.getOrLoadDialect<HelmDialect>()->setWeightReader(
+      [source](WeightDeclOp decl, std::vector<char> &bytes) {
+        return source->read(decl.getOnnxName(), bytes);
+      });
   return result;
 }
 
@@ -303,61 +389,6 @@ std::string Importer::symbolFor(llvm::StringRef name) {
     unique = sym + "_" + std::to_string(i);
   symbols.insert(unique);
   return unique;
-}
-
-/// Collects a small tensor's bytes, little-endian, from raw_data, the typed fields or its external file.
-bool Importer::tensorBytes(const onnx::TensorProto &tensor, std::vector<char> &bytes) {
-  int64_t numel = 1;
-  for (int64_t d : tensor.dims())
-    numel *= d;
-  int64_t width = dtypeBytes(tensor.data_type());
-  bytes.assign(size_t(numel * width), 0);
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0;
-    for (const auto &kv : tensor.external_data())
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::atoll(kv.value().c_str());
-    llvm::SmallString<256> path(baseDir);
-    llvm::sys::path::append(path, location);
-    std::ifstream in(std::string(path), std::ios::binary);
-    in.seekg(offset);
-    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
-      return fail("cannot read " + llvm::Twine(int64_t(bytes.size())) + " bytes of '" +
-                  tensor.name() + "' from external data file '" + location + "'");
-    return true;
-  }
-  if (tensor.has_raw_data()) {
-    std::memcpy(bytes.data(), tensor.raw_data().data(), bytes.size());
-    return true;
-  }
-  auto put = [&](int64_t i, uint64_t v) { std::memcpy(&bytes[size_t(i * width)], &v, size_t(width)); };
-  switch (tensor.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    for (int64_t i = 0; i < numel; ++i)
-    {
-      float f = tensor.float_data(int(i));
-      std::memcpy(&bytes[size_t(i * 4)], &f, 4);
-    }
-    return true;
-  case onnx::TensorProto::DOUBLE:
-    for (int64_t i = 0; i < numel; ++i)
-    {
-      double d = tensor.double_data(int(i));
-      std::memcpy(&bytes[size_t(i * 8)], &d, 8);
-    }
-    return true;
-  case onnx::TensorProto::INT64:
-    for (int64_t i = 0; i < numel; ++i)
-      put(i, uint64_t(tensor.int64_data(int(i))));
-    return true;
-  default: // int32, int16, int8, uint8, bool, float16 and bfloat16 bit patterns live in int32_data.
-    for (int64_t i = 0; i < numel; ++i)
-      put(i, uint64_t(uint32_t(tensor.int32_data(int(i)))));
-    return true;
-  }
 }
 
 bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConstantNode) {

@@ -12,6 +12,13 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 
+#include <functional>
+#include <vector>
+
+namespace helm {
+class WeightDeclOp;
+}
+
 #include "dialects/helm/HelmDialect.h.inc"
 #include "dialects/helm/HelmEnums.h.inc"
 

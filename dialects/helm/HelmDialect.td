@@ -21,6 +21,18 @@ def Helm_Dialect : Dialect {
   let cppNamespace = "::helm";
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Reads a declared weight's bytes (little-endian, as stored). Set by the importer, which knows
+    /// where inline initializers live; passes that need a few values (rotary caches) use it.
+    using WeightReader = std::function<bool(WeightDeclOp, std::vector<char> &)>;
+    void setWeightReader(WeightReader reader) { weightReader = std::move(reader); }
+    const WeightReader &getWeightReader() const { return weightReader; }
+
+  private:
+    WeightReader weightReader;
+
+  public:
+  }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
