@@ -80,7 +80,8 @@ Value skipLayout(Value v) {
     llvm::StringRef t = op.getOpType();
     if (op.getDomain().empty() &&
         (t == "Cast" || t == "Identity" || t == "Reshape" || t == "Transpose" || t == "Squeeze" ||
-         t == "Unsqueeze" || t == "Expand" || t == "Flatten"))
+         t == "Unsqueeze" || t == "Expand" || t == "Flatten" ||
+         (t == "Concat" && op.getInputs().size() == 1))) // TorchScript's one-input Concat
       v = op.getInputs()[0];
     else
       break;

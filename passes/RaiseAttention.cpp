@@ -53,16 +53,41 @@ Value peel(Value v, double &scale) {
   }
 }
 
+/// What every attention form reduces to before the common rebuild.
+struct Core {
+  Operation *anchor = nullptr;       // for diagnostics and the insertion point search
+  Value q, k, v;                     // operands to trace
+  double scale = 1.0;                // factors met on the score path
+  std::optional<double> explicitScale; // a fused op's scale attribute
+  Value out;                         // attention output (3-D or 4-D, before o_proj's layout ops)
+  Value pastKey, pastValue;          // cache inputs of a fused op
+  Value presentKey, presentValue;    // cache outputs of a fused op
+  int64_t heads = 0, kvHeads = 0;    // from a fused op's attributes
+  bool cacheByConcat = true;         // decomposed: past appended with Concat
+  // GQA's internal rotary embedding (do_rotary = 1).
+  bool rotary = false;
+  double rotaryTheta = 0;
+  RopeStyle rotaryStyle = RopeStyle::half;
+};
+
 struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
-    SmallVector<OnnxNodeOp> softmaxes;
+    SmallVector<OnnxNodeOp> anchors;
     getOperation().walk([&](OnnxNodeOp op) {
-      if (op.is("Softmax"))
-        softmaxes.push_back(op);
+      if (op.is("Softmax") || op.is("Attention") || op.is("GroupQueryAttention", "com.microsoft") ||
+          op.is("MultiHeadAttention", "com.microsoft"))
+        anchors.push_back(op);
     });
-    for (OnnxNodeOp softmax : softmaxes)
-      if (failed(raise(softmax)))
+    for (OnnxNodeOp anchor : anchors) {
+      Core core;
+      LogicalResult matched = anchor.is("Softmax") ? matchDecomposed(anchor, core)
+                              : anchor.is("Attention") ? matchOnnx23(anchor, core)
+                                                       : matchContrib(anchor, core);
+      if (failed(matched))
         return signalPassFailure();
+      if (core.anchor && failed(rebuild(core)))
+        return signalPassFailure();
+    }
   }
 
   bool trace(Value v, Operand &out, bool allowCache) {
@@ -71,7 +96,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       out.headDim = t.getDimSize(3);
     if (allowCache)
       if (OnnxNodeOp concat = producer(v, "Concat"); concat && concat.getInputs().size() == 2) {
-        Value past = skipCasts(concat.getInputs()[0]);
+        Value past = skipLayout(concat.getInputs()[0]);
         if (!isa<BlockArgument>(past))
           return false;
         out.past = past;
@@ -96,7 +121,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
   }
 
   /// Rebuilds rms_norm/rope of a chain on the 3-D projection output.
-  Value rebuild(OpBuilder &b, const Operand &o, int64_t headDim) {
+  Value rebuildChain(OpBuilder &b, const Operand &o, int64_t headDim, const Core &core, bool rotate) {
     Value x = o.projection;
     for (Operation *op : o.chain) {
       if (auto norm = dyn_cast<RmsNormOp>(op))
@@ -106,10 +131,16 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
                              b.getI64IntegerAttr(headDim), rope.getRotaryDimAttr(),
                              rope.getThetaAttr(), rope.getStyleAttr());
     }
+    if (rotate && core.rotary)
+      x = b.create<RopeOp>(core.anchor->getLoc(), x.getType(), x, Value(),
+                           b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(headDim),
+                           b.getF64FloatAttr(core.rotaryTheta),
+                           RopeStyleAttr::get(b.getContext(), core.rotaryStyle));
     return x;
   }
 
-  LogicalResult raise(OnnxNodeOp softmax) {
+  /// Softmax(QK^T * scale + mask) V, decomposed.
+  LogicalResult matchDecomposed(OnnxNodeOp softmax, Core &core) {
     // Scores: (mask Add / Where) over (scale) over MatMul(q, k^T).
     double scale = 1.0;
     Value s = peel(skipCasts(softmax.getInputs()[0]), scale);
@@ -160,63 +191,165 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     }
     if (!pv)
       return nodeError(softmax, "attention softmax whose probabilities feed no MatMul with values");
+    core.anchor = scores;
+    core.q = scores.getInputs()[0];
+    core.k = scores.getInputs()[1];
+    core.v = pv.getInputs()[1];
+    core.scale = scale;
+    core.out = pv.getResult(0);
+    return success();
+  }
 
+  /// ONNX 23 Attention(Q, K, V, mask, past_key, past_value).
+  LogicalResult matchOnnx23(OnnxNodeOp op, Core &core) {
+    auto in = op.getInputs();
+    if (in.size() < 3)
+      return nodeError(op, "Attention needs Q, K and V");
+    if (op.getFloatAttr("softcap", 0.0) != 0.0 || op.getIntAttr("qk_matmul_output_mode", 0) != 0)
+      return nodeError(op, "Attention with softcap or a qk output mode is not supported");
+    core.anchor = op;
+    core.q = in[0];
+    core.k = in[1];
+    core.v = in[2];
+    if (auto s = op.getAttrs().get("scale"))
+      core.explicitScale = cast<FloatAttr>(s).getValueAsDouble();
+    core.heads = op.getIntAttr("q_num_heads", 0);
+    core.kvHeads = op.getIntAttr("kv_num_heads", 0);
+    if (in.size() > 5 && !isa<NoneType>(in[4].getType()) && !isa<NoneType>(in[5].getType())) {
+      core.pastKey = in[4];
+      core.pastValue = in[5];
+      core.cacheByConcat = false;
+      if (op.getNumResults() < 3)
+        return nodeError(op, "Attention with a past cache must return the present cache");
+      core.presentKey = op.getResult(1);
+      core.presentValue = op.getResult(2);
+    }
+    core.out = op.getResult(0);
+    return success();
+  }
+
+  /// com.microsoft GroupQueryAttention and MultiHeadAttention.
+  LogicalResult matchContrib(OnnxNodeOp op, Core &core) {
+    auto in = op.getInputs();
+    bool gqa = op.getOpType() == "GroupQueryAttention";
+    auto present = [](Value v) { return v && !isa<NoneType>(v.getType()); };
+    if (in.size() < 3 || !present(in[1]) || !present(in[2]))
+      return nodeError(op, "packed QKV input is not supported; pass query, key and value separately");
+    core.anchor = op;
+    core.q = in[0];
+    core.k = in[1];
+    core.v = in[2];
+    core.heads = op.getIntAttr("num_heads", 0);
+    core.kvHeads = gqa ? op.getIntAttr("kv_num_heads", 0) : core.heads;
+    if (double s = op.getFloatAttr("scale", 0.0); s != 0.0)
+      core.explicitScale = s;
+    if (op.getFloatAttr("softcap", 0.0) != 0.0)
+      return nodeError(op, "attention softcap is not supported");
+    unsigned pastAt = gqa ? 3 : 6;
+    if (gqa) {
+      if (op.getIntAttr("local_window_size", -1) != -1)
+        return nodeError(op, "sliding-window attention (local_window_size) is not supported");
+      if (op.getIntAttr("do_rotary", 0)) {
+        if (in.size() < 9)
+          return nodeError(op, "do_rotary needs cos_cache and sin_cache inputs");
+        return nodeError(op, "GroupQueryAttention with do_rotary = 1 is not supported yet; "
+                             "export the rotary embedding as its own op");
+      }
+    } else {
+      if (in.size() > 3 && present(in[3]))
+        return nodeError(op, "MultiHeadAttention with a packed bias input is not supported");
+      if (!op.getIntAttr("unidirectional", 0))
+        return nodeError(op, "MultiHeadAttention must be unidirectional (causal) in a decoder");
+    }
+    if (in.size() > pastAt + 1 && present(in[pastAt]) && present(in[pastAt + 1])) {
+      core.pastKey = in[pastAt];
+      core.pastValue = in[pastAt + 1];
+      core.cacheByConcat = false;
+      if (op.getNumResults() < 3)
+        return nodeError(op, "attention with a past cache must return the present cache");
+      core.presentKey = op.getResult(1);
+      core.presentValue = op.getResult(2);
+    }
+    core.out = op.getResult(0);
+    return success();
+  }
+
+  LogicalResult rebuild(Core &core) {
+    auto anchor = cast<OnnxNodeOp>(core.anchor);
     Operand q, k, v;
-    if (!trace(scores.getInputs()[0], q, false) || !trace(scores.getInputs()[1], k, true) ||
-        !trace(pv.getInputs()[1], v, true))
-      return nodeError(scores, "cannot trace the attention's q, k and v back to projections");
+    if (!trace(core.q, q, false) || !trace(core.k, k, core.cacheByConcat) ||
+        !trace(core.v, v, core.cacheByConcat))
+      return nodeError(anchor, "cannot trace the attention's q, k and v back to projections");
     if (static_cast<bool>(k.past) != static_cast<bool>(v.past))
-      return nodeError(scores, "KV cache on only one of key and value");
+      return nodeError(anchor, "KV cache on only one of key and value");
+    Value pastKey = core.cacheByConcat ? k.past : core.pastKey;
+    Value pastValue = core.cacheByConcat ? v.past : core.pastValue;
 
-    // Head geometry: from the rotary/norm ops or the 4-D types at the core.
-    int64_t headDim = q.headDim ? q.headDim : k.headDim ? k.headDim : v.headDim;
-    for (Operation *op : q.chain)
-      if (auto norm = dyn_cast<RmsNormOp>(op))
-        headDim = headDim ? headDim : shapeOf(norm.getGamma())[0];
+    // Head geometry: from the op's attributes, the 4-D types at the core, or the rotary/norm ops.
     auto width = [](Value p) { return shapeOf(p).empty() ? int64_t(0) : shapeOf(p).back(); };
+    int64_t headDim = q.headDim ? q.headDim : k.headDim ? k.headDim : v.headDim;
+    if (!headDim && core.heads > 0 && width(q.projection) % core.heads == 0)
+      headDim = width(q.projection) / core.heads;
+    for (Operation *op : q.chain) {
+      if (auto norm = dyn_cast<RmsNormOp>(op); norm && !headDim)
+        headDim = shapeOf(norm.getGamma())[0];
+      if (auto rope = dyn_cast<RopeOp>(op); rope && !headDim)
+        headDim = rope.getHeadDim();
+    }
     if (!headDim || width(q.projection) % headDim || width(k.projection) % headDim ||
         width(k.projection) != width(v.projection))
-      return nodeError(scores, "cannot determine the head dimension of the attention");
+      return nodeError(anchor, "cannot determine the head dimension of the attention");
     int64_t heads = width(q.projection) / headDim, kvHeads = width(k.projection) / headDim;
-    double totalScale = scale * q.scale * k.scale;
+    if ((core.heads && core.heads != heads) || (core.kvHeads && core.kvHeads != kvHeads))
+      return nodeError(anchor, "head counts " + llvm::Twine(core.heads) + "/" +
+                                   llvm::Twine(core.kvHeads) + " disagree with the projections (" +
+                                   llvm::Twine(heads) + "/" + llvm::Twine(kvHeads) + ")");
+    // A decomposed core's scale is what its graph multiplies by; fused ops default to 1/sqrt(d).
+    double scale = core.explicitScale ? *core.explicitScale
+                   : anchor.is("MatMul") ? 1.0
+                                         : 1.0 / std::sqrt(double(headDim));
+    double totalScale = scale * core.scale * q.scale * k.scale;
 
     // The output projection reads the attention result through Transpose/Reshape.
     LinearOp outProj;
-    for (Operation *user : pv.getResult(0).getUsers()) {
+    for (Operation *user : core.out.getUsers()) {
       SmallVector<Operation *> work{user};
       while (!work.empty() && !outProj) {
         Operation *op = work.pop_back_val();
         if (auto l = dyn_cast<LinearOp>(op))
-          outProj = skipLayout(l.getInput()) == pv.getResult(0) ? l : LinearOp();
-        else if (auto n = dyn_cast<OnnxNodeOp>(op); n && skipLayout(n.getResult(0)) == pv.getResult(0))
+          outProj = skipLayout(l.getInput()) == core.out ? l : LinearOp();
+        else if (auto n = dyn_cast<OnnxNodeOp>(op); n && skipLayout(n.getResult(0)) == core.out)
           for (Operation *u : n.getResult(0).getUsers())
             work.push_back(u);
       }
     }
     if (!outProj)
-      return nodeError(pv, "attention output does not reach an output projection");
+      return nodeError(anchor, "attention output does not reach an output projection");
 
     OpBuilder b(outProj);
-    Value q3 = rebuild(b, q, headDim), k3 = rebuild(b, k, headDim), v3 = rebuild(b, v, headDim);
+    Value q3 = rebuildChain(b, q, headDim, core, true), k3 = rebuildChain(b, k, headDim, core, true),
+          v3 = rebuildChain(b, v, headDim, core, false);
     Type resultType = activationType(elementTypeOf(q3), heads * headDim);
     SmallVector<Type> presentTypes;
-    if (k.past) {
-      auto cacheType = [&](Value past) {
-        auto t = cast<RankedTensorType>(past.getType());
+    if (pastKey) {
+      for (Value past : {pastKey, pastValue}) {
+        auto t = dyn_cast<RankedTensorType>(past.getType());
+        if (!t || t.getRank() != 4)
+          return nodeError(anchor, "KV cache inputs must be 4-D [batch, kv_heads, seq, head_dim]");
         SmallVector<int64_t> shape(t.getShape());
         shape[2] = ShapedType::kDynamic;
-        return RankedTensorType::get(shape, t.getElementType());
-      };
-      presentTypes = {cacheType(k.past), cacheType(v.past)};
+        presentTypes.push_back(RankedTensorType::get(shape, t.getElementType()));
+      }
     }
     auto attention = b.create<AttentionOp>(
-        scores.getLoc(), resultType, presentTypes, q3, k3, v3, k.past, v.past,
+        anchor.getLoc(), resultType, presentTypes, q3, k3, v3, pastKey, pastValue,
         b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
         b.getF64FloatAttr(totalScale));
     outProj.getInputMutable().assign(attention.getResult());
-    if (k.past) {
-      replaceValue(k.concat, attention.getPresentKey(), attention);
-      replaceValue(v.concat, attention.getPresentValue(), attention);
+    if (pastKey) {
+      replaceValue(core.cacheByConcat ? k.concat : core.presentKey, attention.getPresentKey(), attention);
+      replaceValue(core.cacheByConcat ? v.concat : core.presentValue, attention.getPresentValue(),
+                   attention);
     }
     return success();
   }

@@ -226,9 +226,17 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
     if (positions && isa<NoneType>(positions.getType()))
       positions = Value();
     auto shape = shapeOf(x);
-    if (shape.empty() || ShapedType::isDynamic(shape.back()))
+    int64_t headDim = 0;
+    if (!shape.empty() && !ShapedType::isDynamic(shape.back())) {
+      headDim = shape.back();
+    } else if (auto cacheShape = shapeOf(skipCasts(cos)); cacheShape.size() == 2 &&
+                                                          op.getIntAttr("rotary_embedding_dim", 0) == 0) {
+      // Unranked input (no value_info): a full-width rotation over [batch, heads, seq, head_dim].
+      headDim = 2 * cacheShape[1];
+      shape = {};
+    } else {
       return nodeError(op, "RotaryEmbedding input needs a static last dimension");
-    int64_t headDim = shape.back();
+    }
     if (shape.size() == 3) {
       int64_t heads = op.getIntAttr("num_heads", 0);
       if (heads <= 0 || headDim % heads)
