@@ -221,7 +221,9 @@ std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
     if (!shape || !idx || skipCasts(shape.getInputs()[0]) != skipCasts(x) || shape.getIntAttr("start", 0))
       return std::nullopt;
     int64_t rank = int64_t(shapeOf(x).size());
-    if (*idx == -1 || (rank > 0 && *idx == double(rank - 1)))
+    bool ranked = isa<RankedTensorType>(x.getType());
+    // Unranked: the [batch, heads, seq, head_dim] layout every exporter uses around rotary.
+    if (*idx == -1 || (ranked && *idx == double(rank - 1)) || (!ranked && *idx == 3))
       return lastDim;
     return std::nullopt;
   }
@@ -236,4 +238,18 @@ std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
   return std::nullopt;
 }
 
+} // namespace helm
+
+namespace helm {
+void refineTypes(func::FuncOp func) {
+  func.walk([](Operation *op) {
+    if (!isa<RmsNormOp, RopeOp>(op))
+      return;
+    Type in = op->getOperand(0).getType();
+    if (isa<RankedTensorType>(in) && !isa<RankedTensorType>(op->getResult(0).getType()))
+      op->getResult(0).setType(in);
+  });
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
+}
 } // namespace helm

@@ -83,3 +83,9 @@ std::optional<llvm::SmallVector<double>> weightValues(WeightOp weight, int64_t m
 /// dimension, Div/Mul/Add/Sub, Cast/Unsqueeze/Squeeze), given the last dimension `lastDim`.
 std::optional<int64_t> evalIndex(mlir::Value v, mlir::Value x, int64_t lastDim);
 } // namespace helm
+
+namespace helm {
+/// Gives shape-preserving block ops (rms_norm, rope) whose input became ranked the input's type.
+/// Values raised before their producer (common in graphs without value_info) start unranked.
+void refineTypes(mlir::func::FuncOp func);
+} // namespace helm

@@ -13,6 +13,33 @@ using namespace mlir;
 using namespace helm;
 
 namespace {
+/// Largest tables compared value by value (TorchScript stores a tied LM head as a transposed copy of
+/// the embedding); bigger ones are reported untied, which is correct, only not deduplicated.
+constexpr int64_t kMaxCompareElements = int64_t(16) << 20;
+
+/// True if `head` holds the same values as the [vocab, hidden] `table`, in the head's layout.
+bool sameValues(WeightOp table, WeightOp head, bool headTransposed) {
+  auto t = shapeOf(table), h = shapeOf(head);
+  if (t.size() != 2 || h.size() != 2 || t[0] * t[1] > kMaxCompareElements)
+    return false;
+  if (headTransposed ? (h[0] != t[0] || h[1] != t[1]) : (h[0] != t[1] || h[1] != t[0]))
+    return false;
+  if (elementTypeOf(table) != elementTypeOf(head))
+    return false;
+  auto a = weightValues(table, kMaxCompareElements), b = weightValues(head, kMaxCompareElements);
+  if (!a || !b || a->size() != b->size())
+    return false;
+  int64_t vocab = t[0], hidden = t[1];
+  for (int64_t v = 0; v < vocab; ++v)
+    for (int64_t i = 0; i < hidden; ++i) {
+      double x = (*a)[v * hidden + i];
+      double y = headTransposed ? (*b)[v * hidden + i] : (*b)[i * vocab + v];
+      if (x != y)
+        return false;
+    }
+  return true;
+}
+
 struct RaiseLmHeadPass : helm::impl::RaiseLmHeadBase<RaiseLmHeadPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -24,8 +51,10 @@ struct RaiseLmHeadPass : helm::impl::RaiseLmHeadBase<RaiseLmHeadPass> {
       if (!linear || linear.getBias())
         continue;
       auto weight = linear.getWeight().getDefiningOp<WeightOp>();
-      bool tied = embed && weight &&
-                  embed.getTable().getDefiningOp<WeightOp>().getName() == weight.getName();
+      auto table = embed ? embed.getTable().getDefiningOp<WeightOp>() : WeightOp();
+      bool tied = table && weight &&
+                  (table.getName() == weight.getName() ||
+                   sameValues(table, weight, linear.getTransposeWeight()));
       OpBuilder b(linear);
       auto head = b.create<LmHeadOp>(linear.getLoc(), linear.getType(), linear.getInput(),
                                      linear.getWeight(), linear.getTransposeWeightAttr(),

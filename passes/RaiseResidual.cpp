@@ -20,6 +20,17 @@ bool isRaisedActivation(Value v) {
          !isa<OnnxNodeOp, WeightOp, ConstantOp, NoneOp>(def);
 }
 
+/// Looks through Casts that do not change the element type (TorchScript records `x.to(float32)` on a
+/// float32 tensor as a Cast, and the residual then reads the Cast).
+Value skipNoOpCasts(Value v) {
+  while (OnnxNodeOp cast = producer(v, "Cast")) {
+    if (elementTypeOf(cast.getInputs()[0]) != elementTypeOf(v))
+      break;
+    v = cast.getInputs()[0];
+  }
+  return v;
+}
+
 struct RaiseResidualPass : helm::impl::RaiseResidualBase<RaiseResidualPass> {
   void runOnOperation() override {
     // Program order: a residual add's operands are raised before it is visited.
@@ -29,13 +40,14 @@ struct RaiseResidualPass : helm::impl::RaiseResidualBase<RaiseResidualPass> {
         adds.push_back(op);
     });
     for (OnnxNodeOp add : adds) {
-      Value lhs = add.getInputs()[0], rhs = add.getInputs()[1];
+      Value lhs = skipNoOpCasts(add.getInputs()[0]), rhs = skipNoOpCasts(add.getInputs()[1]);
       if (!isRaisedActivation(lhs) || !isRaisedActivation(rhs) || lhs.getType() != rhs.getType())
         continue;
       OpBuilder b(add);
       auto sum = b.create<AddOp>(add.getLoc(), lhs.getType(), lhs, rhs);
       replaceValue(add.getResult(0), sum.getResult());
     }
+    refineTypes(getOperation());
   }
 };
 } // namespace

@@ -25,3 +25,8 @@ func.func @untied(%ids: tensor<?x?xi64>) -> tensor<?x?x256xf32> {
   %l = helm.linear %e, %h {transpose_weight = false} : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
   return %l : tensor<?x?x256xf32>
 }
+
+// -----
+
+// The TorchScript exporter stores a tied head as a transposed copy of the table; values decide.
+// (Covered on a real export in tied-copy.test: inline weights need the importer's reader.)
