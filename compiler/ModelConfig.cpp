@@ -29,7 +29,7 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
   LmHeadOp head;
   AttentionOp firstAttention;
   RopeOp firstRope;
-  bool fusedProjections = false, qkvBias = false, headNorm = false;
+  bool fusedProjections = false, qkvBias = false, headNorm = false, slidingWindow = false;
   module.walk([&](Operation *op) {
     if (auto unit = dyn_cast<UnitOp>(op)) {
       ++config.numUnits;
@@ -40,6 +40,7 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
       head = h;
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
       firstAttention = firstAttention ? firstAttention : a;
+      slidingWindow |= a.getSlidingWindow().has_value();
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       firstRope = firstRope ? firstRope : r;
     } else if (auto s = dyn_cast<SplitOp>(op)) {
@@ -67,8 +68,9 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
   config.ropeTheta = firstRope ? firstRope.getTheta().convertToDouble() : 0.0;
   config.dtype = dtypeName(table.getElementType());
 
-  // Per-head RMSNorm on q/k (Qwen3), q/k/v bias (Qwen2) and fused qkv/gate_up projections (Phi-3)
-  // are what tells the families apart in the graph; Llama and Mistral blocks are identical.
+  // Per-head RMSNorm on q/k (Qwen3), fused qkv/gate_up projections (Phi-3), q/k/v bias (Qwen2) and
+  // sliding-window attention (Mistral) tell the families apart in the graph. A Mistral model without
+  // a window is a Llama model and is reported as one.
   module.walk([&](RmsNormOp n) {
     if (cast<RankedTensorType>(n.getGamma().getType()).getDimSize(0) == config.headDim &&
         config.headDim != config.hiddenSize)
@@ -78,7 +80,11 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
     if (l.getBias() && l.getResult().hasOneUse() && isa<RopeOp>(*l.getResult().user_begin()))
       qkvBias = true;
   });
-  config.architecture = headNorm ? "qwen3" : fusedProjections ? "phi3" : qkvBias ? "qwen2" : "llama";
+  config.architecture = headNorm           ? "qwen3"
+                        : fusedProjections ? "phi3"
+                        : qkvBias          ? "qwen2"
+                        : slidingWindow    ? "mistral"
+                                           : "llama";
   return true;
 }
 

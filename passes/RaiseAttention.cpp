@@ -53,6 +53,33 @@ Value peel(Value v, double &scale) {
   }
 }
 
+/// The sliding window a mask subgraph applies, if any: `kv > q - W` (Greater(kv, Sub(q, W))) or
+/// `q - kv < W` (Less(Sub(q, kv), W)) with a constant W > 0. The rest of the mask is causal and
+/// padding, which helm.attention implies.
+std::optional<int64_t> slidingWindowOf(Value mask) {
+  if (!mask)
+    return std::nullopt;
+  SmallVector<Value> stack{mask};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  int budget = 256;
+  while (!stack.empty() && budget-- > 0) {
+    OnnxNodeOp op = anyProducer(stack.pop_back_val());
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (op.is("Greater"))
+      if (OnnxNodeOp sub = producer(op.getInputs()[1], "Sub"))
+        if (auto w = constantScalar(sub.getInputs()[1]); w && *w > 0)
+          return int64_t(*w);
+    if (op.is("Less"))
+      if (producer(op.getInputs()[0], "Sub"))
+        if (auto w = constantScalar(op.getInputs()[1]); w && *w > 0)
+          return int64_t(*w);
+    for (Value in : op.getInputs())
+      stack.push_back(in);
+  }
+  return std::nullopt;
+}
+
 /// What every attention form reduces to before the common rebuild.
 struct Core {
   Operation *anchor = nullptr;       // for diagnostics and the insertion point search
@@ -60,6 +87,8 @@ struct Core {
   double scale = 1.0;                // factors met on the score path
   std::optional<double> explicitScale; // a fused op's scale attribute
   Value out;                         // attention output (3-D or 4-D, before o_proj's layout ops)
+  Value mask;                        // the additive/boolean mask operand, if any
+  std::optional<int64_t> window;     // sliding window from a fused op's attribute
   Value pastKey, pastValue;          // cache inputs of a fused op
   Value presentKey, presentValue;    // cache outputs of a fused op
   int64_t heads = 0, kvHeads = 0;    // from a fused op's attributes
@@ -164,6 +193,9 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         }
         if (!next)
           break;
+        for (Value in : op.getInputs())
+          if (in != next)
+            core.mask = in;
         s = peel(skipCasts(next), scale);
       } else {
         break;
@@ -211,6 +243,8 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     core.q = in[0];
     core.k = in[1];
     core.v = in[2];
+    if (in.size() > 3 && !isa<NoneType>(in[3].getType()))
+      core.mask = in[3];
     if (auto s = op.getAttrs().get("scale"))
       core.explicitScale = cast<FloatAttr>(s).getValueAsDouble();
     core.heads = op.getIntAttr("q_num_heads", 0);
@@ -247,8 +281,9 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       return nodeError(op, "attention softcap is not supported");
     unsigned pastAt = gqa ? 3 : 6;
     if (gqa) {
-      if (op.getIntAttr("local_window_size", -1) != -1)
-        return nodeError(op, "sliding-window attention (local_window_size) is not supported");
+      // local_window_size L: a query attends to itself and the L tokens before it.
+      if (int64_t left = op.getIntAttr("local_window_size", -1); left >= 0)
+        core.window = left + 1;
       if (op.getIntAttr("do_rotary", 0)) {
         if (in.size() < 9)
           return nodeError(op, "do_rotary needs cos_cache and sin_cache inputs");
@@ -341,10 +376,11 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         presentTypes.push_back(RankedTensorType::get(shape, t.getElementType()));
       }
     }
+    std::optional<int64_t> window = core.window ? core.window : slidingWindowOf(core.mask);
     auto attention = b.create<AttentionOp>(
         anchor.getLoc(), resultType, presentTypes, q3, k3, v3, pastKey, pastValue,
         b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
-        b.getF64FloatAttr(totalScale));
+        b.getF64FloatAttr(totalScale), window ? b.getI64IntegerAttr(*window) : IntegerAttr());
     outProj.getInputMutable().assign(attention.getResult());
     if (pastKey) {
       replaceValue(core.cacheByConcat ? k.concat : core.presentKey, attention.getPresentKey(), attention);

@@ -206,6 +206,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("result last dimension must be num_heads * head_dim");
   if (getScale().convertToDouble() <= 0.0)
     return emitOpError("scale must be positive");
+  if (auto window = getSlidingWindow(); window && *window <= 0)
+    return emitOpError("sliding_window must be positive, got ") << *window;
   bool hasPast = static_cast<bool>(getPastKey());
   if (getPresent().size() != (hasPast ? 2u : 0u))
     return emitOpError("past_key/past_value and present_key/present_value come together");

@@ -171,12 +171,14 @@ def Helm_AttentionOp : Helm_Op<"attention",
     `q` is [B, S, num_heads × head_dim]; `k`, `v` are [B, S, num_kv_heads × head_dim] (keys already
     rotated). With `past_key`/`past_value` ([B, num_kv_heads, P, head_dim]) the new keys and values are
     appended and returned as `present_key`/`present_value` ([B, num_kv_heads, P + S, head_dim]); query
-    i attends to all cached tokens and to new tokens ≤ i. Query head h reads key/value head
-    h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim].
+    i attends to all cached tokens and to new tokens ≤ i. With `sliding_window` = W a query at
+    position p sees only keys at positions p - W < t ≤ p (Mistral). Query head h reads key/value
+    head h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim].
   }];
   let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k, AnyRankedTensor:$v,
                    Optional<AnyRankedTensor>:$past_key, Optional<AnyRankedTensor>:$past_value,
-                   I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
+                   I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
+                   OptionalAttr<I64Attr>:$sliding_window);
   // `present` is empty without a cache, else [present_key, present_value].
   let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$present);
   let assemblyFormat = [{
