@@ -1,0 +1,132 @@
+// RUN: helm-opt %s --split-input-file --verify-diagnostics
+
+func.func @heads(%q: tensor<?x?x96xf32>, %k: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{num_heads 6 is not a multiple of num_kv_heads 4}}
+  %a = helm.attention %q, %k, %k {num_heads = 6 : i64, num_kv_heads = 4 : i64, head_dim = 16 : i64, scale = 0.25 : f64}
+      : (tensor<?x?x96xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x96xf32>
+  return
+}
+
+// -----
+
+func.func @kv_width(%q: tensor<?x?x64xf32>, %k: tensor<?x?x48xf32>) {
+  // expected-error @+1 {{k/v last dimension 48 != num_kv_heads * head_dim = 32}}
+  %a = helm.attention %q, %k, %k {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64}
+      : (tensor<?x?x64xf32>, tensor<?x?x48xf32>, tensor<?x?x48xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @cache_shape(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %p: tensor<?x4x?x16xf32>) {
+  // expected-error @+1 {{cache tensors must be [batch, 2, seq, 16]}}
+  %a, %pk, %pv = helm.attention %q, %k, %k cache(%p, %p) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64}
+      : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
+      -> (tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
+  return
+}
+
+// -----
+
+func.func @window(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>) {
+  // expected-error @+1 {{sliding_window must be positive, got 0}}
+  %a = helm.attention %q, %k, %k {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 0.25 : f64, sliding_window = 0 : i64}
+      : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear(%x: tensor<?x?x64xf32>, %w: tensor<32x48xf32>) {
+  // expected-error @+1 {{input features 64 differ from the weight's 32}}
+  %y = helm.linear %x, %w {transpose_weight = false} : (tensor<?x?x64xf32>, tensor<32x48xf32>) -> tensor<?x?x48xf32>
+  return
+}
+
+// -----
+
+func.func @bias(%x: tensor<?x?x32xf32>, %w: tensor<32x48xf32>, %b: tensor<32xf32>) {
+  // expected-error @+1 {{bias must be [48], got 'tensor<32xf32>'}}
+  %y = helm.linear %x, %w bias %b {transpose_weight = false} : (tensor<?x?x32xf32>, tensor<32x48xf32>, tensor<32xf32>) -> tensor<?x?x48xf32>
+  return
+}
+
+// -----
+
+func.func @norm(%x: tensor<?x?x64xf32>, %g: tensor<48xf32>) {
+  // expected-error @+1 {{last dimension 64 is not a multiple of gamma size 48}}
+  %y = helm.rms_norm %x, %g {epsilon = 1.0e-6 : f64} : (tensor<?x?x64xf32>, tensor<48xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{rotary_dim 32 must be even and in (0, 16]}}
+  %y = helm.rope %x {head_dim = 16 : i64, rotary_dim = 32 : i64, style = #helm.rope_style<half>, theta = 1.0e4 : f64} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed(%ids: tensor<?x?xi64>, %t: tensor<256x64xf32>) {
+  // expected-error @+1 {{result hidden size 32 differs from the table's 64}}
+  %e = helm.embed %ids, %t : (tensor<?x?xi64>, tensor<256x64xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @split(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{sizes add up to 48, input last dimension is 64}}
+  %a:2 = helm.split %x {sizes = array<i64: 32, 16>} : tensor<?x?x64xf32> -> tensor<?x?x32xf32>, tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @head(%x: tensor<?x?x64xf32>, %w: tensor<256x64xf32>) {
+  // expected-error @+1 {{result must end in the vocabulary size 256}}
+  %l = helm.lm_head %x, %w {transpose_weight = true, tied = false} : (tensor<?x?x64xf32>, tensor<256x64xf32>) -> tensor<?x?x128xf32>
+  return
+}
+
+// -----
+
+func.func @transfer(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{transfer from a device to itself}}
+  %y = helm.transfer %x cpu -> cpu : tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{length 100 does not match 'tensor<4x4xf32>' (64 bytes)}}
+helm.weight_decl @w : tensor<4x4xf32> {onnx_name = "w", location = "", offset = -1, length = 100}
+
+// -----
+
+helm.weight_decl @w : tensor<4x4xf32> {onnx_name = "w", location = "", offset = -1, length = 64}
+func.func @weight_type() {
+  // expected-error @+1 {{type 'tensor<4x8xf32>' differs from the declaration's 'tensor<4x4xf32>'}}
+  %w = helm.weight @w : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_weight() {
+  // expected-error @+1 {{refers to unknown weight @nope}}
+  %w = helm.weight @nope : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @unit() {
+  // expected-error @+1 {{yielded types differ from the unit's result types}}
+  %u = helm.unit block[1] : tensor<4xf32> {
+    helm.yield
+  }
+  return
+}
