@@ -80,14 +80,14 @@ struct FormUnitsPass : helm::impl::FormUnitsBase<FormUnitsPass> {
         for (Value result : op->getResults())
           if (llvm::any_of(result.getUsers(), [&](Operation *user) { return !memberSet.contains(user); }))
             escaping.push_back(result);
-      auto unit = b.create<UnitOp>(members.front()->getLoc(), ValueRange(escaping).getTypes(),
+      auto unit = UnitOp::create(b, members.front()->getLoc(), ValueRange(escaping).getTypes(),
                                    UnitKindAttr::get(b.getContext(), kind), b.getI64IntegerAttr(u));
       Block *unitBody = new Block();
       unit.getBody().push_back(unitBody);
       for (Operation *op : members)
         op->moveBefore(unitBody, unitBody->end());
       OpBuilder ub = OpBuilder::atBlockEnd(unitBody);
-      ub.create<YieldOp>(unit.getLoc(), escaping);
+      YieldOp::create(ub, unit.getLoc(), escaping);
       for (auto [value, result] : llvm::zip(escaping, unit.getResults()))
         value.replaceUsesWithIf(result, [&](OpOperand &use) {
           return !unit->isProperAncestor(use.getOwner());

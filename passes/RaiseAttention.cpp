@@ -154,14 +154,14 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     Value x = o.projection;
     for (Operation *op : o.chain) {
       if (auto norm = dyn_cast<RmsNormOp>(op))
-        x = b.create<RmsNormOp>(norm.getLoc(), x.getType(), x, norm.getGamma(), norm.getEpsilonAttr());
+        x = RmsNormOp::create(b, norm.getLoc(), x.getType(), x, norm.getGamma(), norm.getEpsilonAttr());
       else if (auto rope = dyn_cast<RopeOp>(op))
-        x = b.create<RopeOp>(rope.getLoc(), x.getType(), x, rope.getPositions(),
+        x = RopeOp::create(b, rope.getLoc(), x.getType(), x, rope.getPositions(),
                              b.getI64IntegerAttr(headDim), rope.getRotaryDimAttr(),
                              rope.getThetaAttr(), rope.getStyleAttr());
     }
     if (rotate && core.rotary)
-      x = b.create<RopeOp>(core.anchor->getLoc(), x.getType(), x, Value(),
+      x = RopeOp::create(b, core.anchor->getLoc(), x.getType(), x, Value(),
                            b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(headDim),
                            b.getF64FloatAttr(core.rotaryTheta),
                            RopeStyleAttr::get(b.getContext(), core.rotaryStyle));
@@ -377,7 +377,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       }
     }
     std::optional<int64_t> window = core.window ? core.window : slidingWindowOf(core.mask);
-    auto attention = b.create<AttentionOp>(
+    auto attention = AttentionOp::create(b, 
         anchor.getLoc(), resultType, presentTypes, q3, k3, v3, pastKey, pastValue,
         b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
         b.getF64FloatAttr(totalScale), window ? b.getI64IntegerAttr(*window) : IntegerAttr());

@@ -39,7 +39,7 @@ struct RaiseEmbeddingPass : helm::impl::RaiseEmbeddingBase<RaiseEmbeddingPass> {
         resultType = activationType(element, hidden);
       }
       OpBuilder b(op);
-      auto embed = b.create<EmbedOp>(op.getLoc(), resultType, ids, table.getResult());
+      auto embed = EmbedOp::create(b, op.getLoc(), resultType, ids, table.getResult());
       replaceValue(op.getResult(0), embed.getResult());
     }
   }

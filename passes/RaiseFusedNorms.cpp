@@ -57,10 +57,10 @@ struct RaiseFusedNormsPass : helm::impl::RaiseFusedNormsBase<RaiseFusedNormsPass
         Value skipValue = op.getInputs()[1];
         if (!isa<RankedTensorType>(x.getType()) || x.getType() != skipValue.getType())
           continue;
-        sum = b.create<AddOp>(op.getLoc(), x.getType(), x, skipValue);
+        sum = AddOp::create(b, op.getLoc(), x.getType(), x, skipValue);
         x = sum;
       }
-      auto norm = b.create<RmsNormOp>(op.getLoc(), x.getType(), x, gamma, b.getF64FloatAttr(eps));
+      auto norm = RmsNormOp::create(b, op.getLoc(), x.getType(), x, gamma, b.getF64FloatAttr(eps));
       replaceValue(op.getResult(0), norm.getResult());
       if (skip && op.getNumResults() > 3)
         replaceValue(op.getResult(3), sum);

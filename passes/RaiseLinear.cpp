@@ -80,7 +80,7 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
       resultType = activationType(element, outFeatures);
     }
     OpBuilder b(replaced);
-    auto linear = b.create<LinearOp>(op.getLoc(), resultType, x, weight.getResult(), bias,
+    auto linear = LinearOp::create(b, op.getLoc(), resultType, x, weight.getResult(), bias,
                                      b.getBoolAttr(transposed));
     replaceValue(replaced->getResult(0), linear.getResult());
   }

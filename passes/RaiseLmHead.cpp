@@ -56,7 +56,7 @@ struct RaiseLmHeadPass : helm::impl::RaiseLmHeadBase<RaiseLmHeadPass> {
                   (table.getName() == weight.getName() ||
                    sameValues(table, weight, linear.getTransposeWeight()));
       OpBuilder b(linear);
-      auto head = b.create<LmHeadOp>(linear.getLoc(), linear.getType(), linear.getInput(),
+      auto head = LmHeadOp::create(b, linear.getLoc(), linear.getType(), linear.getInput(),
                                      linear.getWeight(), linear.getTransposeWeightAttr(),
                                      b.getBoolAttr(tied));
       replaceValue(linear.getResult(), head.getResult());

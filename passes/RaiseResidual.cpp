@@ -44,7 +44,7 @@ struct RaiseResidualPass : helm::impl::RaiseResidualBase<RaiseResidualPass> {
       if (!isRaisedActivation(lhs) || !isRaisedActivation(rhs) || lhs.getType() != rhs.getType())
         continue;
       OpBuilder b(add);
-      auto sum = b.create<AddOp>(add.getLoc(), lhs.getType(), lhs, rhs);
+      auto sum = AddOp::create(b, add.getLoc(), lhs.getType(), lhs, rhs);
       replaceValue(add.getResult(0), sum.getResult());
     }
     refineTypes(getOperation());

@@ -141,7 +141,7 @@ struct RaiseRmsNormPass : helm::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
                                                           xShape.back() % group != 0))))
       return;
     OpBuilder b(scale);
-    auto norm = b.create<RmsNormOp>(mean.getLoc(), xType, x, gamma, b.getF64FloatAttr(*eps));
+    auto norm = RmsNormOp::create(b, mean.getLoc(), xType, x, gamma, b.getF64FloatAttr(*eps));
     // The result replaces gamma * normed, in the input's precision (the trailing Cast, if any).
     Value result = scale.getResult(0);
     if (OnnxNodeOp cast = result.hasOneUse() ? dyn_cast<OnnxNodeOp>(*result.user_begin()) : OnnxNodeOp())

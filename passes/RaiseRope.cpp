@@ -134,6 +134,73 @@ std::optional<SmallVector<double>> cacheValues(Value v, int64_t count) {
   return std::nullopt;
 }
 
+/// A recognised rotated copy of x, checked once the rotary width d is known.
+struct RotatedForm {
+  Value x;
+  RopeStyle style = RopeStyle::half;
+  OnnxNodeOp first, second; // the two Slices: (upper half, lower half) or (odd lanes, even lanes)
+  int64_t concatAxis = 0, concatRank = 0;
+
+  bool check(int64_t d) const {
+    bool ranked = isa<RankedTensorType>(x.getType());
+    int64_t rank = int64_t(shapeOf(x).size());
+    if (style == RopeStyle::half) {
+      // Concat(-x[..., d/2:], x[..., :d/2]) on the last axis.
+      if (!(concatAxis == -1 || (ranked && concatAxis == rank - 1) || (!ranked && concatAxis == 3)))
+        return false;
+      int64_t hs, he, ls, le;
+      return lastAxisSlice(first, x, d, hs, he) && lastAxisSlice(second, x, d, ls, le) && ls == 0 &&
+             le == d / 2 && hs == d / 2 && he == d;
+    }
+    // Concat(Unsqueeze(-x[..., 1::2], -1), Unsqueeze(x[..., ::2], -1), -1), flattened back.
+    if (!(concatAxis == -1 || (ranked && concatAxis == rank)))
+      return false;
+    return strided(first, 1, d) && strided(second, 0, d);
+  }
+
+  /// Slice(x, start, to the end, last axis, step 2).
+  bool strided(OnnxNodeOp slice, int64_t start, int64_t d) const {
+    auto in = slice.getInputs();
+    if (in.size() != 5 || in[0] != x || !isLastAxis(in[3], x) || !isConstant(in[4], 2.0))
+      return false;
+    auto s = evalIndex(in[1], x, d), e = evalIndex(in[2], x, d);
+    return s && e && *s == start && *e >= d;
+  }
+};
+
+/// rotate_half(x) = Concat(-x[..., h:], x[..., :h]).
+bool matchRotateHalf(Value v, RotatedForm &form) {
+  OnnxNodeOp concat = producer(v, "Concat");
+  if (!concat || concat.getInputs().size() != 2)
+    return false;
+  OnnxNodeOp neg = producer(concat.getInputs()[0], "Neg");
+  OnnxNodeOp hi = neg ? producer(neg.getInputs()[0], "Slice") : OnnxNodeOp();
+  OnnxNodeOp lo = producer(concat.getInputs()[1], "Slice");
+  if (!hi || !lo || hi.getInputs()[0] != lo.getInputs()[0])
+    return false;
+  form = {hi.getInputs()[0], RopeStyle::half, hi, lo, concat.getIntAttr("axis", 0), 0};
+  return true;
+}
+
+/// rotate_every_two(x) = stack(-x[..., 1::2], x[..., ::2]) flattened: Reshape/Flatten of a Concat of
+/// two Unsqueezed lanes.
+bool matchRotateEveryTwo(Value v, RotatedForm &form) {
+  OnnxNodeOp flat = producer(v, "Reshape");
+  flat = flat ? flat : producer(v, "Flatten");
+  OnnxNodeOp concat = flat ? producer(flat.getInputs()[0], "Concat") : OnnxNodeOp();
+  if (!concat || concat.getInputs().size() != 2)
+    return false;
+  OnnxNodeOp u0 = producer(concat.getInputs()[0], "Unsqueeze");
+  OnnxNodeOp u1 = producer(concat.getInputs()[1], "Unsqueeze");
+  OnnxNodeOp neg = u0 ? producer(u0.getInputs()[0], "Neg") : OnnxNodeOp();
+  OnnxNodeOp odd = neg ? producer(neg.getInputs()[0], "Slice") : OnnxNodeOp();
+  OnnxNodeOp even = u1 ? producer(u1.getInputs()[0], "Slice") : OnnxNodeOp();
+  if (!odd || !even || odd.getInputs()[0] != even.getInputs()[0])
+    return false;
+  form = {odd.getInputs()[0], RopeStyle::interleaved, odd, even, concat.getIntAttr("axis", 0), 0};
+  return true;
+}
+
 struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
   void runOnOperation() override {
     SmallVector<OnnxNodeOp> candidates;
@@ -149,7 +216,7 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
   RopeOp create(OnnxNodeOp at, Value x, Value positions, int64_t headDim, int64_t rotaryDim,
                 double theta, RopeStyle style) {
     OpBuilder b(at);
-    auto rope = b.create<RopeOp>(at.getLoc(), x.getType(), x, positions,
+    auto rope = RopeOp::create(b, at.getLoc(), x.getType(), x, positions,
                                  b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(rotaryDim),
                                  b.getF64FloatAttr(theta), RopeStyleAttr::get(b.getContext(), style));
     replaceValue(at.getResult(0), rope.getResult());
@@ -164,16 +231,12 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
       if (!cosMul || !sinMul)
         continue;
       for (int swapSin = 0; swapSin < 2; ++swapSin) {
-        // rotate_half(x) = Concat(-x[..., h:], x[..., :h])
-        OnnxNodeOp concat = producer(sinMul.getInputs()[swapSin], "Concat");
-        if (!concat || concat.getInputs().size() != 2)
+        // The rotated copy: rotate_half (Concat of halves) or rotate_every_two (stacked lanes).
+        Value rotated = sinMul.getInputs()[swapSin];
+        RotatedForm form;
+        if (!matchRotateHalf(rotated, form) && !matchRotateEveryTwo(rotated, form))
           continue;
-        OnnxNodeOp neg = producer(concat.getInputs()[0], "Neg");
-        OnnxNodeOp hi = neg ? producer(neg.getInputs()[0], "Slice") : OnnxNodeOp();
-        OnnxNodeOp lo = producer(concat.getInputs()[1], "Slice");
-        if (!hi || !lo || hi.getInputs()[0] != lo.getInputs()[0])
-          continue;
-        Value x = hi.getInputs()[0];
+        Value x = form.x;
         Value cos;
         if (cosMul.getInputs()[0] == x)
           cos = cosMul.getInputs()[1];
@@ -193,20 +256,13 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
           return nodeError(add, "partial rotary embedding (" + llvm::Twine(rotaryDim) + " of " +
                                     llvm::Twine(shape.back()) + " channels) is not supported in "
                                     "decomposed form");
-        int64_t hs, he, ls, le;
-        int64_t concatAxis = concat.getIntAttr("axis", 0);
-        auto rank = int64_t(shape.size());
-        if (!(concatAxis == -1 || (rank > 0 && concatAxis == rank - 1) ||
-              (!isa<RankedTensorType>(x.getType()) && concatAxis == 3)))
-          continue;
-        if (!lastAxisSlice(hi, x, rotaryDim, hs, he) || !lastAxisSlice(lo, x, rotaryDim, ls, le) ||
-            ls != 0 || le != rotaryDim / 2 || hs != rotaryDim / 2 || he != rotaryDim)
+        if (!form.check(rotaryDim))
           continue;
         auto theta = thetaFromInvFreq(*invFreq, rotaryDim, precisionBits);
         if (!theta)
           return nodeError(add, "rotary frequencies do not follow theta^(-2i/d); scaled rotary "
                                 "embeddings are not supported");
-        create(add, x, positions, rotaryDim, rotaryDim, *theta, RopeStyle::half);
+        create(add, x, positions, rotaryDim, rotaryDim, *theta, form.style);
         return success();
       }
     }

@@ -115,7 +115,7 @@ struct RaiseSplitPass : helm::impl::RaiseSplitBase<RaiseSplitPass> {
     }
     OpBuilder b(linear->getContext());
     b.setInsertionPointAfter(linear);
-    auto split = b.create<SplitOp>(linear.getLoc(), types, linear.getResult(),
+    auto split = SplitOp::create(b, linear.getLoc(), types, linear.getResult(),
                                    b.getDenseI64ArrayAttr(sizes));
     for (auto [old, now] : llvm::zip(replaced, split.getResults()))
       replaceValue(old, now);

@@ -39,7 +39,7 @@ struct RaiseSwigluPass : helm::impl::RaiseSwigluBase<RaiseSwigluPass> {
       if (!type || type != up.getType())
         continue;
       OpBuilder b(gateUp);
-      auto swiglu = b.create<SwigluOp>(gateUp.getLoc(), type, gate, up);
+      auto swiglu = SwigluOp::create(b, gateUp.getLoc(), type, gate, up);
       replaceValue(gateUp.getResult(0), swiglu.getResult());
     }
   }

@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -292,7 +294,7 @@ ImportedModel Importer::run(const void *data, size_t size) {
     resultTypes.push_back(t);
   }
   builder.setInsertionPointToEnd(module.getBody());
-  auto func = builder.create<func::FuncOp>(locFor(graph.name()), "main",
+  auto func = func::FuncOp::create(builder, locFor(graph.name()), "main",
                                            builder.getFunctionType(argTypes, resultTypes));
   Block *entry = func.addEntryBlock();
   for (auto [i, info] : llvm::enumerate(argInfos)) {
@@ -326,8 +328,21 @@ ImportedModel Importer::run(const void *data, size_t size) {
   }
   // Graph outputs may lack a shape; the producing value's type wins where they differ.
   func.setType(builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
-  builder.create<func::ReturnOp>(locFor("return"), returned);
+  func::ReturnOp::create(builder, locFor("return"), returned);
 
+  // Structural checks of every op (ONNX node arities included) before any pass looks at them.
+  {
+    std::string first;
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (first.empty())
+        first = diag.str();
+      return success();
+    });
+    if (failed(mlir::verify(module))) {
+      fail(first.empty() ? std::string("the imported graph does not verify") : first);
+      return {};
+    }
+  }
   result.weights = std::make_shared<WeightSource>();
   result.weights->model = std::move(model);
   result.weights->modelPath = display;
@@ -487,7 +502,7 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     } else {
       value = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw));
     }
-    values[tensor.name()] = builder.create<ConstantOp>(loc, type, value);
+    values[tensor.name()] = ConstantOp::create(builder, loc, type, value);
     return true;
   }
   // A weight: declared at module level, referenced in the function. Bytes stay where they are.
@@ -496,11 +511,11 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     OpBuilder::InsertionGuard guard(builder);
     auto func = *module.getOps<func::FuncOp>().begin();
     builder.setInsertionPoint(func);
-    builder.create<WeightDeclOp>(loc, builder.getStringAttr(sym), TypeAttr::get(type),
+    WeightDeclOp::create(builder, loc, builder.getStringAttr(sym), TypeAttr::get(type),
                                  builder.getStringAttr(tensor.name()), builder.getStringAttr(location),
                                  builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(length));
   }
-  values[tensor.name()] = builder.create<WeightOp>(loc, type, sym);
+  values[tensor.name()] = WeightOp::create(builder, loc, type, sym);
   return true;
 }
 
@@ -667,7 +682,7 @@ bool Importer::importNode(const onnx::NodeProto &node) {
   SmallVector<Value> inputs;
   for (const auto &name : node.input()) {
     if (name.empty()) {
-      inputs.push_back(builder.create<NoneOp>(locFor(node.name())));
+      inputs.push_back(NoneOp::create(builder, locFor(node.name())));
       continue;
     }
     auto it = values.find(name);
@@ -692,7 +707,7 @@ bool Importer::importNode(const onnx::NodeProto &node) {
       t = inferResultType(node, inputs);
     resultTypes.push_back(t);
   }
-  auto op = builder.create<OnnxNodeOp>(locFor(node.name()), resultTypes,
+  auto op = OnnxNodeOp::create(builder, locFor(node.name()), resultTypes,
                                        builder.getStringAttr(node.op_type()),
                                        builder.getStringAttr(domain == "ai.onnx" ? "" : domain),
                                        builder.getStringAttr(node.name()),

@@ -26,6 +26,6 @@ void HelmDialect::initialize() {
 Operation *HelmDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
                                             Location loc) {
   if (auto elements = dyn_cast<ElementsAttr>(value))
-    return builder.create<ConstantOp>(loc, type, elements);
+    return ConstantOp::create(builder, loc, type, elements);
   return nullptr;
 }

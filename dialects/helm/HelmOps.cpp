@@ -87,6 +87,61 @@ double OnnxNodeOp::getFloatAttr(llvm::StringRef name, double dflt) const {
   return dflt;
 }
 
+namespace {
+/// Input/output counts of the ONNX ops the raising passes look into. A node outside these bounds is
+/// malformed; checking here means no pass ever indexes past a node's operands.
+struct Arity {
+  llvm::StringLiteral op, domain;
+  unsigned minIn, maxIn, minOut, maxOut;
+};
+constexpr unsigned kAny = ~0u;
+constexpr Arity kArities[] = {
+    {"MatMul", "", 2, 2, 1, 1},       {"Gemm", "", 2, 3, 1, 1},
+    {"Add", "", 2, 2, 1, 1},          {"Sub", "", 2, 2, 1, 1},
+    {"Mul", "", 2, 2, 1, 1},          {"Div", "", 2, 2, 1, 1},
+    {"Pow", "", 2, 2, 1, 1},          {"Where", "", 3, 3, 1, 1},
+    {"Greater", "", 2, 2, 1, 1},      {"Less", "", 2, 2, 1, 1},
+    {"Gather", "", 2, 2, 1, 1},       {"Slice", "", 3, 5, 1, 1},
+    {"Concat", "", 1, kAny, 1, 1},    {"Reshape", "", 2, 2, 1, 1},
+    {"Transpose", "", 1, 1, 1, 1},    {"Softmax", "", 1, 1, 1, 1},
+    {"ReduceMean", "", 1, 2, 1, 1},   {"Sqrt", "", 1, 1, 1, 1},
+    {"Reciprocal", "", 1, 1, 1, 1},   {"Neg", "", 1, 1, 1, 1},
+    {"Sigmoid", "", 1, 1, 1, 1},      {"Cast", "", 1, 1, 1, 1},
+    {"CastLike", "", 2, 2, 1, 1},     {"Identity", "", 1, 1, 1, 1},
+    {"Squeeze", "", 1, 2, 1, 1},      {"Unsqueeze", "", 1, 2, 1, 1},
+    {"Expand", "", 2, 2, 1, 1},       {"Flatten", "", 1, 1, 1, 1},
+    {"Split", "", 1, 2, 1, kAny},     {"Shape", "", 1, 1, 1, 1},
+    {"RMSNormalization", "", 2, 2, 1, 1},
+    {"SimplifiedLayerNormalization", "", 2, 2, 1, 3},
+    {"RotaryEmbedding", "", 3, 4, 1, 1},
+    {"Attention", "", 3, 7, 1, 4},
+    {"SimplifiedLayerNormalization", "com.microsoft", 2, 2, 1, 3},
+    {"SkipSimplifiedLayerNormalization", "com.microsoft", 3, 5, 1, 4},
+    {"RotaryEmbedding", "com.microsoft", 4, 4, 1, 1},
+    {"GroupQueryAttention", "com.microsoft", 3, 14, 1, 3},
+    {"MultiHeadAttention", "com.microsoft", 1, 10, 1, 3},
+};
+} // namespace
+
+LogicalResult OnnxNodeOp::verify() {
+  if (getNumResults() == 0)
+    return emitOpError("ONNX node '") << getNode() << "' (" << getOpType() << ") has no outputs";
+  for (const Arity &a : kArities) {
+    if (a.op != getOpType() || a.domain != getDomain())
+      continue;
+    unsigned in = getInputs().size(), out = getNumResults();
+    if (in < a.minIn || in > a.maxIn || out < a.minOut || out > a.maxOut)
+      return emitOpError("ONNX node '")
+             << getNode() << "' (" << getOpType() << ") has " << in << " input(s) and " << out
+             << " output(s); the operator takes " << a.minIn << "-"
+             << (a.maxIn == kAny ? std::string("n") : std::to_string(a.maxIn)) << " inputs and "
+             << a.minOut << "-" << (a.maxOut == kAny ? std::string("n") : std::to_string(a.maxOut))
+             << " outputs";
+    break;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Block-level ops
 //===----------------------------------------------------------------------===//

@@ -84,6 +84,7 @@ def Helm_OnnxNodeOp : Helm_Op<"onnx", [Pure]> {
   let assemblyFormat = [{
     $op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)
   }];
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Integer attribute `name` of the ONNX node, or `dflt` when absent.
     int64_t getIntAttr(llvm::StringRef name, int64_t dflt) const;

@@ -65,6 +65,9 @@ BASES = {
                     inter=160, vocab=256, theta=500000.0, eps=1e-6, tie=True),
     "llama-c": dict(arch="llama", seed=103, layers=2, hidden=96, heads=6, kv_heads=2, head_dim=16,
                     inter=192, vocab=384, theta=500000.0, eps=1e-5, tie=False),
+    # head_dim 32 with num_heads * head_dim == hidden (the other Llamas use 16)
+    "llama-d": dict(arch="llama", seed=104, layers=3, hidden=128, heads=4, kv_heads=2, head_dim=32,
+                    inter=160, vocab=320, theta=500000.0, eps=1e-5, tie=True),
     "qwen2-a": dict(arch="qwen2", seed=201, layers=3, hidden=96, heads=3, kv_heads=1, head_dim=32,
                     inter=192, vocab=384, theta=1000000.0, eps=1e-6, tie=False),
     "qwen3-a": dict(arch="qwen3", seed=301, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=32,
@@ -83,7 +86,9 @@ ALL_INPUTS = ("input_ids", "attention_mask", "position_ids")
 
 # kind: dynamo | torchscript | gqa (hand-built com.microsoft GroupQueryAttention graph)
 # post: None | ("ort", model_type)      -- onnxruntime.transformers.optimizer afterwards
-# rope: "half" (HF rotate_half) | "interleaved" (GPT-J style, see make_interleaved_copy)
+# rope: "half" (HF rotate_half) | "interleaved" (GPT-J style, see make_interleaved_copy): at opset 23
+#       the fused RotaryEmbedding nodes get interleaved=1 (set_rotary_interleaved); below 23 the torch
+#       rotary itself is patched to rotate_every_two during the export (interleaved_rotary)
 MODELS = {
     # 1. plain exports, fp32, no KV cache
     "llama-fp32": dict(base="llama-a", kind="dynamo", opset=18, attn="sdpa"),
@@ -91,6 +96,8 @@ MODELS = {
     "qwen3-fp32": dict(base="qwen3-a", kind="dynamo", opset=20, attn="sdpa"),
     "mistral-fp32": dict(base="mistral-a", kind="dynamo", opset=20, attn="sdpa", inputs=("input_ids",)),
     "phi3-fp32": dict(base="phi3-a", kind="dynamo", opset=18, attn="eager"),
+    # decomposed GPT-J-style (interleaved) rotary, see interleaved_rotary()
+    "llama-interleaved-fp32": dict(base="llama-d", kind="dynamo", opset=18, attn="sdpa", rope="interleaved"),
     # fp16 plain exports (the external-data one is fp16 too)
     "llama-fp16": dict(base="llama-b", kind="dynamo", opset=18, attn="sdpa", dtype="float16"),
     "qwen2-extdata-fp16": dict(base="qwen2-a", kind="dynamo", opset=18, attn="sdpa", dtype="float16",
@@ -544,6 +551,66 @@ def make_interleaved_copy(model, cfg):
     return m2
 
 
+@contextlib.contextmanager
+def interleaved_rotary(model):
+    """GPT-J-style (interleaved) rotary in plain torch ops, for the decomposed (opset < 23) exports.
+
+    Patches the rotary embedding's forward (cos/sin = repeat_interleave(2) of the half-width
+    frequencies instead of cat((freqs, freqs))) and the modeling module's apply_rotary_pos_emb
+    (rotate_every_two instead of rotate_half): x1 = x[..., ::2], x2 = x[..., 1::2],
+    rot = stack((-x2, x1), -1).flatten(-2), x_embed = x*cos + rot(x)*sin.  With the q/k rows permuted
+    by make_interleaved_copy this computes exactly what the unpatched HF model computes."""
+    import torch
+
+    cls = type(model.model.rotary_emb)
+    mod = sys.modules[type(model.model.layers[0].self_attn).__module__]
+    original_forward = cls.forward
+    original_apply = mod.apply_rotary_pos_emb
+
+    def forward(self, x, position_ids):
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
+        emb = freqs.repeat_interleave(2, dim=-1)
+        cos = emb.cos() * self.attention_scaling
+        sin = emb.sin() * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+    def rotate_every_two(x):
+        x1 = x[..., ::2]
+        x2 = x[..., 1::2]
+        return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+    def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+        cos = cos.unsqueeze(unsqueeze_dim)
+        sin = sin.unsqueeze(unsqueeze_dim)
+        q_embed = (q * cos) + (rotate_every_two(q) * sin)
+        k_embed = (k * cos) + (rotate_every_two(k) * sin)
+        return q_embed, k_embed
+
+    cls.forward = forward
+    mod.apply_rotary_pos_emb = apply_rotary_pos_emb
+    try:
+        yield
+    finally:
+        cls.forward = original_forward
+        mod.apply_rotary_pos_emb = original_apply
+
+
+def check_decomposed_interleaved(proto):
+    """The patched export must carry the interleaved rotary as plain ops: no fused RotaryEmbedding,
+    and stride-2 Slices on the head dimension (the even/odd halves of q and k)."""
+    if any(n.op_type == "RotaryEmbedding" for n in proto.graph.node):
+        raise CorpusError("decomposed interleaved export contains a fused RotaryEmbedding node")
+    consts = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    for n in proto.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    strided = [n for n in proto.graph.node if n.op_type == "Slice" and len(n.input) > 4
+               and n.input[4] in consts and np.all(consts[n.input[4]] == 2)]
+    want = 4 * sum(1 for n in proto.graph.node if n.op_type == "Softmax")  # q and k, even and odd
+    if len(strided) != want:
+        raise CorpusError(f"interleaved export: {len(strided)} stride-2 Slices, expected {want}")
+
+
 def set_rotary_interleaved(proto):
     n_set = 0
     for n in proto.graph.node:
@@ -788,8 +855,18 @@ def write_config(s, cfg, proto, outdir, summary, checker):
     if s["post"] and s["post"][1] == "qwen3":
         notes.append(f"ORT RotaryEmbedding cos/sin caches truncated to {MAX_POS} rows")
     if s["rope"] == "interleaved":
-        notes.append("q_proj/k_proj rows permuted within each head (new[2i]=old[i], new[2i+1]=old[i+d/2]) "
-                     "so interleaved RoPE reproduces the HF logits; present keys are in permuted order")
+        note = ("q_proj/k_proj rows permuted within each head (new[2i]=old[i], new[2i+1]=old[i+d/2]) "
+                "so interleaved RoPE reproduces the HF logits")
+        if s["kv"]:
+            note += "; present keys are in permuted order"
+        notes.append(note)
+        if s["opset"] < 23:
+            notes.append("decomposed interleaved (GPT-J rotate_every_two) rotary: "
+                         "cos/sin = Cos/Sin(Reshape(Expand(Unsqueeze(freqs, [3]), [1,1,1,2]), "
+                         "Concat(Shape(freqs, end=-1), [-1]))) (repeat_interleave(2), [B, S, d]); "
+                         "per q/k: Mul(x, cos), Slice(x, [0], [INT64_MAX], axes=[3], steps=[2]), "
+                         "Slice(x, [1], [INT64_MAX], axes=[3], steps=[2]), Neg(odd), Unsqueeze(-1) x2, "
+                         "Concat(-odd, even, axis=-1), Reshape([B, N, S, d]), Mul(., sin), Add")
     if s["kind"] == "gqa":
         notes.append("seqlens_k = ReduceSum(attention_mask)-1, total_sequence_length = shape(attention_mask)[1]; "
                      "right padding only")
@@ -856,13 +933,19 @@ def generate_one(name, out_root):
         proto = build_gqa_graph(model, cfg, s["opset"])
         reference = WithKVCache(model).eval()
     else:
-        export_model = make_interleaved_copy(model, cfg) if s["rope"] == "interleaved" else model
-        if s["kind"] == "dynamo":
-            proto, _ = export_dynamo(s, export_model, cfg)
-        else:
-            proto, _ = export_torchscript(s, export_model, cfg)
-        if s["rope"] == "interleaved":
+        interleaved = s["rope"] == "interleaved"
+        fused_rope = s["opset"] >= 23  # the exporter emits ONNX RotaryEmbedding from opset 23 on
+        export_model = make_interleaved_copy(model, cfg) if interleaved else model
+        patch = interleaved_rotary(export_model) if interleaved and not fused_rope else contextlib.nullcontext()
+        with patch:
+            if s["kind"] == "dynamo":
+                proto, _ = export_dynamo(s, export_model, cfg)
+            else:
+                proto, _ = export_torchscript(s, export_model, cfg)
+        if interleaved and fused_rope:
             set_rotary_interleaved(proto)
+        elif interleaved:
+            check_decomposed_interleaved(proto)
         if s["post"] and s["post"][0] == "ort":
             proto = ort_optimize(proto, s["post"][1], cfg)
         # reference: the unmodified HF model

@@ -73,3 +73,8 @@ save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "escape_
 rng = np.random.default_rng(7)
 with open("random.bin", "wb") as f:
     f.write(rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
+
+# A node with the wrong number of inputs (MatMul takes two).
+g = helper.make_graph([helper.make_node("MatMul", ["x"], ["y"], name="lonely")], "arity",
+                      [io("x", [2, 64])], [io("y", [2, 64])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "bad_arity.onnx")
