@@ -31,7 +31,7 @@ struct ModelConfig {
 /// when the module is not a complete decoder (no units, no attention, ...).
 bool extractModelConfig(mlir::ModuleOp module, ModelConfig &config, std::string &error);
 
-/// The configuration as one JSON object (keys as in docs/cli.md).
+/// The configuration as one JSON object (keys as listed in README.md, "Using helmc").
 std::string modelConfigToJson(const ModelConfig &config);
 
 } // namespace helm
