@@ -253,3 +253,82 @@ void refineTypes(func::FuncOp func) {
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
 }
 } // namespace helm
+
+namespace helm {
+
+std::optional<double> thetaFromInvFreq(ArrayRef<double> invFreq, int64_t rotaryDim, int precisionBits) {
+  if (invFreq.size() < 2 || std::fabs(invFreq[0] - 1.0) > 1e-6)
+    return std::nullopt;
+  // Least-squares fit of log(inv_freq[i]) = -(2i/d) log(theta) through the origin, over the entries
+  // a float16 round trip keeps normal (>= 2^-14): exports of half-precision models often carry
+  // inv_freq rounded through float16, whose smallest entries are subnormal and coarse.
+  constexpr double kHalfNormalMin = 6.103515625e-05;
+  double num = 0, den = 0;
+  for (size_t i = 1; i < invFreq.size(); ++i) {
+    if (invFreq[i] <= 0)
+      return std::nullopt;
+    if (invFreq[i] < kHalfNormalMin)
+      continue;
+    double slope = -2.0 * double(i) / double(rotaryDim);
+    num += slope * std::log(invFreq[i]);
+    den += slope * slope;
+  }
+  if (den == 0)
+    return std::nullopt;
+  double theta = std::exp(num / den);
+  // Every entry must match theta^(-2i/d) at the constant's precision, or at float16 precision
+  // (relative 2^-8, absolute half a subnormal step) when the values went through float16.
+  auto matches = [&](double relTol, double absTol) {
+    for (size_t i = 0; i < invFreq.size(); ++i) {
+      double expected = std::pow(theta, -2.0 * double(i) / double(rotaryDim));
+      if (std::fabs(invFreq[i] - expected) > relTol * expected + absTol)
+        return false;
+    }
+    return true;
+  };
+  int digits;
+  if (precisionBits >= 23 && matches(1e-5, 0.0))
+    digits = 5;
+  else if (matches(std::ldexp(1.0, -8), std::ldexp(1.0, -25)))
+    digits = 3;
+  else
+    return std::nullopt;
+  // Keep the significant digits the values can carry.
+  double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(theta)));
+  return std::round(theta * scale) / scale;
+}
+
+} // namespace helm
+
+namespace helm {
+/// theta from rotary cos/sin caches [positions, rotary_dim/2]: row p holds cos(p * inv_freq).
+std::optional<double> thetaFromCaches(ArrayRef<double> cos, ArrayRef<double> sin, int64_t half,
+                                      int precisionBits) {
+  if (int64_t(cos.size()) < 3 * half || int64_t(sin.size()) < 3 * half)
+    return std::nullopt;
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < half; ++i) {
+    double f = std::atan2(sin[half + i], cos[half + i]);
+    if (std::fabs(cos[i] - 1.0) > 1e-3 || std::fabs(cos[2 * half + i] - std::cos(2 * f)) > 1e-3)
+      return std::nullopt;
+    invFreq.push_back(f);
+  }
+  return thetaFromInvFreq(invFreq, 2 * half, precisionBits);
+}
+
+int mantissaBits(Value v) {
+  if (auto f = dyn_cast_or_null<FloatType>(elementTypeOf(skipCasts(v))))
+    return int(f.getFPMantissaWidth()) - 1;
+  return 23;
+}
+
+/// Values of a cos/sin cache operand: a constant or the leading rows of a weight.
+std::optional<SmallVector<double>> cacheValues(Value v, int64_t count) {
+  if (auto c = constantValues(v))
+    return c;
+  if (WeightOp w = traceWeight(v))
+    return weightValues(w, count);
+  return std::nullopt;
+}
+
+} // namespace helm

@@ -89,3 +89,16 @@ namespace helm {
 /// Values raised before their producer (common in graphs without value_info) start unranked.
 void refineTypes(mlir::func::FuncOp func);
 } // namespace helm
+
+namespace helm {
+/// theta from rotary cos/sin caches [positions, half] (row p holds cos/sin(p * inv_freq)), after
+/// checking rows 0 and 2 against the frequencies row 1 implies.
+std::optional<double> thetaFromCaches(llvm::ArrayRef<double> cos, llvm::ArrayRef<double> sin,
+                                      int64_t half, int precisionBits = 23);
+
+/// Explicit mantissa bits of a float tensor value's element type (23 for non-floats).
+int mantissaBits(mlir::Value v);
+
+/// The leading `count` values of a cos/sin cache operand: a constant or a weight.
+std::optional<llvm::SmallVector<double>> cacheValues(mlir::Value v, int64_t count);
+} // namespace helm

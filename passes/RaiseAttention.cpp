@@ -96,6 +96,7 @@ struct Core {
   // GQA's internal rotary embedding (do_rotary = 1).
   bool rotary = false;
   double rotaryTheta = 0;
+  int64_t rotaryHalf = 0;
   RopeStyle rotaryStyle = RopeStyle::half;
 };
 
@@ -162,7 +163,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     }
     if (rotate && core.rotary)
       x = RopeOp::create(b, core.anchor->getLoc(), x.getType(), x, Value(),
-                           b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(headDim),
+                           b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(2 * core.rotaryHalf),
                            b.getF64FloatAttr(core.rotaryTheta),
                            RopeStyleAttr::get(b.getContext(), core.rotaryStyle));
     return x;
@@ -285,10 +286,23 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       if (int64_t left = op.getIntAttr("local_window_size", -1); left >= 0)
         core.window = left + 1;
       if (op.getIntAttr("do_rotary", 0)) {
-        if (in.size() < 9)
+        // Rotary inside the op: cos/sin caches [max_position, rotary_dim / 2] at inputs 7 and 8;
+        // positions follow the cached length, which is helm.rope's implicit position.
+        if (in.size() < 9 || !present(in[7]) || !present(in[8]))
           return nodeError(op, "do_rotary needs cos_cache and sin_cache inputs");
-        return nodeError(op, "GroupQueryAttention with do_rotary = 1 is not supported yet; "
-                             "export the rotary embedding as its own op");
+        auto cacheShape = shapeOf(skipCasts(in[7]));
+        if (cacheShape.size() != 2 || ShapedType::isDynamic(cacheShape[1]))
+          return nodeError(op, "rotary cos_cache must be a 2-D [positions, rotary_dim / 2] tensor");
+        int64_t half = cacheShape[1];
+        auto c = cacheValues(in[7], 3 * half), s = cacheValues(in[8], 3 * half);
+        std::optional<double> theta = c && s ? thetaFromCaches(*c, *s, half, mantissaBits(in[7])) : std::nullopt;
+        if (!theta)
+          return nodeError(op, "cannot recover a standard rotary base from the cos/sin caches");
+        core.rotary = true;
+        core.rotaryTheta = *theta;
+        core.rotaryHalf = half;
+        core.rotaryStyle = op.getIntAttr("rotary_interleaved", 0) ? RopeStyle::interleaved
+                                                                   : RopeStyle::half;
       }
     } else {
       if (in.size() > 3 && present(in[3]))

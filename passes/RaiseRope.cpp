@@ -14,33 +14,6 @@ namespace helm {
 using namespace mlir;
 using namespace helm;
 
-namespace helm {
-
-std::optional<double> thetaFromInvFreq(ArrayRef<double> invFreq, int64_t rotaryDim, int precisionBits) {
-  if (invFreq.size() < 2 || std::fabs(invFreq[0] - 1.0) > 1e-6)
-    return std::nullopt;
-  // Least-squares fit of log(inv_freq[i]) = -(2i/d) log(theta) through the origin.
-  double num = 0, den = 0;
-  for (size_t i = 1; i < invFreq.size(); ++i) {
-    if (invFreq[i] <= 0)
-      return std::nullopt;
-    double slope = -2.0 * double(i) / double(rotaryDim);
-    num += slope * std::log(invFreq[i]);
-    den += slope * slope;
-  }
-  double theta = std::exp(num / den);
-  for (size_t i = 0; i < invFreq.size(); ++i) {
-    double expected = std::pow(theta, -2.0 * double(i) / double(rotaryDim));
-    if (std::fabs(invFreq[i] - expected) > std::ldexp(4.0, -precisionBits) * expected)
-      return std::nullopt;
-  }
-  // Keep the significant digits the constant's precision can carry (float32: 5, float16: 3).
-  int digits = precisionBits >= 23 ? 5 : precisionBits >= 10 ? 3 : 2;
-  double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(theta)));
-  return std::round(theta * scale) / scale;
-}
-
-} // namespace helm
 
 namespace {
 
@@ -109,29 +82,6 @@ bool lastAxisSlice(OnnxNodeOp slice, Value x, int64_t d, int64_t &start, int64_t
   start = *s < 0 ? std::max<int64_t>(*s, -d) + d : std::min(*s, d);
   end = *e < 0 ? std::max<int64_t>(*e, -d) + d : std::min(*e, d);
   return true;
-}
-
-/// theta from rotary cos/sin caches [positions, rotary_dim/2]: row p holds cos(p * inv_freq).
-std::optional<double> thetaFromCaches(ArrayRef<double> cos, ArrayRef<double> sin, int64_t half) {
-  if (int64_t(cos.size()) < 3 * half || int64_t(sin.size()) < 3 * half)
-    return std::nullopt;
-  SmallVector<double> invFreq;
-  for (int64_t i = 0; i < half; ++i) {
-    double f = std::atan2(sin[half + i], cos[half + i]);
-    if (std::fabs(cos[i] - 1.0) > 1e-3 || std::fabs(cos[2 * half + i] - std::cos(2 * f)) > 1e-3)
-      return std::nullopt;
-    invFreq.push_back(f);
-  }
-  return thetaFromInvFreq(invFreq, 2 * half);
-}
-
-/// Values of a cos/sin cache operand: a constant or the leading rows of a weight.
-std::optional<SmallVector<double>> cacheValues(Value v, int64_t count) {
-  if (auto c = constantValues(v))
-    return c;
-  if (WeightOp w = traceWeight(v))
-    return weightValues(w, count);
-  return std::nullopt;
 }
 
 /// A recognised rotated copy of x, checked once the rotary width d is known.
@@ -312,7 +262,7 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
       auto c = cacheValues(cos, 3 * half), s = cacheValues(sin, 3 * half);
       if (!c || !s)
         return nodeError(op, "cannot read the rotary cos/sin caches");
-      theta = thetaFromCaches(*c, *s, half);
+      theta = thetaFromCaches(*c, *s, half, mantissaBits(cos));
     } else {
       // cos/sin were computed from positions in the graph.
       std::optional<SmallVector<double>> invFreq;

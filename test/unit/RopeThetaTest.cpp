@@ -40,3 +40,20 @@ TEST(RopeTheta, RejectsWrongDimension) {
   EXPECT_FALSE(helm::thetaFromInvFreq({1.0}, 2).has_value());
   EXPECT_FALSE(helm::thetaFromInvFreq({0.5, 0.25}, 4).has_value());
 }
+
+TEST(RopeTheta, RecoversFromFloat16RoundedFrequencies) {
+  // inv_freq rounded through float16 (subnormal below 2^-14), as half-precision exports carry it.
+  for (double theta : {10000.0, 1000000.0}) {
+    auto f = invFreq(theta, 128, false);
+    for (double &v : f) {
+      llvm::APFloat h(v);
+      bool lost = false;
+      h.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      h.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      v = h.convertToDouble();
+    }
+    auto t = helm::thetaFromInvFreq(f, 128);
+    ASSERT_TRUE(t.has_value()) << theta;
+    EXPECT_DOUBLE_EQ(*t, theta);
+  }
+}
