@@ -206,9 +206,20 @@ std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElem
   return out;
 }
 
+std::optional<int64_t> asIndex(double v) {
+  if (!std::isfinite(v))
+    return std::nullopt;
+  // Slice ends are often INT64_MAX/MIN ("to the end"); a double cannot hold them exactly.
+  if (v >= 9.2e18)
+    return INT64_MAX;
+  if (v <= -9.2e18)
+    return INT64_MIN;
+  return int64_t(v);
+}
+
 std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
-  if (auto c = constantScalar(v)) // Slice ends are often INT64_MAX/MIN ("to the end").
-    return *c >= 9.2e18 ? INT64_MAX : *c <= -9.2e18 ? INT64_MIN : int64_t(*c);
+  if (auto c = constantScalar(v))
+    return asIndex(*c);
   OnnxNodeOp op = anyProducer(v);
   if (!op || !op.getDomain().empty())
     return std::nullopt;
@@ -231,9 +242,16 @@ std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
     auto a = evalIndex(op.getInputs()[0], x, lastDim), b = evalIndex(op.getInputs()[1], x, lastDim);
     if (!a || !b)
       return std::nullopt;
-    if (t == "Div")
-      return *b ? std::optional<int64_t>(*a / *b) : std::nullopt;
-    return t == "Mul" ? *a * *b : t == "Add" ? *a + *b : *a - *b;
+    int64_t r = 0;
+    if (t == "Div") {
+      if (*b == 0 || (*a == INT64_MIN && *b == -1))
+        return std::nullopt;
+      return *a / *b;
+    }
+    bool overflow = t == "Mul"   ? __builtin_mul_overflow(*a, *b, &r)
+                    : t == "Add" ? __builtin_add_overflow(*a, *b, &r)
+                                 : __builtin_sub_overflow(*a, *b, &r);
+    return overflow ? std::nullopt : std::optional<int64_t>(r);
   }
   return std::nullopt;
 }

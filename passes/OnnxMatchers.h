@@ -79,6 +79,10 @@ namespace helm {
 /// `helm.source`. nullopt when the bytes are not available.
 std::optional<llvm::SmallVector<double>> weightValues(WeightOp weight, int64_t maxElements);
 
+/// `v` as an int64 index: nullopt when not finite; beyond the int64 range it saturates (exporters
+/// write "to the end" as INT64_MAX).
+std::optional<int64_t> asIndex(double v);
+
 /// Evaluates a small integer index computation on `x`'s shape (constants, Shape/Gather of the last
 /// dimension, Div/Mul/Add/Sub, Cast/Unsqueeze/Squeeze), given the last dimension `lastDim`.
 std::optional<int64_t> evalIndex(mlir::Value v, mlir::Value x, int64_t lastDim);

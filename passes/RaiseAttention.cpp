@@ -68,11 +68,11 @@ std::optional<int64_t> slidingWindowOf(Value mask) {
       continue;
     if (op.is("Greater"))
       if (OnnxNodeOp sub = producer(op.getInputs()[1], "Sub"))
-        if (auto w = constantScalar(sub.getInputs()[1]); w && *w > 0)
+        if (auto w = constantScalar(sub.getInputs()[1]); w && *w >= 1 && *w < 1e9)
           return int64_t(*w);
     if (op.is("Less"))
       if (producer(op.getInputs()[0], "Sub"))
-        if (auto w = constantScalar(op.getInputs()[1]); w && *w > 0)
+        if (auto w = constantScalar(op.getInputs()[1]); w && *w >= 1 && *w < 1e9)
           return int64_t(*w);
     for (Value in : op.getInputs())
       stack.push_back(in);
@@ -283,8 +283,11 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     unsigned pastAt = gqa ? 3 : 6;
     if (gqa) {
       // local_window_size L: a query attends to itself and the L tokens before it.
-      if (int64_t left = op.getIntAttr("local_window_size", -1); left >= 0)
+      if (int64_t left = op.getIntAttr("local_window_size", -1); left >= 0) {
+        if (left >= (int64_t(1) << 40))
+          return nodeError(op, "local_window_size " + llvm::Twine(left) + " is out of range");
         core.window = left + 1;
+      }
       if (op.getIntAttr("do_rotary", 0)) {
         // Rotary inside the op: cos/sin caches [max_position, rotary_dim / 2] at inputs 7 and 8;
         // positions follow the cached length, which is helm.rope's implicit position.

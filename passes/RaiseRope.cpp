@@ -251,6 +251,9 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
     }
     int64_t rotaryDim = op.getIntAttr("rotary_embedding_dim", 0);
     rotaryDim = rotaryDim ? rotaryDim : headDim;
+    if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % 2)
+      return nodeError(op, "rotary_embedding_dim " + llvm::Twine(rotaryDim) +
+                               " must be even and at most the head dimension " + llvm::Twine(headDim));
     RopeStyle style = op.getIntAttr("interleaved", 0) ? RopeStyle::interleaved : RopeStyle::half;
     if (contrib && op.getFloatAttr("scale", 1.0) != 1.0)
       return nodeError(op, "RotaryEmbedding with a position scale is not supported");

@@ -47,7 +47,10 @@ struct RaiseSplitPass : helm::impl::RaiseSplitBase<RaiseSplitPass> {
       if (!start || !end || !axis || !isLastAxis(*axis, x) ||
           (in.size() > 4 && !isConstant(in[4], 1.0)))
         return;
-      int64_t s = int64_t(*start), e = int64_t(std::min<double>(*end, double(n)));
+      auto s0 = asIndex(*start), e0 = asIndex(*end);
+      if (!s0 || !e0)
+        return;
+      int64_t s = *s0, e = std::min(*e0, n);
       if (s < 0 || e <= s || pieces.count(s))
         return;
       pieces[s] = {e, slice};
@@ -86,8 +89,11 @@ struct RaiseSplitPass : helm::impl::RaiseSplitBase<RaiseSplitPass> {
         auto v = constantValues(split.getInputs()[1]);
         if (!v)
           continue;
-        for (double s : *v)
+        for (double s : *v) {
+          if (!(s >= 1 && s <= double(n)))
+            break;
           sizes.push_back(int64_t(s));
+        }
       } else if (auto a = dyn_cast_or_null<DenseI64ArrayAttr>(split.getAttrs().get("split"))) {
         sizes.assign(a.asArrayRef().begin(), a.asArrayRef().end());
       } else {
