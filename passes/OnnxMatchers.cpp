@@ -184,6 +184,9 @@ std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElem
       }
     }
   }
+  // Booleans are bit-packed in a DenseElementsAttr raw buffer and never hold frequencies or tables.
+  if (type.getElementType().isInteger(1))
+    return std::nullopt;
   int64_t width = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
   if (!ok || int64_t(bytes.size()) != type.getNumElements() * width)
     return std::nullopt;
