@@ -11,22 +11,47 @@ using namespace mlir;
 
 namespace helm {
 
-bool raiseModule(ModuleOp module, const std::string &modelPath, std::string &error) {
-  MLIRContext *ctx = module.getContext();
+namespace {
+/// Runs `pm` on `module`, keeping the first error diagnostic as `error`.
+bool runPasses(PassManager &pm, ModuleOp module, const std::string &modelPath, std::string &error,
+               const char *what) {
   std::string first;
-  // Keep the first error only: later ones are usually consequences of it.
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && first.empty())
       first = diag.str();
     return success();
   });
-  PassManager pm(ctx);
-  buildRaisePipeline(pm);
   if (failed(pm.run(module))) {
-    error = modelPath + ": " + (first.empty() ? std::string("raising failed") : first);
+    error = modelPath + ": " + (first.empty() ? std::string(what) : first);
     return false;
   }
   return true;
+}
+} // namespace
+
+bool planModule(ModuleOp module, const TargetProfile &target, const PlanOptions &options,
+                const std::string &modelPath, std::string &error) {
+  module->setAttr("helm.target", targetToAttr(module.getContext(), target));
+  PassManager pm(module.getContext());
+  AnnotateCostsOptions costs;
+  costs.batch = options.batch;
+  costs.context = options.context;
+  costs.promptLen = options.promptLen;
+  pm.addPass(createAnnotateCosts(costs));
+  PartitionOptions partition;
+  partition.objective = options.objective == Objective::prefill ? "prefill" : "decode";
+  partition.kvOffload = options.kvOffload;
+  partition.vramReserve = options.vramReserve ? *options.vramReserve : -1.0;
+  partition.forceSplit = options.forceSplit ? *options.forceSplit : -1;
+  pm.addPass(createPartition(partition));
+  return runPasses(pm, module, modelPath, error, "planning failed");
+}
+
+bool raiseModule(ModuleOp module, const std::string &modelPath, std::string &error) {
+  MLIRContext *ctx = module.getContext();
+  PassManager pm(ctx);
+  buildRaisePipeline(pm);
+  return runPasses(pm, module, modelPath, error, "raising failed");
 }
 
 } // namespace helm

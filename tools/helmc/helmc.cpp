@@ -3,17 +3,23 @@
 //   helmc model.onnx --emit=helm      raised HELM IR, one unit per block + embedding + head
 //   helmc model.onnx --emit=config    model configuration recovered from the graph (JSON)
 //   helmc model.onnx --emit=onnx-mlir the imported graph before raising
+//   helmc model.onnx --target=rtx3090 --emit=plan|plan-json [--plan-svg=plan.svg]
+//   helmc --list-targets
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ModelConfig.h"
 #include "compiler/Pipeline.h"
+#include "compiler/PlanReport.h"
+#include "compiler/target/TargetProfile.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -22,26 +28,87 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { OnnxMlir, Helm, Config };
+enum class Emit { OnnxMlir, Helm, Config, Plan, PlanJson };
 
 cl::OptionCategory helmcCategory("helmc options");
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
-                               cl::cat(helmcCategory));
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(helmcCategory));
 cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Helm),
                    cl::values(clEnumValN(Emit::OnnxMlir, "onnx-mlir",
                                          "the imported graph: one generic helm.onnx op per node"),
                               clEnumValN(Emit::Helm, "helm",
                                          "HELM dialect: block-level ops grouped into partition units"),
                               clEnumValN(Emit::Config, "config",
-                                         "JSON model configuration recovered from the graph")),
+                                         "JSON model configuration recovered from the graph"),
+                              clEnumValN(Emit::Plan, "plan",
+                                         "table of every CPU/GPU split (needs --target)"),
+                              clEnumValN(Emit::PlanJson, "plan-json",
+                                         "the partition plan as JSON (needs --target)")),
                    cl::cat(helmcCategory));
+cl::opt<std::string> targetSpec("target",
+                                cl::desc("Machine to plan for: a catalogue name (--list-targets), "
+                                         "emu:<name>, host (measured now) or a profile .json"),
+                                cl::value_desc("name"), cl::cat(helmcCategory));
+cl::opt<bool> listTargets("list-targets", cl::desc("Print the built-in target catalogue and exit"),
+                          cl::cat(helmcCategory));
+cl::opt<std::string> planSvgPath("plan-svg", cl::desc("Also write the T_plan-vs-k chart as SVG"),
+                                 cl::value_desc("file"), cl::cat(helmcCategory));
+cl::opt<std::string> objective("objective", cl::desc("Plan for decode (default) or prefill"),
+                               cl::init("decode"), cl::cat(helmcCategory));
+cl::opt<int64_t> batch("batch", cl::desc("Sequences decoded together"), cl::init(1),
+                       cl::cat(helmcCategory));
+cl::opt<int64_t> context("context", cl::desc("KV-cache length the decode step is costed at"),
+                         cl::init(4096), cl::cat(helmcCategory));
+cl::opt<int64_t> promptLen("prompt-len", cl::desc("Prompt length for the prefill objective"),
+                           cl::init(128), cl::cat(helmcCategory));
+cl::opt<std::string> kvOffload("kv-offload",
+                               cl::desc("on: KV pages may spill to host RAM (default); off: the "
+                                        "GPU must hold its blocks' KV for --context x --batch"),
+                               cl::init("on"), cl::cat(helmcCategory));
+cl::opt<std::string> vramReserve("vram-reserve",
+                                 cl::desc("VRAM kept free, bytes or with a KiB/MiB/GiB suffix "
+                                          "(default: the target's)"),
+                                 cl::cat(helmcCategory));
+cl::opt<int64_t> forceSplit("force-split", cl::desc("Put units [0, k) on the CPU instead of the "
+                                                    "cheapest split"),
+                            cl::init(-1), cl::cat(helmcCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(helmcCategory));
 
 int fail(const std::string &msg) {
   errs() << "helmc: error: " << msg << "\n";
   return 1;
+}
+
+/// "123", "1.5GiB", "512MiB", "64KiB", "2GB" -> bytes.
+std::optional<double> parseBytes(StringRef text) {
+  StringRef number = text.take_while([](char c) { return isDigit(c) || c == '.'; });
+  StringRef unit = text.drop_front(number.size()).trim();
+  double value = 0;
+  if (number.empty() || number.getAsDouble(value))
+    return std::nullopt;
+  double scale = unit.empty() || unit == "B" ? 1
+                 : unit.equals_insensitive("KiB") ? 1024.0
+                 : unit.equals_insensitive("MiB") ? 1024.0 * 1024
+                 : unit.equals_insensitive("GiB") ? 1024.0 * 1024 * 1024
+                 : unit.equals_insensitive("KB")  ? 1e3
+                 : unit.equals_insensitive("MB")  ? 1e6
+                 : unit.equals_insensitive("GB")  ? 1e9
+                                                  : -1;
+  if (scale < 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+void printCatalogue(raw_ostream &os) {
+  os << formatv("{0,-16} {1,10} {2,9} {3,10} {4,9} {5,9} {6,8}  {7}\n", "target", "VRAM GiB",
+                "GPU GB/s", "reserve", "CPU GB/s", "RAM GiB", "PCIe", "source");
+  for (const helm::TargetProfile &t : helm::targetCatalogue())
+    os << formatv("{0,-16} {1,10:f2} {2,9:f0} {3,10:f2} {4,9:f0} {5,9:f1} {6,8:f0}  {7}\n", t.name,
+                  t.gpu->vramBytes / (1 << 30), t.gpu->memBwGbs, t.gpu->reservedBytes / (1 << 30),
+                  t.cpu.dramBwGbs, t.cpu.ramBytes / (1 << 30), t.link.bwGbs, t.source);
+  os << "also: host (measured now), emu:<name> (plan for <name>, run on the emulated GPU), "
+        "or a profile .json (docs/target-profile.md)\n";
 }
 } // namespace
 
@@ -52,12 +119,57 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX\n");
 
+  if (listTargets) {
+    printCatalogue(outs());
+    return 0;
+  }
+  if (inputPath.empty())
+    return fail("no input model (usage: helmc model.onnx [options]; see --help)");
+  bool planning = emit == Emit::Plan || emit == Emit::PlanJson;
+  if (planning && targetSpec.empty())
+    return fail("--emit=plan and --emit=plan-json need --target (see --list-targets)");
+  if (!planSvgPath.empty() && !planning)
+    return fail("--plan-svg goes with --emit=plan or --emit=plan-json");
+
+  helm::PlanOptions planOptions;
+  helm::TargetProfile target;
+  std::string error;
+  if (planning) {
+    if (objective != "decode" && objective != "prefill")
+      return fail("--objective must be decode or prefill, got '" + objective + "'");
+    if (kvOffload != "on" && kvOffload != "off")
+      return fail("--kv-offload must be on or off, got '" + kvOffload + "'");
+    if (batch < 1 || context < 0 || promptLen < 1)
+      return fail("--batch and --prompt-len must be >= 1 and --context >= 0");
+    planOptions.objective = objective == "prefill" ? helm::Objective::prefill : helm::Objective::decode;
+    planOptions.batch = batch;
+    planOptions.context = context;
+    planOptions.promptLen = promptLen;
+    planOptions.kvOffload = kvOffload == "on";
+    if (!vramReserve.empty()) {
+      auto bytes = parseBytes(vramReserve);
+      if (!bytes)
+        return fail("--vram-reserve '" + vramReserve + "' is not a byte count (e.g. 1GiB, 512MiB)");
+      planOptions.vramReserve = *bytes;
+    }
+    if (forceSplit != -1) {
+      if (forceSplit < 0)
+        return fail("--force-split must be >= 0, got " + std::to_string(forceSplit));
+      planOptions.forceSplit = forceSplit;
+    }
+    if (targetSpec == "host")
+      errs() << "helmc: profiling this machine for --target=host (a few seconds)...\n";
+    if (!helm::resolveTarget(targetSpec, target, error))
+      return fail(error);
+  }
+
   mlir::MLIRContext ctx;
   ctx.loadDialect<helm::HelmDialect, mlir::func::FuncDialect>();
   ctx.printOpOnDiagnostic(false);
 
   helm::ImportOptions importOptions;
-  std::string error;
+  // Planning reads shapes only: a model whose external weight files are absent still plans.
+  importOptions.requireWeightData = !planning;
   helm::ImportedModel model = helm::importOnnxFile(ctx, inputPath, importOptions, error);
   if (!model.module)
     return fail(error);
@@ -71,6 +183,22 @@ int main(int argc, char **argv) {
       return fail(error);
     if (emit == Emit::Helm) {
       model.module->print(os);
+    } else if (planning) {
+      helm::ModelConfig config;
+      if (!helm::extractModelConfig(*model.module, config, error))
+        return fail(inputPath + ": " + error);
+      if (!helm::planModule(*model.module, target, planOptions, inputPath, error))
+        return fail(error);
+      os << (emit == Emit::Plan ? helm::planTable(*model.module, target, config)
+                                : helm::planJson(*model.module, target, config));
+      if (!planSvgPath.empty()) {
+        std::error_code ec;
+        ToolOutputFile svg(planSvgPath, ec, sys::fs::OF_None);
+        if (ec)
+          return fail(planSvgPath + ": cannot write: " + ec.message());
+        svg.os() << helm::planSvg(*model.module, target, config);
+        svg.keep();
+      }
     } else {
       helm::ModelConfig config;
       if (!helm::extractModelConfig(*model.module, config, error))

@@ -1,0 +1,199 @@
+//===- PlanReport.cpp - the partition plan as a table, JSON and SVG -------------===//
+#include "compiler/PlanReport.h"
+
+#include "passes/UnitCosts.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace helm {
+
+llvm::json::Value targetProfileToJsonValue(const TargetProfile &t);
+
+namespace {
+struct Row {
+  int64_t k;
+  bool feasible;
+  std::string reason;
+  double tCpu, tGpu, tComm, tPlan;
+};
+
+struct PlanView {
+  int64_t chosenK = -1;
+  double predicted = 0;
+  std::string objective;
+  bool kvOffload = true;
+  int64_t batch = 1, context = 0, promptLen = 0;
+  std::vector<Row> rows;
+};
+
+PlanView readPlan(ModuleOp module) {
+  PlanView v;
+  auto plan = module->getAttrOfType<DictionaryAttr>("helm.plan");
+  auto options = module->getAttrOfType<DictionaryAttr>("helm.cost_options");
+  if (!plan || !options)
+    return v;
+  v.chosenK = plan.getAs<IntegerAttr>("chosen_k").getInt();
+  v.predicted = plan.getAs<FloatAttr>("predicted_ms_per_token").getValueAsDouble();
+  v.objective = plan.getAs<StringAttr>("objective").str();
+  v.kvOffload = plan.getAs<BoolAttr>("kv_offload").getValue();
+  v.batch = options.getAs<IntegerAttr>("batch").getInt();
+  v.context = options.getAs<IntegerAttr>("context").getInt();
+  v.promptLen = options.getAs<IntegerAttr>("prompt_len").getInt();
+  for (Attribute a : plan.getAs<ArrayAttr>("candidates")) {
+    auto d = cast<DictionaryAttr>(a);
+    auto f = [&](llvm::StringRef n) { return d.getAs<FloatAttr>(n).getValueAsDouble(); };
+    v.rows.push_back({d.getAs<IntegerAttr>("k").getInt(), d.getAs<BoolAttr>("feasible").getValue(),
+                      d.getAs<StringAttr>("reason").str(), f("t_cpu_ms"), f("t_gpu_ms"),
+                      f("t_comm_ms"), f("t_plan_ms")});
+  }
+  return v;
+}
+} // namespace
+
+std::string splitName(int64_t k, int64_t n) {
+  if (k == 0)
+    return "cuda(" + std::to_string(n) + ")";
+  if (k == n)
+    return "cpu(" + std::to_string(n) + ")";
+  return "cpu(" + std::to_string(k) + ")->cuda(" + std::to_string(n - k) + ")";
+}
+
+std::string planTable(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
+  PlanView v = readPlan(module);
+  int64_t n = int64_t(v.rows.size()) - 1;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "target  " << target.name << ": " << target.source << "\n";
+  os << "model   " << config.architecture << ", " << config.numLayers << " layers, hidden "
+     << config.hiddenSize << ", " << config.dtype << ", " << n << " units\n";
+  os << "options objective " << v.objective << ", batch " << v.batch << ", context " << v.context
+     << ", prompt " << v.promptLen << ", kv-offload " << (v.kvOffload ? "on" : "off") << "\n\n";
+  os << llvm::formatv("  {0,4}  {1,-20} {2,10} {3,10} {4,10} {5,10}  {6}\n", "k", "split", "T_cpu ms",
+                      "T_gpu ms", "T_comm ms", "T_plan ms", "feasible");
+  for (const Row &r : v.rows)
+    os << llvm::formatv("{0} {1,4}  {2,-20} {3,10:f2} {4,10:f2} {5,10:f3} {6,10:f2}  {7}\n",
+                        r.k == v.chosenK ? '*' : ' ', r.k, splitName(r.k, n), r.tCpu, r.tGpu,
+                        r.tComm, r.tPlan, r.feasible ? std::string("yes") : "no: " + r.reason);
+  os << "\nchosen  k = " << v.chosenK << ", " << splitName(v.chosenK, n)
+     << llvm::formatv(", predicted {0:f2} ms per {1} ({2:f2} tokens/s)\n", v.predicted,
+                      v.objective == "prefill" ? "prompt" : "token",
+                      v.objective == "prefill" ? 1000.0 * double(v.batch * v.promptLen) / v.predicted
+                                               : 1000.0 * double(v.batch) / v.predicted);
+  return s;
+}
+
+std::string planJson(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
+  PlanView v = readPlan(module);
+  llvm::json::Object targetJson = *targetProfileToJsonValue(target).getAsObject();
+  targetJson.erase("source");
+  llvm::json::Array units;
+  for (UnitOp unit : unitsOf(module)) {
+    UnitCost c;
+    readUnitCost(unit, c);
+    units.push_back(llvm::json::Object{{"name", c.name},
+                                       {"kind", c.kind},
+                                       {"param_bytes", c.paramBytes},
+                                       {"resident_bytes", c.residentBytes},
+                                       {"act_bytes", c.actBytes},
+                                       {"kv_bytes_per_token", c.kvBytesPerToken},
+                                       {"flops_decode", c.flopsDecode},
+                                       {"flops_prefill", c.flopsPrefill}});
+  }
+  llvm::json::Array candidates;
+  for (const Row &r : v.rows)
+    candidates.push_back(llvm::json::Object{{"k", r.k},
+                                            {"feasible", r.feasible},
+                                            {"reason", r.reason},
+                                            {"t_cpu_ms", r.tCpu},
+                                            {"t_gpu_ms", r.tGpu},
+                                            {"t_comm_ms", r.tComm},
+                                            {"t_plan_ms", r.tPlan}});
+  llvm::json::Value model = llvm::json::parse(modelConfigToJson(config)).get();
+  llvm::json::Object root{
+      {"target", std::move(targetJson)},
+      {"model", std::move(model)},
+      {"options", llvm::json::Object{{"batch", v.batch},
+                                     {"context", v.context},
+                                     {"objective", v.objective},
+                                     {"kv_offload", v.kvOffload}}},
+      {"units", std::move(units)},
+      {"candidates", std::move(candidates)},
+      {"chosen_k", v.chosenK},
+      {"predicted_ms_per_token", v.predicted},
+  };
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return s;
+}
+
+std::string planSvg(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
+  PlanView v = readPlan(module);
+  const double width = 720, height = 400, left = 70, right = 20, top = 40, bottom = 50;
+  double maxT = 0;
+  for (const Row &r : v.rows)
+    maxT = std::max(maxT, r.tPlan);
+  maxT = maxT > 0 ? maxT * 1.05 : 1;
+  int64_t n = int64_t(v.rows.size()) - 1;
+  auto x = [&](double k) { return left + (width - left - right) * k / double(std::max<int64_t>(n, 1)); };
+  auto y = [&](double t) { return top + (height - top - bottom) * (1 - t / maxT); };
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+                      "font-family=\"sans-serif\" font-size=\"12\">\n",
+                      width, height);
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << llvm::formatv("<text x=\"{0}\" y=\"20\" font-size=\"14\">T_plan vs split k: {1} {2} layers "
+                      "on {3} ({4}, context {5})</text>\n",
+                      left, config.architecture, config.numLayers, target.name, v.objective, v.context);
+  // Infeasible splits shaded; the feasibility boundary is where shading ends.
+  for (const Row &r : v.rows)
+    if (!r.feasible)
+      os << llvm::formatv("<rect x=\"{0:f1}\" y=\"{1}\" width=\"{2:f1}\" height=\"{3}\" fill=\"#f4d6d6\"/>\n",
+                          x(double(r.k) - 0.5), top, x(1) - x(0), height - top - bottom);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left,
+                      height - bottom, width - right);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left,
+                      top, height - bottom);
+  for (int i = 0; i <= 4; ++i) {
+    double t = maxT * i / 4;
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1:f1}\" text-anchor=\"end\">{2:f0}</text>\n", left - 6,
+                        y(t) + 4, t);
+  }
+  for (int64_t k = 0; k <= n; k += std::max<int64_t>(1, n / 10))
+    os << llvm::formatv("<text x=\"{0:f1}\" y=\"{1}\" text-anchor=\"middle\">{2}</text>\n", x(double(k)),
+                        height - bottom + 16, k);
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">k (units on the CPU)</text>\n",
+                      (width + left) / 2, height - 10);
+  os << llvm::formatv("<text x=\"14\" y=\"{0}\" transform=\"rotate(-90 14 {0})\" "
+                      "text-anchor=\"middle\">T_plan (ms)</text>\n",
+                      (height) / 2);
+  std::string points;
+  for (const Row &r : v.rows)
+    points += llvm::formatv("{0:f1},{1:f1} ", x(double(r.k)), y(r.tPlan)).str();
+  os << "<polyline fill=\"none\" stroke=\"#3060c0\" stroke-width=\"2\" points=\"" << points << "\"/>\n";
+  for (const Row &r : v.rows)
+    os << llvm::formatv("<circle cx=\"{0:f1}\" cy=\"{1:f1}\" r=\"3\" fill=\"{2}\"/>\n", x(double(r.k)),
+                        y(r.tPlan), r.feasible ? "#3060c0" : "#c03030");
+  if (v.chosenK >= 0) {
+    const Row &c = v.rows[size_t(v.chosenK)];
+    os << llvm::formatv("<circle cx=\"{0:f1}\" cy=\"{1:f1}\" r=\"7\" fill=\"none\" stroke=\"#208020\" "
+                        "stroke-width=\"2\"/>\n<text x=\"{0:f1}\" y=\"{2:f1}\" text-anchor=\"middle\" "
+                        "fill=\"#208020\">k*={3}: {4:f1} ms</text>\n",
+                        x(double(c.k)), y(c.tPlan), y(c.tPlan) - 12, c.k, c.tPlan);
+  }
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#a04040\">shaded: infeasible (does not fit)"
+                      "</text>\n",
+                      width - 230, top + 14);
+  os << "</svg>\n";
+  return s;
+}
+
+} // namespace helm

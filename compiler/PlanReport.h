@@ -1,0 +1,24 @@
+//===- PlanReport.h - the partition plan as a table, JSON and SVG ---------------===//
+#ifndef HELM_COMPILER_PLANREPORT_H
+#define HELM_COMPILER_PLANREPORT_H
+
+#include "compiler/ModelConfig.h"
+#include "compiler/target/TargetProfile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace helm {
+
+/// Renders the `helm.plan` a partitioned module carries. All three read the same attributes.
+std::string planTable(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
+std::string planJson(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
+std::string planSvg(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
+
+/// "cpu(21)->cuda(17)", "cuda(38)" or "cpu(38)" for split k of n units.
+std::string splitName(int64_t k, int64_t n);
+
+} // namespace helm
+
+#endif

@@ -1,0 +1,139 @@
+//===- CostModel.cpp - roofline cost of a CPU/GPU split (thesis eq. 4.7-4.16) ---===//
+#include "compiler/target/CostModel.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <set>
+
+namespace helm {
+
+namespace {
+double msForBytes(double bytes, double gbs) { return bytes / (gbs * 1e6); }
+double msForFlops(double flops, double gflops) { return flops / (gflops * 1e6); }
+
+std::string gb(double bytes) { return llvm::formatv("{0:f3} GB", bytes / 1e9).str(); }
+
+/// Time of one stage (eq. 4.8 with 4.10, 4.13, 4.14 and the per-unit overhead δ).
+double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool onGpu,
+               const TargetProfile &t, const PlanOptions &o) {
+  if (lo >= hi)
+    return 0;
+  bool prefill = o.objective == Objective::prefill;
+  double tokens = prefill ? double(o.promptLen) : double(o.context);
+  double bw = onGpu ? t.gpu->memBwGbs : t.cpu.dramBwGbs;
+  double rate = onGpu ? (prefill ? t.gpu->pPreGflops : t.gpu->pDecGflops)
+                      : (prefill ? t.cpu.pPreGflops : t.cpu.pDecGflops);
+  double delta = onGpu ? t.gpu->overheadMsPerBlock : t.cpu.overheadMsPerBlock;
+  // Eq. 4.14: the share of this stage's KV bytes that fits in L3 streams at L3 bandwidth (CPU only).
+  double kvStage = 0;
+  for (size_t u = lo; u < hi; ++u)
+    kvStage += double(units[u].kvBytesPerToken) * tokens * double(o.batch);
+  double alpha = onGpu ? 0.0 : kvStage > 0 ? std::min(1.0, t.cpu.l3Bytes / kvStage) : 1.0;
+  double kvBw = onGpu ? bw : alpha * t.cpu.l3BwGbs + (1 - alpha) * bw;
+  double total = 0;
+  for (size_t u = lo; u < hi; ++u) {
+    const UnitCost &c = units[u];
+    double projFlops = prefill ? c.projFlopsPrefill : c.projFlopsDecode;
+    double bytes = double(prefill ? c.prefillParamBytes : c.paramBytes);
+    double tProj = std::max(msForFlops(projFlops, rate * t.etaC), msForBytes(bytes, bw * t.etaM));
+    double attnFlops = prefill ? c.attnFlopsPrefill : c.attnFlopsPerToken * tokens;
+    double kvBytes = double(c.kvBytesPerToken) * tokens * double(o.batch);
+    double tAttn = c.kvBytesPerToken == 0
+                       ? 0.0
+                       : std::max(msForFlops(attnFlops, rate * t.etaC), msForBytes(kvBytes, kvBw * t.etaM));
+    total += tProj + tAttn + delta;
+  }
+  return total;
+}
+
+/// Bytes of the distinct weights of units [lo, hi) (a tied table counts once per device).
+double residentBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi) {
+  std::set<std::string> seen;
+  double bytes = 0;
+  for (size_t u = lo; u < hi; ++u) {
+    if (units[u].tensors.empty()) {
+      bytes += double(units[u].residentBytes);
+      continue;
+    }
+    for (const auto &[name, size] : units[u].tensors)
+      if (seen.insert(name).second)
+        bytes += double(size);
+  }
+  return bytes;
+}
+
+double kvBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi, const PlanOptions &o) {
+  double bytes = 0;
+  for (size_t u = lo; u < hi; ++u)
+    bytes += double(units[u].kvBytesPerToken) * double(o.context) * double(o.batch);
+  return bytes;
+}
+} // namespace
+
+bool planPartition(const std::vector<UnitCost> &units, const TargetProfile &t,
+                   const PlanOptions &o, Plan &plan, std::string &error) {
+  plan = Plan();
+  const size_t n = units.size();
+  if (n == 0) {
+    error = "the model has no partition units";
+    return false;
+  }
+  double avail = 0;
+  if (t.gpu)
+    avail = t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes);
+  bool prefill = o.objective == Objective::prefill;
+  for (size_t k = 0; k <= n; ++k) {
+    Candidate c;
+    c.k = int64_t(k);
+    double gpuKv = kvBytes(units, k, n, o);
+    c.gpuBytes = residentBytes(units, k, n) + (o.kvOffload ? 0.0 : gpuKv);
+    c.hostBytes = residentBytes(units, 0, k) + kvBytes(units, 0, k, o) + (o.kvOffload ? gpuKv : 0.0);
+    if (k < n && !t.gpu) {
+      c.reason = "target has no GPU";
+    } else if (k < n && c.gpuBytes > avail) {
+      c.reason = "GPU needs " + gb(c.gpuBytes) + ", " + gb(avail) + " available";
+    } else if (c.hostBytes > t.cpu.ramBytes) {
+      c.reason = "host needs " + gb(c.hostBytes) + ", " + gb(t.cpu.ramBytes) + " RAM";
+    } else {
+      c.feasible = true;
+    }
+    c.tCpuMs = stageMs(units, 0, k, /*onGpu=*/false, t, o);
+    c.tGpuMs = t.gpu ? stageMs(units, k, n, /*onGpu=*/true, t, o) : 0.0;
+    if (k > 0 && k < n && t.gpu) {
+      double boundary = double(prefill ? units[k - 1].prefillActBytes : units[k - 1].actBytes);
+      c.tCommMs = t.link.latencyUs / 1000.0 + msForBytes(boundary, t.link.bwGbs);
+    }
+    c.tPlanMs = c.tCpuMs + c.tGpuMs + c.tCommMs;
+    plan.candidates.push_back(c);
+  }
+  if (o.forceSplit) {
+    int64_t k = *o.forceSplit;
+    if (k < 0 || k > int64_t(n)) {
+      error = "--force-split=" + std::to_string(k) + " is out of range (0.." + std::to_string(n) +
+              " for " + std::to_string(n) + " units)";
+      return false;
+    }
+    const Candidate &c = plan.candidates[size_t(k)];
+    if (!c.feasible) {
+      error = "--force-split=" + std::to_string(k) + " is infeasible: " + c.reason;
+      return false;
+    }
+    plan.chosenK = k;
+  } else {
+    for (const Candidate &c : plan.candidates) // strict <: ties keep the smaller k
+      if (c.feasible && (plan.chosenK < 0 || c.tPlanMs < plan.candidates[size_t(plan.chosenK)].tPlanMs))
+        plan.chosenK = c.k;
+  }
+  if (plan.chosenK < 0) {
+    const Candidate &allCpu = plan.candidates.back();
+    error = "no feasible plan: even all on the CPU the model needs " + gb(allCpu.hostBytes) +
+            " of host RAM and the target has " + gb(t.cpu.ramBytes) + " (" +
+            gb(allCpu.hostBytes - t.cpu.ramBytes) + " missing)";
+    return false;
+  }
+  plan.predictedMsPerToken = plan.candidates[size_t(plan.chosenK)].tPlanMs;
+  return true;
+}
+
+} // namespace helm

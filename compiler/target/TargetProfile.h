@@ -1,0 +1,74 @@
+//===- TargetProfile.h - device profiles and the built-in catalogue -------------===//
+//
+// A target is a CPU host, an optional GPU and the link between them, described by the numbers the
+// roofline cost model consumes (docs/cost-model.md §2.2; JSON schema in docs/target-profile.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_COMPILER_TARGET_TARGETPROFILE_H
+#define HELM_COMPILER_TARGET_TARGETPROFILE_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace helm {
+
+struct CpuProfile {
+  std::string name;
+  double dramBwGbs = 0;          // M: sustained DRAM bandwidth, GB/s
+  double l3Bytes = 0;            // C_L3
+  double l3BwGbs = 0;            // B_L3
+  double pDecGflops = 0;         // compute rate at decode (GEMV), GFLOP/s
+  double pPreGflops = 0;         // compute rate at prefill (GEMM), GFLOP/s
+  double ramBytes = 0;           // host memory available to the model
+  double overheadMsPerBlock = 0; // δ_cpu
+  int cores = 0;
+};
+
+struct GpuProfile {
+  std::string name;
+  double vramBytes = 0;
+  double reservedBytes = 0;      // kept free for the runtime, activations and fragmentation
+  double memBwGbs = 0;
+  double pDecGflops = 0;
+  double pPreGflops = 0;
+  double overheadMsPerBlock = 0; // δ_gpu
+};
+
+struct LinkProfile {
+  double bwGbs = 0;
+  double latencyUs = 0;
+};
+
+struct TargetProfile {
+  std::string name;
+  std::string source;            // where the numbers come from
+  CpuProfile cpu;
+  std::optional<GpuProfile> gpu; // absent: a CPU-only target
+  LinkProfile link;
+  double etaC = 1.0, etaM = 1.0; // compute and memory efficiencies
+};
+
+/// The built-in catalogue (docs/cost-model.md §8), in a fixed order.
+const std::vector<TargetProfile> &targetCatalogue();
+
+/// Parses a profile JSON document. On error returns false and names the field ("gpu.mem_bw_gbs is
+/// missing", "cpu.dram_bw_gbs must be positive, got 0").
+bool parseTargetProfile(llvm::StringRef json, TargetProfile &out, std::string &error);
+
+/// The profile as JSON (the same schema parseTargetProfile reads).
+std::string targetProfileToJson(const TargetProfile &target);
+
+/// Resolves `--target`: a catalogue name, `emu:<catalogue name>` (plan for that GPU, run on the
+/// emulated device), a path to a profile JSON file, or `host` (measured now through `measureHost`).
+bool resolveTarget(llvm::StringRef spec, TargetProfile &out, std::string &error);
+
+/// The profile as a module attribute (`helm.target`), so passes plan without touching hardware.
+mlir::DictionaryAttr targetToAttr(mlir::MLIRContext *ctx, const TargetProfile &target);
+bool targetFromAttr(mlir::DictionaryAttr attr, TargetProfile &out, std::string &error);
+
+} // namespace helm
+
+#endif

@@ -1,0 +1,23 @@
+//===- UnitCosts.h - per-unit costs as attributes and back ----------------------===//
+#ifndef HELM_PASSES_UNITCOSTS_H
+#define HELM_PASSES_UNITCOSTS_H
+
+#include "compiler/target/CostModel.h"
+#include "dialects/helm/HelmDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace helm {
+
+/// The partition units of the module's `main`, in order.
+llvm::SmallVector<UnitOp> unitsOf(mlir::ModuleOp module);
+
+/// Name used in tables: "embedding", "block.<i>", "head".
+std::string unitName(UnitOp unit);
+
+/// Reads the costs helm-annotate-costs attached to `unit` (false if it has none).
+bool readUnitCost(UnitOp unit, UnitCost &cost);
+
+} // namespace helm
+
+#endif
