@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -128,7 +130,7 @@ struct Reader {
     }
     if (positive ? !(*d > 0) : !(*d >= 0)) {
       error = field + " must be " + (positive ? "positive" : "non-negative") + ", got " +
-              llvm::formatv("{0}", *d).str();
+              llvm::formatv("{0}", llvm::format("%g", *d)).str();
       return false;
     }
     out = *d;
