@@ -48,8 +48,21 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
           if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
             resident += decl.getLengthAttr().getInt();
       });
+      // Small parameters (<= 64 elements: tiny models' norm weights, biases) are constants; after
+      // raising, the only constants left in a unit are such parameters.
+      unit.walk([&](ConstantOp c) {
+        auto t = cast<ShapedType>(c.getType());
+        resident += t.getNumElements() * byteWidth(t.getElementType());
+      });
+      // The unit's boundary activation: the embedding rows, the residual stream, or the logits (a
+      // block also yields its KV cache).
       auto yield = cast<YieldOp>(unit.getBody().front().getTerminator());
-      Value out = yield.getValues().empty() ? Value() : yield.getValues()[0];
+      Value out;
+      for (Value v : yield.getValues())
+        if (v.getDefiningOp<EmbedOp>() || v.getDefiningOp<AddOp>() || v.getDefiningOp<LmHeadOp>()) {
+          out = v;
+          break;
+        }
       int64_t outWidth = out ? lastDim(out) : 0;
       int64_t outBytes = out ? byteWidth(elementTypeOf(out)) : 0;
 

@@ -63,6 +63,14 @@ bool readUnitCost(UnitOp unit, UnitCost &c) {
     if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
       c.tensors.emplace_back(decl.getSymName().str(), decl.getLengthAttr().getInt());
   });
+  // Constants (small parameters) belong to this unit alone.
+  int64_t constants = 0;
+  unit.walk([&](ConstantOp k) {
+    auto t = cast<ShapedType>(k.getType());
+    constants += t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  });
+  if (constants)
+    c.tensors.emplace_back("constants of " + c.name, constants);
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace helm {
@@ -12,7 +13,14 @@ namespace {
 double msForBytes(double bytes, double gbs) { return bytes / (gbs * 1e6); }
 double msForFlops(double flops, double gflops) { return flops / (gflops * 1e6); }
 
-std::string gb(double bytes) { return llvm::formatv("{0:f3} GB", bytes / 1e9).str(); }
+/// Bytes for a message: GB for model-sized numbers, smaller units below.
+std::string gb(double bytes) {
+  if (std::fabs(bytes) >= 1e9)
+    return llvm::formatv("{0:f3} GB", bytes / 1e9).str();
+  if (std::fabs(bytes) >= 1e6)
+    return llvm::formatv("{0:f3} MB", bytes / 1e6).str();
+  return llvm::formatv("{0:f0} B", bytes).str();
+}
 
 /// Time of one stage (eq. 4.8 with 4.10, 4.13, 4.14 and the per-unit overhead δ).
 double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool onGpu,
