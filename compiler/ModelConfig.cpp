@@ -65,7 +65,7 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
   config.numKeyValueHeads = firstAttention.getNumKvHeads();
   config.headDim = firstAttention.getHeadDim();
   config.tieWordEmbeddings = head.getTied();
-  config.ropeTheta = firstRope ? firstRope.getTheta().convertToDouble() : 0.0;
+  config.ropeTheta = firstRope && firstRope.getThetaAttr() ? firstRope.getThetaAttr().getValueAsDouble() : 0.0;
   config.dtype = dtypeName(table.getElementType());
 
   // Per-head RMSNorm on q/k (Qwen3), fused qkv/gate_up projections (Phi-3), q/k/v bias (Qwen2) and
@@ -98,7 +98,8 @@ std::string modelConfigToJson(const ModelConfig &c) {
       {"head_dim", c.headDim},
       {"intermediate_size", c.intermediateSize},
       {"vocab_size", c.vocabSize},
-      {"rope_theta", c.ropeTheta},
+      // null when the import was shape-only and the rotary frequencies were not read
+      {"rope_theta", c.ropeTheta > 0 ? llvm::json::Value(c.ropeTheta) : llvm::json::Value(nullptr)},
       {"rms_norm_eps", c.rmsNormEps},
       {"tie_word_embeddings", c.tieWordEmbeddings},
       {"dtype", c.dtype},

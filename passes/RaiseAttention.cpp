@@ -30,24 +30,40 @@ bool isProjection(Value v) {
   return def && isa<LinearOp, SplitOp>(def);
 }
 
-/// Peels layout ops and scalar Mul/Div, recording the factor.
+/// Peels layout ops and scalar Mul/Div, recording the factor. A scalar whose value lives in unread
+/// weight data (shape-only import) makes the factor unknown (NaN).
 Value peel(Value v, double &scale) {
   while (true) {
     v = skipLayout(v);
     OnnxNodeOp op = anyProducer(v);
     if (op && (op.is("Mul") || op.is("Div"))) {
+      auto scalarWeight = [](Value s) {
+        WeightOp w = traceWeight(s);
+        return w && cast<ShapedType>(w.getType()).getNumElements() == 1;
+      };
       auto c = constantScalar(op.getInputs()[1]);
       if (c && *c != 0) {
         scale *= op.is("Mul") ? *c : 1.0 / *c;
         v = op.getInputs()[0];
         continue;
       }
-      if (op.is("Mul"))
+      if (!c && scalarWeight(op.getInputs()[1])) {
+        scale = std::nan("");
+        v = op.getInputs()[0];
+        continue;
+      }
+      if (op.is("Mul")) {
         if (auto c0 = constantScalar(op.getInputs()[0])) {
           scale *= *c0;
           v = op.getInputs()[1];
           continue;
         }
+        if (scalarWeight(op.getInputs()[0])) {
+          scale = std::nan("");
+          v = op.getInputs()[1];
+          continue;
+        }
+      }
     }
     return v;
   }
@@ -95,7 +111,7 @@ struct Core {
   bool cacheByConcat = true;         // decomposed: past appended with Concat
   // GQA's internal rotary embedding (do_rotary = 1).
   bool rotary = false;
-  double rotaryTheta = 0;
+  std::optional<double> rotaryTheta;
   int64_t rotaryHalf = 0;
   RopeStyle rotaryStyle = RopeStyle::half;
 };
@@ -164,7 +180,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     if (rotate && core.rotary)
       x = RopeOp::create(b, core.anchor->getLoc(), x.getType(), x, Value(),
                            b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(2 * core.rotaryHalf),
-                           b.getF64FloatAttr(core.rotaryTheta),
+                           core.rotaryTheta ? b.getF64FloatAttr(*core.rotaryTheta) : FloatAttr(),
                            RopeStyleAttr::get(b.getContext(), core.rotaryStyle));
     return x;
   }
@@ -299,10 +315,12 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         int64_t half = cacheShape[1];
         auto c = cacheValues(in[7], 3 * half), s = cacheValues(in[8], 3 * half);
         std::optional<double> theta = c && s ? thetaFromCaches(*c, *s, half, mantissaBits(in[7])) : std::nullopt;
-        if (!theta)
+        // Unreadable weight caches (shape-only import) leave theta unknown.
+        bool shapeOnly = (!c || !s) && traceWeight(in[7]) && traceWeight(in[8]);
+        if (!theta && !shapeOnly)
           return nodeError(op, "cannot recover a standard rotary base from the cos/sin caches");
         core.rotary = true;
-        core.rotaryTheta = *theta;
+        core.rotaryTheta = theta;
         core.rotaryHalf = half;
         core.rotaryStyle = op.getIntAttr("rotary_interleaved", 0) ? RopeStyle::interleaved
                                                                    : RopeStyle::half;
@@ -397,7 +415,8 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     auto attention = AttentionOp::create(b, 
         anchor.getLoc(), resultType, presentTypes, q3, k3, v3, pastKey, pastValue,
         b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
-        b.getF64FloatAttr(totalScale), window ? b.getI64IntegerAttr(*window) : IntegerAttr());
+        std::isnan(totalScale) ? FloatAttr() : b.getF64FloatAttr(totalScale),
+        window ? b.getI64IntegerAttr(*window) : IntegerAttr());
     outProj.getInputMutable().assign(attention.getResult());
     if (pastKey) {
       replaceValue(core.cacheByConcat ? k.concat : core.presentKey, attention.getPresentKey(), attention);

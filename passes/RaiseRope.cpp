@@ -19,8 +19,10 @@ namespace {
 
 /// Walks back from `v` (at most `budget` ops) and collects the first rotary-frequency-like constant
 /// (1-D float starting at 1, decreasing) and an integer graph input named like position ids.
+/// `unreadable` receives the length of a 1-D float weight that looks like inv_freq but whose bytes
+/// are not available (shape-only import), 0 otherwise.
 void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int &precisionBits,
-                       Value &positions) {
+                       Value &positions, int64_t *unreadable = nullptr) {
   SmallVector<Value> stack{v};
   llvm::SmallPtrSet<Operation *, 32> seen;
   int budget = 64;
@@ -41,6 +43,9 @@ void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int
       auto values = isa<ConstantOp>(def) ? constantValues(cur)
                     : shapeOf(cur).size() == 1 ? weightValues(cast<WeightOp>(def), 1024)
                                                : std::nullopt;
+      if (!values && unreadable && isa<WeightOp>(def) && shapeOf(cur).size() == 1 &&
+          isa<FloatType>(elementTypeOf(cur)))
+        *unreadable = shapeOf(cur)[0];
       if (!invFreq && values && values->size() >= 2 && isa<FloatType>(elementTypeOf(cur)) &&
           std::fabs((*values)[0] - 1.0) < 1e-6 && (*values)[1] < (*values)[0])
       {
@@ -164,11 +169,12 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
   }
 
   RopeOp create(OnnxNodeOp at, Value x, Value positions, int64_t headDim, int64_t rotaryDim,
-                double theta, RopeStyle style) {
+                std::optional<double> theta, RopeStyle style) {
     OpBuilder b(at);
     auto rope = RopeOp::create(b, at.getLoc(), x.getType(), x, positions,
                                  b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(rotaryDim),
-                                 b.getF64FloatAttr(theta), RopeStyleAttr::get(b.getContext(), style));
+                                 theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
+                                 RopeStyleAttr::get(b.getContext(), style));
     replaceValue(at.getResult(0), rope.getResult());
     return rope;
   }
@@ -197,10 +203,11 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
         std::optional<SmallVector<double>> invFreq;
         Value positions;
         int precisionBits = 23;
-        findRotarySources(cos, invFreq, precisionBits, positions);
-        if (!invFreq)
+        int64_t unreadable = 0;
+        findRotarySources(cos, invFreq, precisionBits, positions, &unreadable);
+        if (!invFreq && !unreadable)
           return nodeError(add, "rotary embedding whose frequencies are not a constant inv_freq");
-        int64_t rotaryDim = 2 * int64_t(invFreq->size());
+        int64_t rotaryDim = 2 * (invFreq ? int64_t(invFreq->size()) : unreadable);
         auto shape = shapeOf(x);
         if (!shape.empty() && !ShapedType::isDynamic(shape.back()) && shape.back() != rotaryDim)
           return nodeError(add, "partial rotary embedding (" + llvm::Twine(rotaryDim) + " of " +
@@ -208,11 +215,15 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
                                     "decomposed form");
         if (!form.check(rotaryDim))
           continue;
-        auto theta = thetaFromInvFreq(*invFreq, rotaryDim, precisionBits);
-        if (!theta)
-          return nodeError(add, "rotary frequencies do not follow theta^(-2i/d); scaled rotary "
-                                "embeddings are not supported");
-        create(add, x, positions, rotaryDim, rotaryDim, *theta, form.style);
+        // Without the weight bytes (shape-only import) theta stays unknown; planning needs none.
+        std::optional<double> theta;
+        if (invFreq) {
+          theta = thetaFromInvFreq(*invFreq, rotaryDim, precisionBits);
+          if (!theta)
+            return nodeError(add, "rotary frequencies do not follow theta^(-2i/d); scaled rotary "
+                                  "embeddings are not supported");
+        }
+        create(add, x, positions, rotaryDim, rotaryDim, theta, form.style);
         return success();
       }
     }
@@ -263,14 +274,23 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
       // cos/sin are caches indexed by position.
       int64_t half = rotaryDim / 2;
       auto c = cacheValues(cos, 3 * half), s = cacheValues(sin, 3 * half);
-      if (!c || !s)
-        return nodeError(op, "cannot read the rotary cos/sin caches");
+      if (!c || !s) {
+        if (!traceWeight(cos) || !traceWeight(sin))
+          return nodeError(op, "cannot read the rotary cos/sin caches");
+        create(op, x, positions, headDim, rotaryDim, std::nullopt, style); // shape-only import
+        return success();
+      }
       theta = thetaFromCaches(*c, *s, half, mantissaBits(cos));
     } else {
       // cos/sin were computed from positions in the graph.
       std::optional<SmallVector<double>> invFreq;
       int precisionBits = 23;
-      findRotarySources(cos, invFreq, precisionBits, positions);
+      int64_t unreadable = 0;
+      findRotarySources(cos, invFreq, precisionBits, positions, &unreadable);
+      if (!invFreq && unreadable * 2 == rotaryDim) {
+        create(op, x, positions, headDim, rotaryDim, std::nullopt, style); // shape-only import
+        return success();
+      }
       if (!invFreq || int64_t(invFreq->size()) * 2 != rotaryDim)
         return nodeError(op, "rotary cos/sin do not come from a constant inv_freq of " +
                                  llvm::Twine(rotaryDim / 2) + " entries");

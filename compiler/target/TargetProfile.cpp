@@ -178,7 +178,7 @@ bool parseTargetProfile(llvm::StringRef text, TargetProfile &out, std::string &e
       !r.number(*c, "cpu", "p_pre_gflops", t.cpu.pPreGflops) ||
       !r.number(*c, "cpu", "ram_bytes", t.cpu.ramBytes) ||
       !r.number(*c, "cpu", "overhead_ms_per_block", t.cpu.overheadMsPerBlock, false) ||
-      !r.number(*c, "cpu", "cores", cores, true, false))
+      !r.number(*c, "cpu", "cores", cores, false, false))
     return false;
   t.cpu.cores = int(cores);
   if (const llvm::json::Value *g = root->get("gpu"); g && !g->getAsNull()) {

@@ -237,8 +237,8 @@ LogicalResult RopeOp::verify() {
     return emitOpError("last dimension ") << n << " is not a multiple of head_dim " << headDim;
   if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % 2 != 0)
     return emitOpError("rotary_dim ") << rotaryDim << " must be even and in (0, " << headDim << "]";
-  if (getTheta().convertToDouble() <= 1.0)
-    return emitOpError("theta must be > 1, got ") << getTheta().convertToDouble();
+  if (auto theta = getThetaAttr(); theta && theta.getValueAsDouble() <= 1.0)
+    return emitOpError("theta must be > 1, got ") << theta.getValueAsDouble();
   if (getInput().getType() != getResult().getType())
     return emitOpError("result type must equal input type");
   return success();
@@ -259,7 +259,7 @@ LogicalResult AttentionOp::verify() {
              << lastDim(kv.getType()) << " != num_kv_heads * head_dim = " << kvHeads * headDim;
   if (lastDim(getResult().getType()) != heads * headDim)
     return emitOpError("result last dimension must be num_heads * head_dim");
-  if (getScale().convertToDouble() <= 0.0)
+  if (getScaleAttr() && getScaleAttr().getValueAsDouble() <= 0.0)
     return emitOpError("scale must be positive");
   if (auto window = getSlidingWindow(); window && *window <= 0)
     return emitOpError("sliding_window must be positive, got ") << *window;

@@ -153,10 +153,11 @@ def Helm_RopeOp : Helm_Op<"rope", [Pure]> {
   let description = [{
     The input's last dimension is heads × `head_dim`; the first `rotary_dim` channels of every head
     rotate with frequencies `theta^(-2i/rotary_dim)`. `positions` ([batch, seq] integers) gives each
-    token's position; when absent a token's position is its index after the cached tokens.
+    token's position; when absent a token's position is its index after the cached tokens. `theta`
+    is absent only in a shape-only import, where the frequencies live in weight data not read.
   }];
   let arguments = (ins AnyTensor:$input, Optional<TensorOf<[AnySignlessInteger]>>:$positions,
-                   I64Attr:$head_dim, I64Attr:$rotary_dim, F64Attr:$theta,
+                   I64Attr:$head_dim, I64Attr:$rotary_dim, OptionalAttr<F64Attr>:$theta,
                    Helm_RopeStyleAttr:$style);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = [{
@@ -174,11 +175,12 @@ def Helm_AttentionOp : Helm_Op<"attention",
     appended and returned as `present_key`/`present_value` ([B, num_kv_heads, P + S, head_dim]); query
     i attends to all cached tokens and to new tokens ≤ i. With `sliding_window` = W a query at
     position p sees only keys at positions p - W < t ≤ p (Mistral). Query head h reads key/value
-    head h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim].
+    head h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim]. `scale` is
+    absent only in a shape-only import whose scaling constants live in unread weight data.
   }];
   let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k, AnyRankedTensor:$v,
                    Optional<AnyRankedTensor>:$past_key, Optional<AnyRankedTensor>:$past_value,
-                   I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
+                   I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, OptionalAttr<F64Attr>:$scale,
                    OptionalAttr<I64Attr>:$sliding_window);
   // `present` is empty without a cache, else [present_key, present_value].
   let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$present);

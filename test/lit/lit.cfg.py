@@ -12,7 +12,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.helm_obj_root, "test", "lit")
 
 config.substitutions.append(("%models", os.path.join(config.helm_src_root, "test", "models")))
-config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
 tool_dirs = [config.helm_tools_dir, config.llvm_tools_dir]
