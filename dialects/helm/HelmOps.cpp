@@ -296,7 +296,7 @@ LogicalResult LmHeadOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult UnitOp::verify() {
-  if (getIndex() < 0)
+  if (getIndexAttr().getInt() < 0)
     return emitOpError("index must be non-negative");
   Block &body = getBody().front();
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
