@@ -14,8 +14,6 @@ using namespace mlir;
 
 namespace helm {
 
-llvm::json::Value targetProfileToJsonValue(const TargetProfile &t);
-
 namespace {
 struct Row {
   int64_t k;

@@ -8,6 +8,7 @@
 #define HELM_COMPILER_TARGET_TARGETPROFILE_H
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
@@ -60,6 +61,7 @@ bool parseTargetProfile(llvm::StringRef json, TargetProfile &out, std::string &e
 
 /// The profile as JSON (the same schema parseTargetProfile reads).
 std::string targetProfileToJson(const TargetProfile &target);
+llvm::json::Value targetProfileToJsonValue(const TargetProfile &target);
 
 /// Resolves `--target`: a catalogue name, `emu:<catalogue name>` (plan for that GPU, run on the
 /// emulated device), a path to a profile JSON file, or `host` (measured now through `measureHost`).
