@@ -54,26 +54,17 @@ mlir::Type elementTypeOf(mlir::Value v);
 /// Emits "NODE (OP): msg" on the op and returns failure.
 mlir::LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg);
 
-} // namespace helm
-
-#endif
-
-namespace helm {
 /// Replaces every use of `from` with `to` and, when `from` was returned, updates the enclosing
 /// function's result types (raised values are usually more precisely typed than the imported ones).
 /// With `after`, only uses in ops that come after it in the block are replaced (the rest are dead
 /// remains of the raised pattern that would otherwise use a value before its definition).
 void replaceValue(mlir::Value from, mlir::Value to, mlir::Operation *after = nullptr);
-} // namespace helm
 
-namespace helm {
 /// The rotary base theta for which inv_freq[i] = theta^(-2i/rotaryDim), or nullopt when the
 /// frequencies do not follow that law (scaled rotary variants).
 std::optional<double> thetaFromInvFreq(llvm::ArrayRef<double> invFreq, int64_t rotaryDim,
                                        int precisionBits = 23);
-} // namespace helm
 
-namespace helm {
 /// The first `maxElements` values of a weight (row-major), read through the dialect's weight reader
 /// (set by the importer) or, without one, from an external-data file next to the module's
 /// `helm.source`. nullopt when the bytes are not available.
@@ -86,15 +77,11 @@ std::optional<int64_t> asIndex(double v);
 /// Evaluates a small integer index computation on `x`'s shape (constants, Shape/Gather of the last
 /// dimension, Div/Mul/Add/Sub, Cast/Unsqueeze/Squeeze), given the last dimension `lastDim`.
 std::optional<int64_t> evalIndex(mlir::Value v, mlir::Value x, int64_t lastDim);
-} // namespace helm
 
-namespace helm {
 /// Gives shape-preserving block ops (rms_norm, rope) whose input became ranked the input's type.
 /// Values raised before their producer (common in graphs without value_info) start unranked.
 void refineTypes(mlir::func::FuncOp func);
-} // namespace helm
 
-namespace helm {
 /// theta from rotary cos/sin caches [positions, half] (row p holds cos/sin(p * inv_freq)), after
 /// checking rows 0 and 2 against the frequencies row 1 implies.
 std::optional<double> thetaFromCaches(llvm::ArrayRef<double> cos, llvm::ArrayRef<double> sin,
@@ -105,4 +92,7 @@ int mantissaBits(mlir::Value v);
 
 /// The leading `count` values of a cos/sin cache operand: a constant or a weight.
 std::optional<llvm::SmallVector<double>> cacheValues(mlir::Value v, int64_t count);
+
 } // namespace helm
+
+#endif
