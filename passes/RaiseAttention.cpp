@@ -266,17 +266,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       core.explicitScale = cast<FloatAttr>(s).getValueAsDouble();
     core.heads = op.getIntAttr("q_num_heads", 0);
     core.kvHeads = op.getIntAttr("kv_num_heads", 0);
-    if (in.size() > 5 && !isa<NoneType>(in[4].getType()) && !isa<NoneType>(in[5].getType())) {
-      core.pastKey = in[4];
-      core.pastValue = in[5];
-      core.cacheByConcat = false;
-      if (op.getNumResults() < 3)
-        return nodeError(op, "Attention with a past cache must return the present cache");
-      core.presentKey = op.getResult(1);
-      core.presentValue = op.getResult(2);
-    }
-    core.out = op.getResult(0);
-    return success();
+    return takeCache(op, 4, core);
   }
 
   /// com.microsoft GroupQueryAttention and MultiHeadAttention.
@@ -331,12 +321,20 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       if (!op.getIntAttr("unidirectional", 0))
         return nodeError(op, "MultiHeadAttention must be unidirectional (causal) in a decoder");
     }
+    return takeCache(op, pastAt, core);
+  }
+
+  /// A fused op's own KV cache: past key/value at inputs `pastAt`, `pastAt + 1`, present key/value as
+  /// results 1 and 2. Also records the op's output.
+  LogicalResult takeCache(OnnxNodeOp op, unsigned pastAt, Core &core) {
+    auto in = op.getInputs();
+    auto present = [](Value v) { return v && !isa<NoneType>(v.getType()); };
     if (in.size() > pastAt + 1 && present(in[pastAt]) && present(in[pastAt + 1])) {
+      if (op.getNumResults() < 3)
+        return nodeError(op, "attention with a past cache must return the present cache");
       core.pastKey = in[pastAt];
       core.pastValue = in[pastAt + 1];
       core.cacheByConcat = false;
-      if (op.getNumResults() < 3)
-        return nodeError(op, "attention with a past cache must return the present cache");
       core.presentKey = op.getResult(1);
       core.presentValue = op.getResult(2);
     }
