@@ -37,23 +37,13 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
       return signalPassFailure();
     }
     Builder b(module.getContext());
-    SymbolTableCollection symbols;
     const double B = double(batch), S = double(promptLen);
     for (UnitOp unit : units) {
-      // Distinct weights of the unit and their bytes (the declaration's length: nothing is read).
+      // Distinct weights (declared lengths: nothing is read) and constants, as the partitioner
+      // counts them.
       int64_t resident = 0;
-      llvm::SmallDenseSet<StringAttr> seen;
-      unit.walk([&](WeightOp w) {
-        if (seen.insert(w.getNameAttr().getAttr()).second)
-          if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
-            resident += decl.getLengthAttr().getInt();
-      });
-      // Small parameters (<= 64 elements: tiny models' norm weights, biases) are constants; after
-      // raising, the only constants left in a unit are such parameters.
-      unit.walk([&](ConstantOp c) {
-        auto t = cast<ShapedType>(c.getType());
-        resident += t.getNumElements() * byteWidth(t.getElementType());
-      });
+      for (const auto &[name, bytes] : unitTensors(unit))
+        resident += bytes;
       // The unit's boundary activation: the embedding rows, the residual stream, or the logits (a
       // block also yields its KV cache).
       auto yield = cast<YieldOp>(unit.getBody().front().getTerminator());

@@ -4,6 +4,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 
@@ -113,6 +114,18 @@ WeightOp traceWeight(Value v, bool *transposed) {
   return w;
 }
 
+Value parameterVector(Value v, int64_t width) {
+  if (!v)
+    return {};
+  Value src = skipCasts(v);
+  if (!src.getDefiningOp<WeightOp>() && !src.getDefiningOp<ConstantOp>())
+    return {};
+  auto shape = shapeOf(src);
+  if (shape.size() != 1 || (width >= 0 && shape[0] != width))
+    return {};
+  return src;
+}
+
 ArrayRef<int64_t> shapeOf(Value v) {
   if (auto t = dyn_cast<RankedTensorType>(v.getType()))
     return t.getShape();
@@ -159,11 +172,10 @@ void replaceValue(Value from, Value to, Operation *after) {
 
 namespace helm {
 
-std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElements) {
+std::optional<std::vector<char>> weightBytes(WeightOp weight) {
   auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(weight, weight.getNameAttr());
   if (!decl)
     return std::nullopt;
-  auto type = cast<RankedTensorType>(decl.getType());
   std::vector<char> bytes;
   auto *dialect = weight->getContext()->getLoadedDialect<HelmDialect>();
   bool ok = false;
@@ -184,27 +196,37 @@ std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElem
       }
     }
   }
-  // Booleans are bit-packed in a DenseElementsAttr raw buffer and never hold frequencies or tables.
-  if (type.getElementType().isInteger(1))
+  if (!ok || int64_t(bytes.size()) != decl.getLengthAttr().getInt())
     return std::nullopt;
-  int64_t width = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  if (!ok || int64_t(bytes.size()) != type.getNumElements() * width)
+  return bytes;
+}
+
+std::optional<SmallVector<double>> weightValues(WeightOp weight, int64_t maxElements) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  Type element = type.getElementType();
+  // Booleans never hold frequencies or tables.
+  if (element.isInteger(1))
     return std::nullopt;
-  auto attr = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes));
+  auto bytes = weightBytes(weight);
+  unsigned bits = element.getIntOrFloatBitWidth();
+  if (!bytes || bits % 8 != 0 || int64_t(bytes->size()) != type.getNumElements() * (bits / 8))
+    return std::nullopt;
+  // Decoded straight from the bytes: no attribute (and no copy of the tensor) enters the context.
   SmallVector<double> out;
   int64_t n = std::min<int64_t>(maxElements, type.getNumElements());
-  if (isa<FloatType>(type.getElementType())) {
-    auto values = attr.getValues<APFloat>();
-    for (int64_t i = 0; i < n; ++i) {
-      APFloat f = values[i];
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes->data() + i * (bits / 8), bits / 8); // little-endian host
+    if (auto f = dyn_cast<FloatType>(element)) {
+      APFloat value(f.getFloatSemantics(), APInt(bits, raw));
       bool lost = false;
-      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-      out.push_back(f.convertToDouble());
+      value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      out.push_back(value.convertToDouble());
+    } else {
+      APInt value(bits, raw);
+      out.push_back(cast<IntegerType>(element).isUnsigned() ? double(value.getZExtValue())
+                                                            : double(value.getSExtValue()));
     }
-  } else {
-    auto values = attr.getValues<APInt>();
-    for (int64_t i = 0; i < n; ++i)
-      out.push_back(double(values[i].getSExtValue()));
   }
   return out;
 }

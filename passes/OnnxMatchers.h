@@ -42,6 +42,10 @@ mlir::Value skipLayout(mlir::Value v);
 /// 2-D transposes was crossed.
 WeightOp traceWeight(mlir::Value v, bool *transposed = nullptr);
 
+/// A 1-D parameter (a weight, or a constant for tiny models) behind `v` through Casts: a norm's gamma
+/// or a projection's bias. With `width` >= 0 it must have that many elements. Null when absent.
+mlir::Value parameterVector(mlir::Value v, int64_t width = -1);
+
 /// Shape of a ranked tensor value, or empty.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
 
@@ -64,6 +68,10 @@ void replaceValue(mlir::Value from, mlir::Value to, mlir::Operation *after = nul
 /// frequencies do not follow that law (scaled rotary variants).
 std::optional<double> thetaFromInvFreq(llvm::ArrayRef<double> invFreq, int64_t rotaryDim,
                                        int precisionBits = 23);
+
+/// A weight's bytes, read through the dialect's weight reader (set by the importer) or, without one,
+/// from an external-data file next to the module's `helm.source`. nullopt when not available.
+std::optional<std::vector<char>> weightBytes(WeightOp weight);
 
 /// The first `maxElements` values of a weight (row-major), read through the dialect's weight reader
 /// (set by the importer) or, without one, from an external-data file next to the module's

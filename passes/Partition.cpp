@@ -35,9 +35,18 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
       return signalPassFailure();
     }
     options.objective = objective == "prefill" ? Objective::prefill : Objective::decode;
+    for (llvm::StringRef key : {"batch", "context", "prompt_len"})
+      if (!costOptions.getAs<IntegerAttr>(key)) {
+        module.emitError() << "helm.cost_options lacks integer '" << key << "'";
+        return signalPassFailure();
+      }
     options.batch = costOptions.getAs<IntegerAttr>("batch").getInt();
     options.context = costOptions.getAs<IntegerAttr>("context").getInt();
     options.promptLen = costOptions.getAs<IntegerAttr>("prompt_len").getInt();
+    if (options.batch < 1 || options.context < 0 || options.promptLen < 1) {
+      module.emitError() << "helm.cost_options must have batch >= 1, context >= 0, prompt_len >= 1";
+      return signalPassFailure();
+    }
     options.kvOffload = kvOffload;
     if (vramReserve >= 0)
       options.vramReserve = vramReserve;

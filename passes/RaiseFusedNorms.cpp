@@ -13,14 +13,6 @@ using namespace mlir;
 using namespace helm;
 
 namespace {
-/// A 1-D weight or constant behind `v` (the norm's scale).
-Value gammaOf(Value v) {
-  Value src = skipCasts(v);
-  if ((src.getDefiningOp<WeightOp>() || src.getDefiningOp<ConstantOp>()) && shapeOf(src).size() == 1)
-    return src;
-  return {};
-}
-
 bool lastAxis(OnnxNodeOp op, Value x) {
   int64_t axis = op.getIntAttr("axis", -1);
   auto rank = int64_t(shapeOf(x).size());
@@ -44,7 +36,7 @@ struct RaiseFusedNormsPass : helm::impl::RaiseFusedNormsBase<RaiseFusedNormsPass
       if (op.getInputs().size() < (skip ? 3u : 2u))
         continue;
       Value x = op.getInputs()[0];
-      Value gamma = gammaOf(op.getInputs()[skip ? 2 : 1]);
+      Value gamma = parameterVector(op.getInputs()[skip ? 2 : 1]);
       if (!gamma || !lastAxis(op, x))
         continue;
       // ONNX 23's default epsilon is 1e-5; ONNX Runtime's contrib ops also default to 1e-5.

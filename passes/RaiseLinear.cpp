@@ -14,17 +14,6 @@ using namespace helm;
 
 namespace {
 
-/// A 1-D weight or constant of `width` elements behind `v`, or null.
-Value biasOf(Value v, int64_t width) {
-  Value src = skipCasts(v);
-  if (!src.getDefiningOp<WeightOp>() && !src.getDefiningOp<ConstantOp>())
-    return {};
-  auto shape = shapeOf(src);
-  if (shape.size() != 1 || shape[0] != width)
-    return {};
-  return src;
-}
-
 struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
   void runOnOperation() override {
     SmallVector<OnnxNodeOp> candidates;
@@ -58,14 +47,14 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     Value bias;
     Operation *replaced = op;
     if (gemm && op.getInputs().size() > 2 && !isa<NoneType>(op.getInputs()[2].getType())) {
-      bias = biasOf(op.getInputs()[2], outFeatures);
+      bias = parameterVector(op.getInputs()[2], outFeatures);
       if (!bias)
         return;
     } else if (op.getResult(0).hasOneUse()) {
       auto add = dyn_cast<OnnxNodeOp>(*op.getResult(0).user_begin());
       if (add && add.is("Add")) {
         Value other = add.getInputs()[0] == op.getResult(0) ? add.getInputs()[1] : add.getInputs()[0];
-        if ((bias = biasOf(other, outFeatures)))
+        if ((bias = parameterVector(other, outFeatures)))
           replaced = add;
       }
     }

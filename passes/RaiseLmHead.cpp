@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cstring>
+
 namespace helm {
 #define GEN_PASS_DEF_RAISELMHEAD
 #include "passes/Passes.h.inc"
@@ -20,23 +22,24 @@ constexpr int64_t kMaxCompareElements = int64_t(16) << 20;
 /// True if `head` holds the same values as the [vocab, hidden] `table`, in the head's layout.
 bool sameValues(WeightOp table, WeightOp head, bool headTransposed) {
   auto t = shapeOf(table), h = shapeOf(head);
-  if (t.size() != 2 || h.size() != 2 || t[0] * t[1] > kMaxCompareElements)
+  if (t.size() != 2 || h.size() != 2 || t[0] * t[1] == 0 || t[0] * t[1] > kMaxCompareElements)
     return false;
   if (headTransposed ? (h[0] != t[0] || h[1] != t[1]) : (h[0] != t[1] || h[1] != t[0]))
     return false;
   if (elementTypeOf(table) != elementTypeOf(head))
     return false;
-  auto a = weightValues(table, kMaxCompareElements), b = weightValues(head, kMaxCompareElements);
+  // Raw bytes, compared element by element in the head's layout (no decoded copies).
+  auto a = weightBytes(table), b = weightBytes(head);
   if (!a || !b || a->size() != b->size())
     return false;
   int64_t vocab = t[0], hidden = t[1];
+  size_t width = a->size() / size_t(vocab * hidden);
+  if (headTransposed)
+    return *a == *b;
   for (int64_t v = 0; v < vocab; ++v)
-    for (int64_t i = 0; i < hidden; ++i) {
-      double x = (*a)[v * hidden + i];
-      double y = headTransposed ? (*b)[v * hidden + i] : (*b)[i * vocab + v];
-      if (x != y)
+    for (int64_t i = 0; i < hidden; ++i)
+      if (std::memcmp(a->data() + (v * hidden + i) * width, b->data() + (i * vocab + v) * width, width))
         return false;
-    }
   return true;
 }
 

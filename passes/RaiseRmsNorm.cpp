@@ -42,14 +42,6 @@ Value otherOperand(OnnxNodeOp op, Value v) {
   return {};
 }
 
-/// Gamma: a 1-D weight or constant behind `v`.
-Value gammaOf(Value v) {
-  Value src = skipCasts(v);
-  if ((src.getDefiningOp<WeightOp>() || src.getDefiningOp<ConstantOp>()) && shapeOf(src).size() == 1)
-    return src;
-  return {};
-}
-
 struct RaiseRmsNormPass : helm::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
   void runOnOperation() override {
     SmallVector<OnnxNodeOp> means;
@@ -128,9 +120,9 @@ struct RaiseRmsNormPass : helm::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
     OnnxNodeOp scale = soleUser(normed, {"Mul"});
     if (!scale)
       return;
-    Value gamma = gammaOf(otherOperand(scale, normed) ? otherOperand(scale, normed) : Value());
+    Value gamma = parameterVector(otherOperand(scale, normed));
     if (!gamma && skipCasts(scale.getInputs()[0]) == skipCasts(normed))
-      gamma = gammaOf(scale.getInputs()[1]);
+      gamma = parameterVector(scale.getInputs()[1]);
     if (!gamma)
       return;
     Value x = skipCasts(xf);

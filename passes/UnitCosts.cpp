@@ -22,6 +22,26 @@ std::string unitName(UnitOp unit) {
   return "unit";
 }
 
+std::vector<std::pair<std::string, int64_t>> unitTensors(UnitOp unit) {
+  std::vector<std::pair<std::string, int64_t>> tensors;
+  SymbolTableCollection symbols;
+  llvm::SmallDenseSet<StringAttr> seen;
+  unit.walk([&](WeightOp w) {
+    if (!seen.insert(w.getNameAttr().getAttr()).second)
+      return;
+    if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
+      tensors.emplace_back(decl.getSymName().str(), decl.getLengthAttr().getInt());
+  });
+  int64_t constants = 0;
+  unit.walk([&](ConstantOp k) {
+    auto t = cast<ShapedType>(k.getType());
+    constants += t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  });
+  if (constants)
+    tensors.emplace_back("constants of " + unitName(unit), constants);
+  return tensors;
+}
+
 bool readUnitCost(UnitOp unit, UnitCost &c) {
   auto i64 = [&](llvm::StringRef name, int64_t &out) {
     auto a = unit->getAttrOfType<IntegerAttr>(name);
@@ -55,22 +75,7 @@ bool readUnitCost(UnitOp unit, UnitCost &c) {
   f64("prefill_act_bytes", prefillAct);
   c.prefillParamBytes = int64_t(prefillParam);
   c.prefillActBytes = int64_t(prefillAct);
-  SymbolTableCollection symbols;
-  llvm::SmallDenseSet<StringAttr> seen;
-  unit.walk([&](WeightOp w) {
-    if (!seen.insert(w.getNameAttr().getAttr()).second)
-      return;
-    if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
-      c.tensors.emplace_back(decl.getSymName().str(), decl.getLengthAttr().getInt());
-  });
-  // Constants (small parameters) belong to this unit alone.
-  int64_t constants = 0;
-  unit.walk([&](ConstantOp k) {
-    auto t = cast<ShapedType>(k.getType());
-    constants += t.getNumElements() * ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-  });
-  if (constants)
-    c.tensors.emplace_back("constants of " + c.name, constants);
+  c.tensors = unitTensors(unit);
   return true;
 }
 

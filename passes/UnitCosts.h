@@ -15,6 +15,10 @@ llvm::SmallVector<UnitOp> unitsOf(mlir::ModuleOp module);
 /// Name used in tables: "embedding", "block.<i>", "head".
 std::string unitName(UnitOp unit);
 
+/// The parameters a unit keeps on its device: each distinct weight (symbol, declared bytes) and, as
+/// one entry, its constants (small parameters of tiny models). Nothing is read.
+std::vector<std::pair<std::string, int64_t>> unitTensors(UnitOp unit);
+
 /// Reads the costs helm-annotate-costs attached to `unit` (false if it has none).
 bool readUnitCost(UnitOp unit, UnitCost &cost);
 

@@ -171,6 +171,18 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
   }
 }
 
+/// A small tensor's little-endian bytes (one byte per bool) as a dense attribute; booleans are
+/// bit-packed in MLIR's raw buffers, so they go through ArrayRef<bool>.
+DenseElementsAttr denseFromBytes(RankedTensorType type, const std::vector<char> &raw) {
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> bits;
+    for (char c : raw)
+      bits.push_back(c != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw));
+}
+
 class Importer {
 public:
   Importer(MLIRContext &ctx, const ImportOptions &options, std::string display, std::string baseDir,
@@ -493,16 +505,7 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     std::vector<char> raw;
     if (!tensorBytes(tensor, raw))
       return false;
-    DenseElementsAttr value;
-    if (element.isInteger(1)) {
-      SmallVector<bool> bits;
-      for (char c : raw)
-        bits.push_back(c != 0);
-      value = DenseElementsAttr::get(type, ArrayRef<bool>(bits));
-    } else {
-      value = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw));
-    }
-    values[tensor.name()] = ConstantOp::create(builder, loc, type, value);
+    values[tensor.name()] = ConstantOp::create(builder, loc, type, denseFromBytes(type, raw));
     return true;
   }
   // A weight: declared at module level, referenced in the function. Bytes stay where they are.
@@ -581,15 +584,7 @@ bool Importer::convertAttribute(const onnx::NodeProto &node, const onnx::Attribu
     std::vector<char> raw;
     if (!tensorBytes(t, raw))
       return false;
-    auto type = RankedTensorType::get(dims, element);
-    if (element.isInteger(1)) {
-      SmallVector<bool> bits;
-      for (char c : raw)
-        bits.push_back(c != 0);
-      out.append(name, DenseElementsAttr::get(type, ArrayRef<bool>(bits)));
-    } else {
-      out.append(name, DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw)));
-    }
+    out.append(name, denseFromBytes(RankedTensorType::get(dims, element), raw));
     return true;
   }
   case A::GRAPH:
