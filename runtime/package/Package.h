@@ -1,0 +1,75 @@
+// Read side of the .helmpkg format: maps a package read-only and validates it (docs/package-format.md).
+// Every failure is an llvm::Error with one line "<file>: <problem>"; no input can crash the reader or
+// make it read outside the file.
+#pragma once
+
+#include "runtime/package/PackageFormat.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm::sys::fs {
+class mapped_file_region;
+}
+
+namespace helm::pkg {
+
+class Package {
+public:
+  struct Section {
+    SectionKind kind;
+    std::string name;
+    uint64_t offset, size, checksum;
+    llvm::ArrayRef<char> bytes; // points into the mapping (or the caller's buffer)
+  };
+
+  /// All: header, table, layout, manifest, zero padding and every section checksum.
+  /// HeaderOnly: header, table, layout and the manifest (checksum + JSON); no other section byte is
+  /// touched, so opening a multi-GB package costs a few pages. Check sections later with
+  /// verifySection() (e.g. while streaming them to a device).
+  enum class Verify { All, HeaderOnly };
+
+  /// Maps `path` read-only. Errors name the file: "model.helmpkg: not a HELM package (bad magic)".
+  static llvm::Expected<std::unique_ptr<Package>> open(llvm::StringRef path, Verify verify = Verify::All);
+  /// Same checks over caller memory, without copying it; `bytes` must outlive the Package.
+  static llvm::Expected<std::unique_ptr<Package>> fromBuffer(llvm::ArrayRef<char> bytes,
+                                                             llvm::StringRef nameForErrors,
+                                                             Verify verify = Verify::All);
+
+  ~Package();
+  Package(const Package &) = delete;
+  Package &operator=(const Package &) = delete;
+
+  /// JSON text of the manifest section (validated: UTF-8, parses, is an object).
+  llvm::StringRef manifest() const;
+  /// First section of `kind` (with `name`, when given); nullptr if none.
+  const Section *find(SectionKind kind, llvm::StringRef name = {}) const;
+  /// Sections in table order; unknown kinds included (readers skip what they do not know).
+  llvm::ArrayRef<Section> sections() const { return sections_; }
+  /// Recomputes the section's checksum: "<file>: checksum mismatch in section 'x' (kind cpu-weights)".
+  llvm::Error verifySection(const Section &section) const;
+  /// verifySection for every section.
+  llvm::Error verifyAll() const;
+  uint64_t fileSize() const { return data_.size(); }
+  uint32_t formatVersion() const { return kFormatVersion; }
+  llvm::StringRef name() const { return name_; }
+  llvm::ArrayRef<char> bytes() const { return data_; }
+
+private:
+  Package() = default;
+  llvm::Error load(Verify verify);
+
+  std::string name_;
+  std::unique_ptr<llvm::sys::fs::mapped_file_region> mapping_;
+  llvm::ArrayRef<char> data_;
+  std::vector<Section> sections_;
+  size_t manifestIndex_ = 0;
+};
+
+} // namespace helm::pkg
