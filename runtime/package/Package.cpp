@@ -121,7 +121,12 @@ llvm::Error fail(llvm::StringRef file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), (file + ": " + message).str());
 }
 
-std::string quoted(const SectionEntry &e) { return "'" + e.nameRef().str() + "'"; }
+std::string quoted(const SectionEntry &e) {
+  std::string out = "'";
+  out.append(e.nameRef().data(), e.nameRef().size());
+  out.push_back('\'');
+  return out;
+}
 
 /// A name field is valid when it holds 1..31 printable bytes followed only by NULs.
 bool validNameField(const SectionEntry &e) {
@@ -247,8 +252,9 @@ llvm::Error validateLayout(const FileHeader &h, llvm::ArrayRef<SectionEntry> tab
   // Extents, in file order: the first section past the end of the file is the one named.
   std::vector<size_t> order(table.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return table[a].offset < table[b].offset; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(table[a].offset, a) < std::pair(table[b].offset, b);
+  });
   for (size_t i : order) {
     uint64_t end = table[i].offset + table[i].size;
     if (end > fileSize)
@@ -288,6 +294,10 @@ Package::~Package() = default;
 
 llvm::Expected<std::unique_ptr<Package>> Package::open(llvm::StringRef path, Verify verify) {
   namespace fs = llvm::sys::fs;
+  // Refuse FIFOs, devices and directories before open() (a FIFO would block it).
+  fs::file_status pathStatus;
+  if (!fs::status(path, pathStatus) && pathStatus.type() != fs::file_type::regular_file)
+    return fail(path, "not a HELM package (not a regular file)");
   llvm::Expected<fs::file_t> fd = fs::openNativeFileForRead(path);
   if (!fd)
     return fail(path, "cannot open (" + oneLine(llvm::toString(fd.takeError())) + ")");

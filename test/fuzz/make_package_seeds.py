@@ -76,8 +76,8 @@ def align(x, a):
 
 
 def build(sections):
-    """sections: list of (kind number, name, bytes). Table in the first page (at most 63 sections)."""
-    assert len(sections) <= 63
+    """sections: list of (kind number, name, bytes). The table goes at offset 64 when it fits in the
+    first page (at most 63 sections), else after the last section at a multiple of 64."""
     body = bytearray(PAGE)  # header page, filled in at the end
     table = bytearray()
     for kind, name, data in sections:
@@ -86,11 +86,16 @@ def build(sections):
         raw = name.encode("ascii")
         assert 1 <= len(raw) <= 31
         table += struct.pack("<II32sQQQ", kind, 0, raw, offset, len(data), checksum64(bytes(data)))
-    header = struct.pack("<8sIIIIQQQQ", b"HELMPKG\0", 1, 64, len(sections), 64, 64, len(body), 0,
+    if len(sections) <= 63:
+        table_offset = 64
+        body[64:64 + len(table)] = table
+    else:
+        table_offset = align(len(body), 64)
+        body += bytes(table_offset - len(body)) + table
+    header = struct.pack("<8sIIIIQQQQ", b"HELMPKG\0", 1, 64, len(sections), 64, table_offset, len(body), 0,
                          checksum64(bytes(table)))
     header += struct.pack("<Q", checksum64(header))
     body[0:64] = header
-    body[64:64 + len(table)] = table
     return bytes(body)
 
 
@@ -122,6 +127,8 @@ def main():
                             (4, "cpu_code", b"\x7fELF" + bytes(60)), (5, "gpu_code", b"//ptx\n"),
                             (6, "tokenizer", b"{}"), (99, "future", b"unknown kind, skipped"),
                             (4, "empty", b"")],
+        "valid-table-at-end": [(1, "manifest", b'{"tensors":[]}')]
+                              + [(4 + i % 2, f"part_{i}", bytes([i]) * (3 if i % 10 == 0 else 0)) for i in range(69)],
     }
     for name, sections in seeds.items():
         (out_dir / f"{name}.helmpkg").write_bytes(build(sections))

@@ -9,10 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <sys/resource.h>
@@ -224,7 +226,7 @@ TEST_F(PackageTest, ExactlyTheFirstPageLimit) {
     PackageWriter w(out);
     w.addSection(SectionKind::Manifest, "manifest", bytesOf("{}"));
     for (int i = 0; i < extra; ++i)
-      w.addSection(SectionKind::CpuCode, "c" + std::to_string(i), bytesOf("x"));
+      w.addSection(SectionKind::CpuCode, std::string("c").append(std::to_string(i)), bytesOf("x"));
     ASSERT_FALSE(w.finish());
     std::vector<char> raw = readFile(out);
     uint64_t tableOffset = llvm::support::endian::read64le(raw.data() + 24);
@@ -249,6 +251,47 @@ TEST_F(PackageTest, ProgressCallback) {
   EXPECT_EQ(seen.back(), stdfs::file_size(out));
 }
 
+// Anonymous memory (heap) of this process in KiB, from /proc/self/status; -1 if unavailable.
+long rssAnonKiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("RssAnon:", 0) == 0)
+      return std::stol(line.substr(8));
+  return -1;
+}
+
+TEST_F(PackageTest, StreamsFromAFileMappingWithoutCopying) {
+  // 256 MiB of weights from a mapped (sparse) file: the writer's own memory must not grow with it.
+  std::string src = path("weights.bin");
+  const uint64_t size = uint64_t(256) << 20;
+  writeFile(src, {});
+  ASSERT_EQ(::truncate(src.c_str(), off_t(size)), 0);
+  std::error_code ec;
+  int fd = -1;
+  ASSERT_FALSE(llvm::sys::fs::openFileForRead(src, fd));
+  llvm::sys::fs::mapped_file_region map(fd, llvm::sys::fs::mapped_file_region::readonly, size, 0, ec);
+  ::close(fd);
+  ASSERT_FALSE(ec);
+  long before = rssAnonKiB();
+  if (before < 0)
+    GTEST_SKIP() << "no /proc/self/status";
+  std::string out = path("big.helmpkg");
+  PackageWriter w(out);
+  w.addSection(SectionKind::Manifest, "manifest", bytesOf("{}"));
+  w.beginSection(SectionKind::CpuWeights, "cpu_weights");
+  EXPECT_EQ(w.append(llvm::ArrayRef<char>(map.const_data(), size / 2)), 0u);
+  EXPECT_EQ(w.append(llvm::ArrayRef<char>(map.const_data() + 1, size / 2 - 1)), size / 2);
+  w.endSection();
+  ASSERT_FALSE(w.finish());
+  long growth = rssAnonKiB() - before;
+  EXPECT_LT(growth, 32 * 1024) << "anonymous memory grew by " << growth << " KiB";
+  auto pkg = Package::open(out, Verify::HeaderOnly);
+  ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
+  EXPECT_EQ((*pkg)->find(SectionKind::CpuWeights)->size, size - 1);
+  EXPECT_FALSE((*pkg)->verifySection(*(*pkg)->find(SectionKind::CpuWeights)));
+}
+
 // --- seeds written by the independent Python implementation ---------------------------------
 
 TEST(PackageSeeds, PythonWrittenPackagesOpen) {
@@ -262,7 +305,27 @@ TEST(PackageSeeds, PythonWrittenPackagesOpen) {
     ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
     EXPECT_TRUE((*pkg)->find(SectionKind::Manifest));
   }
-  EXPECT_GE(count, 3);
+  EXPECT_GE(count, 4);
+}
+
+// The C++ writer, given the sections of a Python-written seed, writes the same bytes.
+TEST_F(PackageTest, CppWriterReproducesPythonSeedsByteForByte) {
+  int count = 0;
+  for (const auto &e : stdfs::directory_iterator(HELM_PACKAGE_SEED_DIR)) {
+    if (e.path().filename().string().rfind("valid-", 0) != 0)
+      continue;
+    ++count;
+    std::vector<char> seed = readFile(e.path().string());
+    auto pkg = Package::fromBuffer(seed, e.path().string(), Verify::All);
+    ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
+    std::string out = path("copy.helmpkg");
+    PackageWriter w(out);
+    for (const auto &s : (*pkg)->sections())
+      w.addSection(s.kind, s.name, s.bytes);
+    ASSERT_FALSE(w.finish());
+    EXPECT_TRUE(readFile(out) == seed) << e.path();
+  }
+  EXPECT_GE(count, 4);
 }
 
 // --- truncation and corruption -------------------------------------------------------------
