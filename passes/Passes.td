@@ -17,6 +17,58 @@ def CheckRaised : Pass<"helm-check-raised", "mlir::func::FuncOp"> {
   let dependentDialects = ["::helm::HelmDialect"];
 }
 
+def StageSplit : Pass<"helm-stage-split", "mlir::ModuleOp"> {
+  let summary = "Outline the placed units of @main into per-device stage functions";
+  let description = [{
+    Static graph reconstruction (thesis 4.1.4): the units of `@main` are cloned, in order, into
+    `@helm_cpu_stage` (units with `helm.device` cpu, or all units when no plan is attached). The
+    stage takes the runtime's context pointer, token ids [B, S] and positions [B, S]; it returns the
+    logits of the last position [B, 1, V]. The model's own KV-cache inputs and outputs are dropped:
+    every `helm.attention` gets a `helm.kv_layer` index and reads and extends the runtime's KV cache.
+    Rotary embeddings read the stage's positions. `@main` is erased. A plan that puts units on the GPU
+    is rejected until the GPU stage exists.
+
+    Before: `func.func @main(%ids, %mask, %pos, %past...) { helm.unit embedding[0] ... }`.
+    After:  `func.func @helm_cpu_stage(%ctx: !llvm.ptr, %ids: tensor<?x?xi64>, %pos: tensor<?x?xi64>)
+             -> tensor<?x1x256xf32> attributes {helm.stage = "cpu", helm.kv_layers = 2 : i64}`.
+  }];
+  let dependentDialects = ["::helm::HelmDialect", "mlir::LLVM::LLVMDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+def LowerToLinalg : Pass<"helm-lower-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower stage functions from HELM ops to linalg on tensors and kernel calls";
+  let description = [{
+    Elementwise and reduction glue (rms_norm, rope, swiglu, add, embed, bias) becomes `linalg.generic`
+    on tensors computing in f32; matrix work (linear, lm_head) and attention become calls into the
+    runtime's C ABI (`helm_k_linear`, `helm_rt_attention`, documented in kernels/cpu/helm_kernels.h)
+    on raw pointers of contiguous buffers. Weights become views of the runtime's weight table
+    (`helm_rt_weight(ctx, id)`); each `helm.weight_decl` gets its `helm.tensor_id`. The stage gets the
+    flat C signature `(ctx, ids*, positions*, logits_out*, B, S)`.
+
+    Before: `%y = helm.swiglu %g, %u : tensor<?x?x128xf32>`.
+    After:  `%y = linalg.generic {...} ins(%g, %u) outs(%e) { arith.negf, math.exp, ... }`.
+  }];
+  let dependentDialects = ["::helm::HelmDialect", "mlir::LLVM::LLVMDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::bufferization::BufferizationDialect", "mlir::memref::MemRefDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def FreeBuffers : Pass<"helm-free-buffers", "mlir::func::FuncOp"> {
+  let summary = "Free each stage-local buffer right after its last use";
+  let description = [{
+    After bufferization the stage functions are straight-line code. Every `memref.alloc` whose
+    aliases (views, casts, reshapes) neither leave the function nor reach an op this pass does not
+    understand gets a `memref.dealloc` after the last use of any alias in the function body, so a
+    long prefill holds only the live activations, not every intermediate of every layer.
+
+    Before: `%a = memref.alloc ... linalg.generic ins(%a) ... return`.
+    After:  `%a = memref.alloc ... linalg.generic ins(%a) ... memref.dealloc %a ... return`.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif
 
 def RaiseLinear : Pass<"helm-raise-linear", "mlir::func::FuncOp"> {

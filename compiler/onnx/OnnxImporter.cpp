@@ -742,4 +742,8 @@ ImportedModel importOnnxFile(MLIRContext &ctx, const std::string &path, const Im
                          std::string(dir), options, error);
 }
 
+bool readWeightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &bytes) {
+  return source.read(onnxName, bytes);
+}
+
 } // namespace helm

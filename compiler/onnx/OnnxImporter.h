@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace helm {
 
@@ -45,6 +46,10 @@ ImportedModel importOnnxFile(mlir::MLIRContext &ctx, const std::string &path,
 ImportedModel importOnnxBytes(mlir::MLIRContext &ctx, const void *data, size_t size,
                               const std::string &displayName, const std::string &baseDir,
                               const ImportOptions &options, std::string &error);
+
+/// Little-endian bytes of the initializer (or Constant value) named `onnxName` of an imported model;
+/// false if there is no such tensor or its data cannot be read.
+bool readWeightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &bytes);
 
 } // namespace helm
 

@@ -4,18 +4,24 @@
 //   helmc model.onnx --emit=config    model configuration recovered from the graph (JSON)
 //   helmc model.onnx --emit=onnx-mlir the imported graph before raising
 //   helmc model.onnx --target=rtx3090 --emit=plan|plan-json [--plan-svg=plan.svg]
+//   helmc model.onnx [--target=host] [--tokenizer tokenizer.json] -o model.helmpkg
 //   helmc --list-targets
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ModelConfig.h"
 #include "compiler/Pipeline.h"
+#include "compiler/PackageBuilder.h"
 #include "compiler/PlanReport.h"
+#include "compiler/codegen/CpuCodegen.h"
 #include "compiler/target/TargetProfile.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -28,7 +34,7 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { OnnxMlir, Helm, Config, Plan, PlanJson };
+enum class Emit { OnnxMlir, Helm, Config, Plan, PlanJson, Package };
 
 cl::OptionCategory helmcCategory("helmc options");
 
@@ -43,7 +49,9 @@ cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Helm),
                               clEnumValN(Emit::Plan, "plan",
                                          "table of every CPU/GPU split (needs --target)"),
                               clEnumValN(Emit::PlanJson, "plan-json",
-                                         "the partition plan as JSON (needs --target)")),
+                                         "the partition plan as JSON (needs --target)"),
+                              clEnumValN(Emit::Package, "package",
+                                         "a runnable .helmpkg (default when -o ends in .helmpkg)")),
                    cl::cat(helmcCategory));
 cl::opt<std::string> targetSpec("target",
                                 cl::desc("Machine to plan for: a catalogue name (--list-targets), "
@@ -72,6 +80,14 @@ cl::opt<std::string> vramReserve("vram-reserve",
 cl::opt<int64_t> forceSplit("force-split", cl::desc("Put units [0, k) on the CPU instead of the "
                                                     "cheapest split"),
                             cl::init(-1), cl::cat(helmcCategory));
+cl::opt<std::string> tokenizerPath("tokenizer",
+                                   cl::desc("Hugging Face tokenizer.json to bundle into the package"),
+                                   cl::value_desc("file"), cl::cat(helmcCategory));
+cl::opt<int64_t> maxContext("max-context",
+                            cl::desc("Longest sequence (prompt + generated) the package accepts "
+                                     "(default 4096)"),
+                            cl::init(4096), cl::cat(helmcCategory));
+cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(helmcCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(helmcCategory));
 
@@ -125,10 +141,17 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no input model (usage: helmc model.onnx [options]; see --help)");
-  bool planning = emit == Emit::Plan || emit == Emit::PlanJson;
+  if (emit.getNumOccurrences() == 0 && StringRef(outputPath).ends_with(".helmpkg"))
+    emit = Emit::Package;
+  bool packaging = emit == Emit::Package;
+  if (packaging && (outputPath.empty() || outputPath == "-"))
+    return fail("--emit=package needs an output file (-o model.helmpkg)");
+  if (!packaging && !tokenizerPath.empty())
+    return fail("--tokenizer goes with a package output (-o model.helmpkg)");
+  bool planning = emit == Emit::Plan || emit == Emit::PlanJson || (packaging && !targetSpec.empty());
   if (planning && targetSpec.empty())
     return fail("--emit=plan and --emit=plan-json need --target (see --list-targets)");
-  if (!planSvgPath.empty() && !planning)
+  if (!planSvgPath.empty() && (!planning || packaging))
     return fail("--plan-svg goes with --emit=plan or --emit=plan-json");
 
   helm::PlanOptions planOptions;
@@ -163,13 +186,17 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  mlir::MLIRContext ctx;
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllPasses();
+  mlir::MLIRContext ctx(registry);
   ctx.loadDialect<helm::HelmDialect, mlir::func::FuncDialect>();
   ctx.printOpOnDiagnostic(false);
 
   helm::ImportOptions importOptions;
   // Planning reads shapes only: a model whose external weight files are absent still plans.
-  importOptions.requireWeightData = !planning;
+  importOptions.requireWeightData = !planning || packaging;
   helm::ImportedModel model = helm::importOnnxFile(ctx, inputPath, importOptions, error);
   if (!model.module)
     return fail(error);
@@ -183,6 +210,39 @@ int main(int argc, char **argv) {
       return fail(error);
     if (emit == Emit::Helm) {
       model.module->print(os);
+    } else if (packaging) {
+      auto progress = [&](StringRef step) {
+        if (!quietProgress)
+          errs() << "helmc: " << step << "\n";
+      };
+      helm::ModelConfig config;
+      if (!helm::extractModelConfig(*model.module, config, error))
+        return fail(inputPath + ": " + error);
+      helm::PackageOptions options;
+      options.outputPath = outputPath;
+      options.modelPath = inputPath;
+      options.tokenizerPath = tokenizerPath;
+      options.maxContext = maxContext;
+      if (planning) {
+        progress("planning for " + target.name);
+        if (!helm::planModule(*model.module, target, planOptions, inputPath, error))
+          return fail(error);
+        options.target = target;
+        options.planJson = helm::planJson(*model.module, target, config);
+      }
+      // The CPU stage runs on this machine unless a catalogued (cross-compiled) target says otherwise.
+      if (!planning || target.name == "host")
+        options.cpu = helm::CpuCodegenTarget::host();
+      helm::PackageReport report;
+      if (!helm::buildPackage(*model.module, *model.weights, config, options, report, error,
+                              progress))
+        return fail(error);
+      progress(formatv("wrote {0}: {1:f1} MiB of weights, {2:f1} KiB of code, codegen {3:f2} s, "
+                       "write {4:f2} s",
+                       outputPath, report.weightBytes / 1048576.0, report.codeBytes / 1024.0,
+                       report.codegenSeconds, report.writeSeconds)
+                   .str());
+      return 0;
     } else if (planning) {
       helm::ModelConfig config;
       if (!helm::extractModelConfig(*model.module, config, error))

@@ -1,0 +1,159 @@
+//===- PackageBuilder.cpp - compile the CPU stage and write the .helmpkg ------------===//
+//
+// Section layout: "manifest" (JSON, docs/package-format.md "Manifest keys"), "cpu_weights" (every
+// tensor the stage fetches, 64-byte aligned, in id order), "cpu_code" (the stage's shared object),
+// "tokenizer" (tokenizer.json verbatim). Weights are read one tensor at a time from the model and
+// streamed to the file, so peak memory is one tensor, not the model.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/PackageBuilder.h"
+
+#include "compiler/package/PackageWriter.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <chrono>
+
+namespace helm {
+
+namespace {
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+} // namespace
+
+bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const ModelConfig &config,
+                  const PackageOptions &options, PackageReport &report, std::string &error,
+                  const std::function<void(llvm::StringRef)> &progress) {
+  auto say = [&](llvm::StringRef s) {
+    if (progress)
+      progress(s);
+  };
+  if (options.maxContext < 2) {
+    error = "--max-context must be at least 2";
+    return false;
+  }
+
+  // Tokenizer first: a bad file should fail before minutes of code generation.
+  std::string tokenizerText;
+  llvm::json::Object tokenizerManifest;
+  if (!options.tokenizerPath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(options.tokenizerPath);
+    if (!buffer) {
+      error = options.tokenizerPath + ": cannot read: " + buffer.getError().message();
+      return false;
+    }
+    tokenizerText = (*buffer)->getBuffer().str();
+    auto tok = tok::Tokenizer::fromJson(tokenizerText, options.tokenizerPath);
+    if (!tok) {
+      error = llvm::toString(tok.takeError());
+      return false;
+    }
+    if (int64_t((*tok)->vocabSize()) > config.vocabSize) {
+      error = llvm::formatv("{0}: tokenizer has {1} tokens but the model's vocabulary is {2}",
+                            options.tokenizerPath, (*tok)->vocabSize(), config.vocabSize);
+      return false;
+    }
+    tokenizerManifest["section"] = "tokenizer";
+    if (auto bos = (*tok)->bosId())
+      tokenizerManifest["bos_id"] = int64_t(*bos);
+    llvm::json::Array eos;
+    for (int32_t id : (*tok)->eosIds())
+      eos.push_back(int64_t(id));
+    tokenizerManifest["eos_ids"] = std::move(eos);
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  CpuStage stage;
+  if (!compileCpuStage(module, options.cpu, stage, error, progress)) {
+    error = options.modelPath + ": " + error;
+    return false;
+  }
+  report.codegenSeconds = secondsSince(t0);
+  report.codeBytes = stage.sharedObject.size();
+
+  auto t1 = std::chrono::steady_clock::now();
+  say("writing " + options.outputPath);
+  pkg::PackageWriter writer(options.outputPath);
+  llvm::json::Array tensorTable;
+  writer.beginSection(pkg::SectionKind::CpuWeights, "cpu_weights");
+  std::vector<char> bytes;
+  for (const StageTensor &t : stage.tensors) {
+    bytes.clear();
+    if (!readWeightBytes(weights, t.onnxName, bytes)) {
+      error = options.modelPath + ": cannot read the data of weight '" + t.onnxName + "'";
+      return false;
+    }
+    if (int64_t(bytes.size()) != t.bytes) {
+      error = llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
+                            options.modelPath, t.onnxName, bytes.size(), t.bytes);
+      return false;
+    }
+    uint64_t offset = writer.append(llvm::ArrayRef<char>(bytes.data(), bytes.size()));
+    report.weightBytes += bytes.size();
+    llvm::json::Array shape;
+    for (int64_t d : t.shape)
+      shape.push_back(d);
+    tensorTable.push_back(llvm::json::Object{{"id", t.id},
+                                             {"name", t.symbol},
+                                             {"onnx_name", t.onnxName},
+                                             {"dtype", t.dtype},
+                                             {"shape", std::move(shape)},
+                                             {"section", "cpu_weights"},
+                                             {"offset", int64_t(offset)},
+                                             {"bytes", t.bytes}});
+  }
+  writer.endSection();
+  writer.addSection(pkg::SectionKind::CpuCode, "cpu_code",
+                    llvm::ArrayRef<char>(stage.sharedObject.data(), stage.sharedObject.size()));
+  if (!tokenizerText.empty())
+    writer.addSection(pkg::SectionKind::Tokenizer, "tokenizer",
+                      llvm::ArrayRef<char>(tokenizerText.data(), tokenizerText.size()));
+
+  llvm::json::Object manifest;
+  manifest["producer"] = "helmc 0.1.0";
+  auto configJson = llvm::json::parse(modelConfigToJson(config));
+  if (!configJson) {
+    error = "internal error: model config is not JSON";
+    llvm::consumeError(configJson.takeError());
+    return false;
+  }
+  manifest["model"] = llvm::json::Object{{"source", options.modelPath}, {"config", std::move(*configJson)}};
+  llvm::json::Object target{{"name", options.target ? options.target->name : std::string("cpu")},
+                            {"cpu", options.cpu.cpu},
+                            {"features", options.cpu.features}};
+  manifest["target"] = std::move(target);
+  if (!options.planJson.empty()) {
+    auto plan = llvm::json::parse(options.planJson);
+    if (plan)
+      manifest["plan"] = std::move(*plan);
+    else
+      llvm::consumeError(plan.takeError());
+  }
+  manifest["limits"] = llvm::json::Object{{"max_context", options.maxContext}};
+  manifest["stages"] = llvm::json::Array{llvm::json::Object{{"device", "cpu"},
+                                                            {"entry", stage.entry},
+                                                            {"code_section", "cpu_code"},
+                                                            {"weights_section", "cpu_weights"}}};
+  manifest["kv"] = llvm::json::Object{{"layers", stage.kvLayers},
+                                      {"kv_heads", config.numKeyValueHeads},
+                                      {"head_dim", config.headDim}};
+  manifest["logits"] = llvm::json::Object{{"vocab", config.vocabSize}};
+  manifest["tensors"] = std::move(tensorTable);
+  if (!tokenizerText.empty())
+    manifest["tokenizer"] = std::move(tokenizerManifest);
+  std::string manifestText = llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  writer.addSection(pkg::SectionKind::Manifest, "manifest",
+                    llvm::ArrayRef<char>(manifestText.data(), manifestText.size()));
+  if (llvm::Error e = writer.finish()) {
+    error = llvm::toString(std::move(e));
+    return false;
+  }
+  report.writeSeconds = secondsSince(t1);
+  return true;
+}
+
+} // namespace helm

@@ -1,0 +1,40 @@
+//===- PackageBuilder.h - helmc's last step: compile the CPU stage, write .helmpkg --===//
+#ifndef HELM_COMPILER_PACKAGEBUILDER_H
+#define HELM_COMPILER_PACKAGEBUILDER_H
+
+#include "compiler/ModelConfig.h"
+#include "compiler/codegen/CpuCodegen.h"
+#include "compiler/onnx/OnnxImporter.h"
+#include "compiler/target/TargetProfile.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace helm {
+
+struct PackageOptions {
+  std::string outputPath;
+  std::string modelPath;
+  std::string tokenizerPath;                // empty: no tokenizer section
+  int64_t maxContext = 4096;                // longest sequence the runtime accepts
+  std::optional<TargetProfile> target;      // the planned target, if any
+  CpuCodegenTarget cpu;                     // ISA of the CPU stage
+  std::string planJson;                     // --emit=plan-json text of the plan, if planned
+};
+
+struct PackageReport {
+  double codegenSeconds = 0, writeSeconds = 0;
+  uint64_t weightBytes = 0, codeBytes = 0;
+};
+
+/// Lowers the (raised, maybe planned) module's CPU stage to native code and writes the package
+/// atomically. The module is consumed. On failure nothing is left at the output path and `error`
+/// is one line.
+bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const ModelConfig &config,
+                  const PackageOptions &options, PackageReport &report, std::string &error,
+                  const std::function<void(llvm::StringRef)> &progress);
+
+} // namespace helm
+
+#endif

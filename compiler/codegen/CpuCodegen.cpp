@@ -1,0 +1,292 @@
+//===- CpuCodegen.cpp - CPU stage to a native shared object -----------------------===//
+//
+// helm ops -> linalg on tensors + kernel calls (helm-lower-to-linalg) -> one-shot bufferization ->
+// early frees -> loops -> LLVM dialect -> LLVM IR -> O3 for the target CPU -> object -> shared
+// object (linked by lld or the system linker). The .so leaves the runtime's symbols (kernels,
+// weights, attention, malloc, libm) undefined: the runtime provides them when it loads the stage.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CpuCodegen.h"
+
+#include "dialects/helm/HelmDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace helm {
+
+CpuCodegenTarget CpuCodegenTarget::host() {
+  CpuCodegenTarget t;
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::string list;
+  for (auto &f : features)
+    list += std::string(list.empty() ? "" : ",") + (f.second ? "+" : "-") + f.first().str();
+  t.features = list;
+  return t;
+}
+
+void buildCpuBufferizePipeline(OpPassManager &pm) {
+  pm.addPass(createStageSplit());
+  pm.addPass(createLowerToLinalg());
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  // Upstream passes by their registered names keep this list identical to the lit tests' RUN lines.
+  if (failed(parsePassPipeline(
+          "canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map "
+          "unknown-type-conversion=identity-layout-map},canonicalize",
+          pm, os)))
+    llvm::report_fatal_error(llvm::Twine("helm-cpu-bufferize pipeline: ") + error);
+  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
+}
+
+void buildCpuToLlvmPipeline(OpPassManager &pm) {
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(
+          "func.func(convert-linalg-to-loops),expand-strided-metadata,lower-affine,"
+          "convert-scf-to-cf,convert-math-to-llvm,finalize-memref-to-llvm,convert-to-llvm,"
+          "reconcile-unrealized-casts,canonicalize",
+          pm, os)))
+    llvm::report_fatal_error(llvm::Twine("helm-cpu-to-llvm pipeline: ") + error);
+}
+
+void registerCpuCodegenPipelines() {
+  PassPipelineRegistration<>("helm-cpu-bufferize",
+                             "Stage split, HELM to linalg + kernel calls, bufferization, early frees",
+                             buildCpuBufferizePipeline);
+  PassPipelineRegistration<>("helm-cpu-to-llvm", "Bufferized stage code to the LLVM dialect",
+                             buildCpuToLlvmPipeline);
+}
+
+namespace {
+
+std::string elementName(Type t) {
+  if (t.isF32()) return "f32";
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isF64()) return "f64";
+  if (auto i = dyn_cast<IntegerType>(t))
+    return (i.isUnsigned() ? "u" : "i") + std::to_string(i.getWidth());
+  return "unknown";
+}
+
+/// First diagnostic of a failed pass run, as one line.
+struct DiagnosticCapture {
+  explicit DiagnosticCapture(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error && message.empty())
+            message = d.str();
+          return success();
+        }) {}
+  std::string message;
+  ScopedDiagnosticHandler handler;
+};
+
+bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string &error) {
+  llvm::SmallString<128> dir;
+  if (auto ec = llvm::sys::fs::createUniqueDirectory("helmc-link", dir)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return false;
+  }
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  llvm::SmallString<128> objPath(dir), soPath(dir);
+  llvm::sys::path::append(objPath, "stage.o");
+  llvm::sys::path::append(soPath, "stage.so");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec);
+    if (ec) {
+      error = "cannot write " + objPath.str().str() + ": " + ec.message();
+      return false;
+    }
+    os.write(object.data(), object.size());
+  }
+  std::string linker;
+  for (const char *name : {"ld.lld-22", "ld.lld", "ld"})
+    if (auto found = llvm::sys::findProgramByName(name)) {
+      linker = *found;
+      break;
+    }
+  if (linker.empty()) {
+    error = "no linker found (ld.lld or ld); install lld or binutils";
+    return false;
+  }
+  llvm::SmallVector<llvm::StringRef> args{linker,  "-shared",     "--hash-style=gnu", "-z",
+                                          "now",   "-o",          soPath,             objPath};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 120, 0, &message);
+  if (rc != 0) {
+    error = "linking the CPU stage with " + linker + " failed" +
+            (message.empty() ? "" : ": " + message);
+    return false;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(soPath);
+  if (!buffer) {
+    error = "cannot read the linked CPU stage: " + buffer.getError().message();
+    return false;
+  }
+  so = (*buffer)->getBuffer().str();
+  return true;
+}
+
+} // namespace
+
+bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
+                     std::string &error, const std::function<void(llvm::StringRef)> &progress) {
+  auto start = std::chrono::steady_clock::now();
+  auto say = [&](llvm::StringRef s) {
+    if (progress)
+      progress(s);
+  };
+  MLIRContext &ctx = *module.getContext();
+  DiagnosticCapture diags(ctx);
+
+  say("lowering the CPU stage to linalg and bufferizing");
+  PassManager bufferize(&ctx);
+  buildCpuBufferizePipeline(bufferize);
+  if (failed(bufferize.run(module))) {
+    error = diags.message.empty() ? "CPU stage lowering failed" : diags.message;
+    return false;
+  }
+
+  // The tensor table: every weight the generated code fetches, by id.
+  std::vector<StageTensor> tensors;
+  SmallVector<Operation *> decls;
+  for (auto decl : module.getOps<WeightDeclOp>()) {
+    decls.push_back(decl);
+    auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id");
+    if (!id)
+      continue;
+    StageTensor t;
+    t.id = id.getInt();
+    t.symbol = decl.getSymName().str();
+    t.onnxName = decl.getOnnxName().str();
+    auto type = cast<RankedTensorType>(decl.getType());
+    t.dtype = elementName(type.getElementType());
+    t.shape.assign(type.getShape().begin(), type.getShape().end());
+    t.bytes = decl.getLength();
+    tensors.push_back(std::move(t));
+  }
+  llvm::sort(tensors, [](const StageTensor &a, const StageTensor &b) { return a.id < b.id; });
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].id != int64_t(i)) {
+      error = "internal error: weight ids are not dense";
+      return false;
+    }
+  for (auto f : module.getOps<func::FuncOp>())
+    if (auto layers = f->getAttrOfType<IntegerAttr>("helm.kv_layers"))
+      stage.kvLayers = layers.getInt();
+  for (Operation *decl : decls)
+    decl->erase();
+  stage.tensors = std::move(tensors);
+
+  say("lowering to the LLVM dialect");
+  PassManager toLlvm(&ctx);
+  buildCpuToLlvmPipeline(toLlvm);
+  if (failed(toLlvm.run(module))) {
+    error = diags.message.empty() ? "lowering the CPU stage to LLVM failed" : diags.message;
+    return false;
+  }
+  // Only LLVM-dialect content may remain for translation.
+  module->removeAttr("helm.plan");
+  module->removeAttr("helm.target");
+  module->removeAttr("helm.cost_options");
+
+  say("generating native code for " + target.cpu);
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  ctx.appendDialectRegistry(registry);
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, "helm_cpu_stage");
+  if (!llvmModule) {
+    error = diags.message.empty() ? "translation of the CPU stage to LLVM IR failed" : diags.message;
+    return false;
+  }
+
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  std::string lookupError;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!llvmTarget) {
+    error = "no LLVM target for " + triple.str() + ": " + lookupError;
+    return false;
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
+      triple, target.cpu, target.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) {
+    error = "cannot create a target machine for CPU '" + target.cpu + "'";
+    return false;
+  }
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+  if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
+    error = "internal error: generated LLVM IR does not verify";
+    return false;
+  }
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*llvmModule, mam);
+  }
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      error = "the target machine cannot emit object files";
+      return false;
+    }
+    codegen.run(*llvmModule);
+  }
+
+  say("linking the CPU stage");
+  if (!linkSharedObject(object, stage.sharedObject, error))
+    return false;
+  stage.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return true;
+}
+
+} // namespace helm

@@ -1,0 +1,67 @@
+//===- Numeric.h - f16/bf16 conversions shared by kernels and runtime ------------===//
+#ifndef HELM_KERNELS_CPU_NUMERIC_H
+#define HELM_KERNELS_CPU_NUMERIC_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace helm::kernels {
+
+enum class DType : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
+
+inline float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t floatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// IEEE binary16 -> binary32 (exact).
+float halfToFloat(uint16_t h);
+/// binary32 -> binary16, round to nearest even (overflow to inf, NaN kept).
+uint16_t floatToHalf(float f);
+inline float bf16ToFloat(uint16_t b) { return bitsToFloat(uint32_t(b) << 16); }
+/// binary32 -> bfloat16, round to nearest even.
+inline uint16_t floatToBf16(float f) {
+  uint32_t u = floatToBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+/// Element i of a buffer of `dtype`, widened to f32.
+inline float loadAs(const void *p, DType dtype, int64_t i) {
+  switch (dtype) {
+  case DType::f32: return static_cast<const float *>(p)[i];
+  case DType::f16: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::bf16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  }
+  return 0;
+}
+inline void storeAs(void *p, DType dtype, int64_t i, float v) {
+  switch (dtype) {
+  case DType::f32: static_cast<float *>(p)[i] = v; return;
+  case DType::f16: static_cast<uint16_t *>(p)[i] = floatToHalf(v); return;
+  case DType::bf16: static_cast<uint16_t *>(p)[i] = floatToBf16(v); return;
+  }
+}
+/// v rounded to `dtype` and widened back (one arithmetic step in that type).
+inline float roundTo(float v, DType dtype) {
+  switch (dtype) {
+  case DType::f32: return v;
+  case DType::f16: return halfToFloat(floatToHalf(v));
+  case DType::bf16: return bf16ToFloat(floatToBf16(v));
+  }
+  return v;
+}
+/// Widens n elements of `dtype` to f32.
+void widen(const void *src, DType dtype, float *dst, int64_t n);
+
+} // namespace helm::kernels
+
+#endif

@@ -1,0 +1,654 @@
+//===- LowerToLinalg.cpp - HELM ops to linalg on tensors and kernel calls --------===//
+//
+// Glue is generated code: linalg.generic on tensors, computed in f32, rounded to the model's
+// activation dtype after every step where the source framework rounds (so fp16 models follow the
+// same sequence of roundings as the reference). Matrix products and attention are calls into the
+// runtime's C ABI (kernels/cpu/helm_kernels.h) on raw pointers of contiguous buffers: the
+// microkernel boundary, as IREE draws it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+namespace helm {
+#define GEN_PASS_DEF_LOWERTOLINALG
+#include "passes/Passes.h.inc"
+} // namespace helm
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+
+/// Element type codes of the kernel ABI (kernels/cpu/helm_kernels.h).
+int32_t dtypeCode(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF16())
+    return 1;
+  if (t.isBF16())
+    return 2;
+  return -1;
+}
+
+class StageLowering {
+public:
+  StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
+      : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
+        loc(stage.getLoc()), tensorIds(tensorIds) {
+    ptrType = LLVM::LLVMPointerType::get(stage.getContext());
+  }
+
+  LogicalResult run() {
+    Block &entry = stage.getBody().front();
+    ctx = entry.getArgument(0);
+    for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
+      if (!isa<HelmDialect>(op.getDialect()))
+        continue;
+      b.setInsertionPoint(&op);
+      loc = op.getLoc();
+      FailureOr<SmallVector<Value>> results = lower(op);
+      if (failed(results))
+        return failure();
+      op.replaceAllUsesWith(*results);
+      op.erase();
+    }
+    return rewriteSignature();
+  }
+
+private:
+  func::FuncOp stage;
+  ModuleOp module;
+  OpBuilder b;
+  Location loc;
+  llvm::DenseMap<StringAttr, int64_t> &tensorIds;
+  Type ptrType;
+  Value ctx;
+
+  //===--------------------------------------------------------------------===//
+  // Small builders
+  //===--------------------------------------------------------------------===//
+
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value toI64(Value index) { return arith::IndexCastOp::create(b, loc, b.getI64Type(), index); }
+
+  func::FuncOp declare(StringRef name, TypeRange inputs, TypeRange results) {
+    if (auto f = module.lookupSymbol<func::FuncOp>(name))
+      return f;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
+    f.setPrivate();
+    return f;
+  }
+
+  /// Sizes of `t` as OpFoldResults (static sizes as attributes).
+  SmallVector<OpFoldResult> sizesOf(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(tensor::DimOp::create(b, loc, t, i))
+                                           : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+    return sizes;
+  }
+  SmallVector<Value> dynamicSizesOf(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        sizes.push_back(tensor::DimOp::create(b, loc, t, i));
+    return sizes;
+  }
+  Value sizeValue(OpFoldResult s) {
+    if (auto v = dyn_cast<Value>(s))
+      return v;
+    return idx(cast<IntegerAttr>(cast<Attribute>(s)).getInt());
+  }
+
+  Value toF32(OpBuilder &nb, Location l, Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
+  }
+  Value fromF32(OpBuilder &nb, Location l, Value v, Type t) {
+    if (t.isF32())
+      return v;
+    return arith::TruncFOp::create(nb, l, t, v);
+  }
+  /// Rounds an f32 value to `t` and back: one step of arithmetic in the model's dtype.
+  Value roundTo(OpBuilder &nb, Location l, Value v, Type t) {
+    if (t.isF32())
+      return v;
+    return toF32(nb, l, fromF32(nb, l, v, t));
+  }
+
+  /// A contiguous, identity-layout pointer to `tensor`'s buffer. Slices are copied first.
+  Value rawPointer(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    Value source = tensor;
+    while (Operation *def = source.getDefiningOp()) {
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(def)) {
+        source = def->getOperand(0);
+        continue;
+      }
+      break;
+    }
+    if (source.getDefiningOp<tensor::ExtractSliceOp>())
+      tensor = bufferization::AllocTensorOp::create(b, loc, type, ValueRange{}, tensor);
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, tensor, /*read_only=*/true);
+    return pointerOf(buffer);
+  }
+  Value pointerOf(Value memref) {
+    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    return LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(index));
+  }
+
+  /// A fresh output buffer the kernel writes; returns (pointer, tensor view created later).
+  Value allocOutput(RankedTensorType type, ValueRange dynamicSizes) {
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    return memref::AllocOp::create(b, loc, memrefType, dynamicSizes, b.getI64IntegerAttr(64));
+  }
+  Value asTensor(Value memref, bool writable) {
+    auto mt = cast<MemRefType>(memref.getType());
+    return bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), memref,
+        /*restrict=*/true, writable);
+  }
+
+  /// A memref over `ptr` with the given type; dynamic sizes as i64 values in order.
+  Value memrefFromPointer(Value ptr, MemRefType type, ArrayRef<Value> dynamicSizesI64) {
+    MLIRContext *mctx = b.getContext();
+    Type i64t = b.getI64Type();
+    int64_t rank = type.getRank();
+    auto array = LLVM::LLVMArrayType::get(i64t, rank);
+    auto descType = LLVM::LLVMStructType::getLiteral(mctx, {ptrType, ptrType, i64t, array, array});
+    SmallVector<Value> sizes;
+    unsigned dyn = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      sizes.push_back(type.isDynamicDim(i) ? dynamicSizesI64[dyn++] : i64(type.getDimSize(i)));
+    SmallVector<Value> strides(rank);
+    Value stride = i64(1);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      strides[i] = stride;
+      if (i > 0)
+        stride = arith::MulIOp::create(b, loc, stride, sizes[i]);
+    }
+    Value desc = LLVM::PoisonOp::create(b, loc, descType);
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
+    for (int64_t i = 0; i < rank; ++i) {
+      desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[i], ArrayRef<int64_t>{3, i});
+      desc = LLVM::InsertValueOp::create(b, loc, desc, strides[i], ArrayRef<int64_t>{4, i});
+    }
+    return UnrealizedConversionCastOp::create(b, loc, TypeRange{type}, ValueRange{desc})
+        .getResult(0);
+  }
+
+  /// `outType`-shaped elementwise generic over `inputs` (each of the output's shape, or with the
+  /// given indexing maps). The body receives the block arguments converted to f32 (floats only).
+  Value elementwise(ValueRange inputs, ArrayRef<AffineMap> inputMaps, RankedTensorType outType,
+                    Value shapeSource,
+                    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    int64_t rank = outType.getRank();
+    Value init = tensor::EmptyOp::create(b, loc, outType, dynamicSizesOf(shapeSource));
+    SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
+    while (maps.size() < inputs.size())
+      maps.push_back(b.getMultiDimIdentityMap(rank));
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    Type outElem = outType.getElementType();
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{outType}, inputs, ValueRange{init}, maps, iters,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          SmallVector<Value> floats;
+          for (Value a : args.drop_back())
+            floats.push_back(isa<FloatType>(a.getType()) ? toF32(nb, l, a) : a);
+          Value r = body(nb, l, floats);
+          linalg::YieldOp::create(nb, l, fromF32(nb, l, r, outElem));
+        });
+    return generic.getResult(0);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Op lowerings
+  //===--------------------------------------------------------------------===//
+
+  FailureOr<SmallVector<Value>> lower(Operation &op) {
+    if (auto w = dyn_cast<WeightOp>(op))
+      return SmallVector<Value>{lowerWeight(w)};
+    if (auto c = dyn_cast<ConstantOp>(op))
+      return SmallVector<Value>{
+          arith::ConstantOp::create(b, loc, cast<TypedAttr>(c.getValue())).getResult()};
+    if (auto e = dyn_cast<EmbedOp>(op))
+      return SmallVector<Value>{lowerEmbed(e)};
+    if (auto n = dyn_cast<RmsNormOp>(op))
+      return lowerRmsNorm(n);
+    if (auto l = dyn_cast<LinearOp>(op))
+      return lowerLinear(l.getInput(), l.getWeight(), l.getBias(), l.getTransposeWeight(),
+                         cast<RankedTensorType>(l.getResult().getType()));
+    if (auto h = dyn_cast<LmHeadOp>(op))
+      return lowerLinear(h.getInput(), h.getWeight(), Value(), h.getTransposeWeight(),
+                         cast<RankedTensorType>(h.getResult().getType()));
+    if (auto s = dyn_cast<SplitOp>(op))
+      return lowerSplit(s);
+    if (auto r = dyn_cast<RopeOp>(op))
+      return lowerRope(r);
+    if (auto a = dyn_cast<AttentionOp>(op))
+      return lowerAttention(a);
+    if (auto s = dyn_cast<SwigluOp>(op))
+      return SmallVector<Value>{lowerSwiglu(s)};
+    if (auto a = dyn_cast<AddOp>(op)) {
+      Type t = getElementTypeOrSelf(a.getType());
+      return SmallVector<Value>{elementwise(
+          {a.getLhs(), a.getRhs()}, {}, cast<RankedTensorType>(a.getType()), a.getLhs(),
+          [&](OpBuilder &nb, Location l, ValueRange v) {
+            (void)t;
+            return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
+          })};
+    }
+    return op.emitError() << "no CPU lowering for " << op.getName();
+  }
+
+  Value lowerWeight(WeightOp w) {
+    auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr());
+    int64_t id;
+    auto it = tensorIds.find(decl.getSymNameAttr());
+    if (it == tensorIds.end()) {
+      id = int64_t(tensorIds.size());
+      tensorIds[decl.getSymNameAttr()] = id;
+      decl->setAttr("helm.tensor_id", b.getI64IntegerAttr(id));
+    } else {
+      id = it->second;
+    }
+    func::FuncOp fetch = declare("helm_rt_weight", {ptrType, b.getI64Type()}, {ptrType});
+    Value ptr = func::CallOp::create(b, loc, fetch, ValueRange{ctx, i64(id)}).getResult(0);
+    auto type = cast<RankedTensorType>(w.getType());
+    Value memref = memrefFromPointer(ptr, MemRefType::get(type.getShape(), type.getElementType()), {});
+    return asTensor(memref, /*writable=*/false);
+  }
+
+  Value lowerEmbed(EmbedOp e) {
+    auto outType = cast<RankedTensorType>(e.getType());
+    auto tableType = cast<RankedTensorType>(e.getTable().getType());
+    Value table = e.getTable();
+    Value ids = e.getIds();
+    int64_t rank = outType.getRank();
+    int64_t vocab = tableType.getDimSize(0);
+    Value init = tensor::EmptyOp::create(b, loc, outType, dynamicSizesOf(ids));
+    SmallVector<AffineExpr> idExprs;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      idExprs.push_back(b.getAffineDimExpr(i));
+    SmallVector<AffineMap> maps{AffineMap::get(rank, 0, idExprs, b.getContext()),
+                                b.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, ValueRange{ids}, ValueRange{init}, maps, iters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 // Clamp so that a bad id can never read outside the table; the runtime rejects
+                 // out-of-vocabulary ids before they get here.
+                 Value id = arith::IndexCastOp::create(nb, l, nb.getIndexType(), args[0]);
+                 Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+                 Value maxId = arith::ConstantIndexOp::create(nb, l, vocab - 1);
+                 id = arith::MaxSIOp::create(nb, l, id, zero);
+                 id = arith::MinSIOp::create(nb, l, id, maxId);
+                 Value col = linalg::IndexOp::create(nb, l, rank - 1);
+                 Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{id, col});
+                 linalg::YieldOp::create(nb, l, v);
+               })
+        .getResult(0);
+  }
+
+  FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {
+    Value x = n.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
+    int64_t rank = type.getRank();
+    int64_t width = type.getDimSize(rank - 1);
+    int64_t group = gammaType.getNumElements();
+    if (ShapedType::isDynamic(width) || group <= 0 || width % group != 0)
+      return n.emitError() << "rms_norm: last dimension must be a static multiple of gamma's size";
+    int64_t groups = width / group;
+    Type elem = type.getElementType();
+    double eps = n.getEpsilon().convertToDouble();
+
+    // [..., width] -> [..., groups, group]
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      reassoc.push_back({i});
+    reassoc.push_back({rank - 1, rank});
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = groups;
+    shape.push_back(group);
+    auto expandedType = RankedTensorType::get(shape, elem);
+    SmallVector<OpFoldResult> outShape = sizesOf(x);
+    outShape.back() = b.getIndexAttr(groups);
+    outShape.push_back(b.getIndexAttr(group));
+    Value xe = tensor::ExpandShapeOp::create(b, loc, expandedType, x, reassoc, outShape);
+
+    // Sum of squares per group, in f32.
+    SmallVector<int64_t> sumShape(shape.begin(), shape.end() - 1);
+    auto sumType = RankedTensorType::get(sumShape, b.getF32Type());
+    SmallVector<Value> sumDyn;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      if (type.isDynamicDim(i))
+        sumDyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value sumInit = tensor::EmptyOp::create(b, loc, sumType, sumDyn);
+    sumInit = linalg::FillOp::create(b, loc, zero, sumInit).getResult(0);
+    int64_t erank = rank + 1;
+    SmallVector<AffineExpr> lead;
+    for (int64_t i = 0; i < erank - 1; ++i)
+      lead.push_back(b.getAffineDimExpr(i));
+    AffineMap dropLast = AffineMap::get(erank, 0, lead, b.getContext());
+    SmallVector<utils::IteratorType> redIters(erank - 1, utils::IteratorType::parallel);
+    redIters.push_back(utils::IteratorType::reduction);
+    Value sumsq =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{sumType}, ValueRange{xe}, ValueRange{sumInit},
+            SmallVector<AffineMap>{b.getMultiDimIdentityMap(erank), dropLast}, redIters,
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value v = toF32(nb, l, args[0]);
+              Value sq = arith::MulFOp::create(nb, l, v, v);
+              linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, args[1], sq).getResult());
+            })
+            .getResult(0);
+
+    // y = round(x * rsqrt(mean + eps)) * gamma
+    AffineMap gammaMap = AffineMap::get(erank, 0, {b.getAffineDimExpr(erank - 1)}, b.getContext());
+    Value gamma = n.getGamma();
+    Value normed = elementwise(
+        {xe, sumsq, gamma}, {b.getMultiDimIdentityMap(erank), dropLast, gammaMap}, expandedType, xe,
+        [&](OpBuilder &nb, Location l, ValueRange v) {
+          Value mean = arith::DivFOp::create(
+              nb, l, v[1], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(group))));
+          Value var = arith::AddFOp::create(
+              nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
+          Value inv = math::RsqrtOp::create(nb, l, var);
+          Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v[0], inv), elem);
+          return arith::MulFOp::create(nb, l, y, v[2]).getResult();
+        });
+    Value y = tensor::CollapseShapeOp::create(b, loc, type, normed, reassoc);
+    return SmallVector<Value>{y};
+  }
+
+  FailureOr<SmallVector<Value>> lowerLinear(Value x, Value weight, Value bias, bool transposed,
+                                            RankedTensorType outType) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t rank = xType.getRank();
+    int64_t k = xType.getDimSize(rank - 1);
+    int64_t n = outType.getDimSize(rank - 1);
+    Type xElem = xType.getElementType(), wElem = wType.getElementType(),
+         yElem = outType.getElementType();
+    if (dtypeCode(xElem) < 0 || dtypeCode(wElem) < 0 || dtypeCode(yElem) < 0)
+      return emitError(loc) << "linear: unsupported element types " << xElem << ", " << wElem;
+    // Rows M = product of the leading dimensions.
+    Value m = idx(1);
+    for (int64_t i = 0; i < rank - 1; ++i)
+      m = arith::MulIOp::create(b, loc, m, sizeValue(sizesOf(x)[i]));
+    Value xp = rawPointer(x);
+    Value wp = rawPointer(weight);
+    // The kernel sees x and y as M contiguous rows; the buffers keep their rank (no reshapes).
+    Value out = allocOutput(outType, dynamicSizesOf(x));
+    func::FuncOp kernel = declare(
+        "helm_k_linear",
+        {ptrType, b.getI32Type(), ptrType, b.getI32Type(), b.getI32Type(), ptrType, b.getI32Type(),
+         b.getI64Type(), b.getI64Type(), b.getI64Type()},
+        {});
+    func::CallOp::create(b, loc, kernel,
+                         ValueRange{xp, i32(dtypeCode(xElem)), wp, i32(dtypeCode(wElem)),
+                                    i32(transposed ? 1 : 0), pointerOf(out), i32(dtypeCode(yElem)),
+                                    toI64(m), i64(k), i64(n)});
+    Value y = asTensor(out, /*writable=*/true);
+    if (bias) {
+      AffineMap biasMap = AffineMap::get(rank, 0, {b.getAffineDimExpr(rank - 1)}, b.getContext());
+      y = elementwise({y, bias}, {b.getMultiDimIdentityMap(rank), biasMap}, outType, y,
+                      [&](OpBuilder &nb, Location l, ValueRange v) {
+                        return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
+                      });
+    }
+    return SmallVector<Value>{y};
+  }
+
+  FailureOr<SmallVector<Value>> lowerSplit(SplitOp s) {
+    Value x = s.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<Value> results;
+    int64_t offset = 0;
+    for (auto [size, result] : llvm::zip(s.getSizes(), s.getResults())) {
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets.back() = b.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes = sizesOf(x);
+      sizes.back() = b.getIndexAttr(size);
+      SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+      results.push_back(tensor::ExtractSliceOp::create(
+          b, loc, cast<RankedTensorType>(result.getType()), x, offsets, sizes, strides));
+      offset += size;
+    }
+    return results;
+  }
+
+  FailureOr<SmallVector<Value>> lowerRope(RopeOp r) {
+    Value x = r.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getRank() != 3)
+      return r.emitError() << "rope: input must be [batch, sequence, heads*head_dim]";
+    if (!r.getPositions())
+      return r.emitError() << "rope: positions missing (run helm-stage-split first)";
+    if (!r.getTheta())
+      return r.emitError() << "rope: theta unknown (the model was imported without weight data)";
+    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim(), half = rotary / 2;
+    bool interleaved = r.getStyle() == RopeStyle::interleaved;
+    double theta = r.getTheta()->convertToDouble();
+    Type elem = type.getElementType();
+
+    // inv_freq[j] = theta^(-2j/rotary), as the reference computes it in f32.
+    SmallVector<float> invFreq;
+    for (int64_t j = 0; j < half; ++j)
+      invFreq.push_back(
+          float(1.0 / std::pow(theta, double(float(2 * j) / float(rotary)))));
+    auto freqType = RankedTensorType::get({half}, b.getF32Type());
+    Value freqs = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(invFreq)));
+
+    // cos/sin tables [B, S, half] in f32 (rounded to the model dtype like the reference).
+    Value pos = r.getPositions();
+    auto tableType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), half},
+                                           b.getF32Type());
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < 2; ++i)
+      if (type.isDynamicDim(i))
+        dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    Value cosInit = tensor::EmptyOp::create(b, loc, tableType, dyn);
+    Value sinInit = tensor::EmptyOp::create(b, loc, tableType, dyn);
+    AffineMap posMap = AffineMap::get(3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1)},
+                                      b.getContext());
+    AffineMap freqMap = AffineMap::get(3, 0, {b.getAffineDimExpr(2)}, b.getContext());
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    auto tables = linalg::GenericOp::create(
+        b, loc, TypeRange{tableType, tableType}, ValueRange{pos, freqs},
+        ValueRange{cosInit, sinInit},
+        SmallVector<AffineMap>{posMap, freqMap, b.getMultiDimIdentityMap(3),
+                               b.getMultiDimIdentityMap(3)},
+        iters, [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), args[0]);
+          Value angle = arith::MulFOp::create(nb, l, p, args[1]);
+          Value c = roundTo(nb, l, math::CosOp::create(nb, l, angle), elem);
+          Value s = roundTo(nb, l, math::SinOp::create(nb, l, angle), elem);
+          linalg::YieldOp::create(nb, l, ValueRange{c, s});
+        });
+    Value cosT = tables.getResult(0), sinT = tables.getResult(1);
+
+    Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizesOf(x));
+    auto rotated = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{x}, ValueRange{init},
+        SmallVector<AffineMap>{b.getMultiDimIdentityMap(3), b.getMultiDimIdentityMap(3)}, iters,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          auto cidx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+          Value bi = linalg::IndexOp::create(nb, l, 0);
+          Value si = linalg::IndexOp::create(nb, l, 1);
+          Value d = linalg::IndexOp::create(nb, l, 2);
+          Value i = arith::RemUIOp::create(nb, l, d, cidx(headDim));
+          Value inRotary = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i, cidx(rotary));
+          Value self = toF32(nb, l, args[0]);
+          // Every lane computes the rotation (vectorizer friendly); lanes past rotary_dim keep x.
+          Value j, partner, first;
+          if (interleaved) {
+            j = arith::DivUIOp::create(nb, l, i, cidx(2));
+            Value odd = arith::RemUIOp::create(nb, l, i, cidx(2));
+            first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, odd, cidx(0));
+            Value up = arith::AddIOp::create(nb, l, d, cidx(1));
+            Value down = arith::SubIOp::create(nb, l, d, cidx(1));
+            partner = arith::SelectOp::create(nb, l, first, up, down);
+          } else {
+            first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i, cidx(half));
+            Value jHigh = arith::SubIOp::create(nb, l, i, cidx(half));
+            j = arith::SelectOp::create(nb, l, first, i, jHigh);
+            Value up = arith::AddIOp::create(nb, l, d, cidx(half));
+            Value down = arith::SubIOp::create(nb, l, d, cidx(half));
+            partner = arith::SelectOp::create(nb, l, first, up, down);
+          }
+          j = arith::SelectOp::create(nb, l, inRotary, j, cidx(0));
+          partner = arith::SelectOp::create(nb, l, inRotary, partner, d);
+          Value c = tensor::ExtractOp::create(nb, l, cosT, ValueRange{bi, si, j});
+          Value s = tensor::ExtractOp::create(nb, l, sinT, ValueRange{bi, si, j});
+          Value other =
+              toF32(nb, l, tensor::ExtractOp::create(nb, l, x, ValueRange{bi, si, partner}));
+          // First of a pair: x*cos - x_partner*sin; second: x*cos + x_partner*sin.
+          Value t1 = roundTo(nb, l, arith::MulFOp::create(nb, l, self, c), elem);
+          Value t2 = roundTo(nb, l, arith::MulFOp::create(nb, l, other, s), elem);
+          Value neg = arith::NegFOp::create(nb, l, t2);
+          Value t2s = arith::SelectOp::create(nb, l, first, neg, t2);
+          Value rot = arith::AddFOp::create(nb, l, t1, t2s);
+          Value result = arith::SelectOp::create(nb, l, inRotary, rot, self);
+          linalg::YieldOp::create(nb, l, fromF32(nb, l, result, elem));
+        });
+    return SmallVector<Value>{rotated.getResult(0)};
+  }
+
+  FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
+    auto layerAttr = a->getAttrOfType<IntegerAttr>("helm.kv_layer");
+    if (!layerAttr)
+      return a.emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
+    if (!a.getScale())
+      return a.emitError() << "attention: scale unknown (imported without weight data)";
+    auto qType = cast<RankedTensorType>(a.getQ().getType());
+    auto outType = cast<RankedTensorType>(a.getResult().getType());
+    Type elem = qType.getElementType();
+    if (qType.getRank() != 3 || dtypeCode(elem) < 0)
+      return a.emitError() << "attention: q must be a rank-3 float tensor";
+    Value qp = rawPointer(a.getQ()), kp = rawPointer(a.getK()), vp = rawPointer(a.getV());
+    Value batch = tensor::DimOp::create(b, loc, a.getQ(), 0);
+    Value seq = tensor::DimOp::create(b, loc, a.getQ(), 1);
+    Value out = allocOutput(outType, dynamicSizesOf(a.getQ()));
+    func::FuncOp kernel = declare(
+        "helm_rt_attention",
+        {ptrType, b.getI64Type(), ptrType, ptrType, ptrType, ptrType, b.getI32Type(),
+         b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(),
+         b.getF32Type(), b.getI64Type()},
+        {});
+    int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
+    func::CallOp::create(
+        b, loc, kernel,
+        ValueRange{ctx, i64(layerAttr.getInt()), qp, kp, vp, pointerOf(out), i32(dtypeCode(elem)),
+                   toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                   i64(a.getHeadDim()),
+                   arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
+                   i64(window)});
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
+  }
+
+  Value lowerSwiglu(SwigluOp s) {
+    auto type = cast<RankedTensorType>(s.getType());
+    Type elem = type.getElementType();
+    return elementwise({s.getGate(), s.getUp()}, {}, type, s.getGate(),
+                       [&](OpBuilder &nb, Location l, ValueRange v) {
+                         Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f));
+                         Value e = math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, v[0]));
+                         Value sig = arith::DivFOp::create(
+                             nb, l, v[0], arith::AddFOp::create(nb, l, one, e));
+                         Value act = roundTo(nb, l, sig, elem);
+                         return arith::MulFOp::create(nb, l, act, v[1]).getResult();
+                       });
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The C signature: (ctx, ids*, positions*, logits_out*, B, S) -> ()
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult rewriteSignature() {
+    Block &entry = stage.getBody().front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    if (entry.getNumArguments() != 3 || ret.getNumOperands() != 1)
+      return stage.emitError() << "stage must take (context, input_ids, positions) and return logits";
+    Type i64t = b.getI64Type();
+    BlockArgument idsPtr = entry.addArgument(ptrType, loc);
+    BlockArgument posPtr = entry.addArgument(ptrType, loc);
+    BlockArgument outPtr = entry.addArgument(ptrType, loc);
+    BlockArgument batch = entry.addArgument(i64t, loc);
+    BlockArgument seq = entry.addArgument(i64t, loc);
+
+    b.setInsertionPointToStart(&entry);
+    loc = stage.getLoc();
+    auto idsMemref = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64t);
+    Value ids = asTensor(memrefFromPointer(idsPtr, idsMemref, {batch, seq}), false);
+    Value pos = asTensor(memrefFromPointer(posPtr, idsMemref, {batch, seq}), false);
+    entry.getArgument(1).replaceAllUsesWith(ids);
+    entry.getArgument(2).replaceAllUsesWith(pos);
+
+    b.setInsertionPoint(ret);
+    Value logits = ret.getOperand(0);
+    auto type = cast<RankedTensorType>(logits.getType());
+    if (!type.getElementType().isF32()) {
+      auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
+      logits = elementwise({logits}, {}, f32Type, logits,
+                           [](OpBuilder &, Location, ValueRange v) { return v[0]; });
+      type = f32Type;
+    }
+    auto outMemrefType = MemRefType::get(type.getShape(), b.getF32Type());
+    Value outMemref = memrefFromPointer(outPtr, outMemrefType, {batch});
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, logits, outMemref,
+                                                      /*restrict=*/true, /*writable=*/true);
+    ret->setOperands({});
+    stage.removeArgAttrsAttr();
+    entry.eraseArguments(1, 2);
+    // The context stays first; the model arguments follow.
+    stage.setFunctionType(b.getFunctionType(
+        {ptrType, ptrType, ptrType, ptrType, i64t, i64t}, {}));
+    return success();
+  }
+};
+
+struct LowerToLinalgPass : helm::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::DenseMap<StringAttr, int64_t> tensorIds;
+    // Keep ids already assigned (a re-run, or a writer that numbered them).
+    for (auto decl : module.getOps<WeightDeclOp>())
+      if (auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id"))
+        tensorIds[decl.getSymNameAttr()] = id.getInt();
+    SmallVector<func::FuncOp> stages;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr("helm.stage"))
+        stages.push_back(f);
+    if (stages.empty()) {
+      module.emitError() << "no stage functions to lower; run helm-stage-split first";
+      return signalPassFailure();
+    }
+    for (func::FuncOp stage : stages)
+      if (failed(StageLowering(stage, tensorIds).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

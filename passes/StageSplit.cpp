@@ -1,0 +1,196 @@
+//===- StageSplit.cpp - outline placed units into per-device stage functions ------===//
+//
+// The stage function is the contract between generated code and the runtime: token ids and
+// positions in, last-position logits out, KV cache owned by the runtime (reached through the
+// context pointer). Everything the ONNX graph did to manage its own cache is dropped here.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/UnitCosts.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace helm {
+#define GEN_PASS_DEF_STAGESPLIT
+#include "passes/Passes.h.inc"
+} // namespace helm
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+
+/// The `main` argument whose `helm.name` is `name`, if any.
+BlockArgument namedArgument(func::FuncOp main, llvm::ArrayRef<llvm::StringRef> names) {
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    if (auto attr = main.getArgAttrOfType<StringAttr>(i, "helm.name"))
+      if (llvm::is_contained(names, attr.getValue()))
+        return main.getArgument(i);
+  return {};
+}
+
+struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main) {
+      module.emitError() << "no @main function to split into stages";
+      return signalPassFailure();
+    }
+    SmallVector<UnitOp> units = unitsOf(module);
+    if (units.empty()) {
+      main.emitError() << "@main has no partition units; run helm-raise first";
+      return signalPassFailure();
+    }
+    for (UnitOp unit : units)
+      if (auto device = unit->getAttrOfType<DeviceAttr>("helm.device"))
+        if (device.getValue() != Device::cpu) {
+          unit.emitError() << "unit " << unitName(unit)
+                           << " is placed on the GPU; only all-CPU plans can be compiled so far "
+                              "(compile with --target=host or --force-split=N)";
+          return signalPassFailure();
+        }
+
+    BlockArgument idsArg = namedArgument(main, {"input_ids"});
+    if (!idsArg) {
+      main.emitError() << "@main has no 'input_ids' argument";
+      return signalPassFailure();
+    }
+    BlockArgument positionsArg = namedArgument(main, {"position_ids"});
+
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    Location loc = main.getLoc();
+    Type i64 = b.getI64Type();
+    auto idsType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64);
+
+    // The head's result type gives the logits: [B, 1, V] of the model's dtype.
+    UnitOp head = units.back();
+    if (head.getKind() != UnitKind::head || head.getNumResults() != 1) {
+      head.emitError() << "the last unit must be the output head with one result";
+      return signalPassFailure();
+    }
+    auto headType = dyn_cast<RankedTensorType>(head.getResult(0).getType());
+    if (!headType || headType.getRank() != 3) {
+      head.emitError() << "the head must return rank-3 logits [batch, sequence, vocab]";
+      return signalPassFailure();
+    }
+    auto logitsType = RankedTensorType::get({ShapedType::kDynamic, 1, headType.getDimSize(2)},
+                                            headType.getElementType());
+
+    b.setInsertionPoint(main);
+    auto stageType = b.getFunctionType({LLVM::LLVMPointerType::get(ctx), idsType, idsType},
+                                       {logitsType});
+    auto stage = func::FuncOp::create(b, loc, "helm_cpu_stage", stageType);
+    stage->setAttr("helm.stage", b.getStringAttr("cpu"));
+    stage.setArgAttr(0, "helm.name", b.getStringAttr("context"));
+    stage.setArgAttr(1, "helm.name", b.getStringAttr("input_ids"));
+    stage.setArgAttr(2, "helm.name", b.getStringAttr("positions"));
+    Block *entry = stage.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+
+    IRMapping map;
+    map.map(idsArg, entry->getArgument(1));
+    if (positionsArg)
+      map.map(positionsArg, entry->getArgument(2));
+
+    int64_t kvLayer = 0;
+    for (UnitOp unit : units) {
+      Block &body = unit.getBody().front();
+      if (unit == head) {
+        // Only the last position's logits are needed: slice the head's input once.
+        for (Value operand : unitOperandsFromOutside(unit)) {
+          Value mapped = map.lookupOrNull(operand);
+          if (!mapped)
+            continue;
+          auto type = dyn_cast<RankedTensorType>(mapped.getType());
+          if (!type || type.getRank() != 3)
+            continue;
+          Value last = lastPosition(b, loc, mapped);
+          map.map(operand, last);
+        }
+      }
+      for (Operation &op : body.without_terminator()) {
+        for (Value operand : op.getOperands())
+          if (!map.contains(operand) && operand.getParentBlock() != &body) {
+            if (isCacheOperand(op, operand))
+              continue;
+            op.emitError() << "operand of " << op.getName()
+                           << " in unit " << unitName(unit)
+                           << " comes from outside the units and is not a known model input";
+            return signalPassFailure();
+          }
+        if (auto attention = dyn_cast<AttentionOp>(op)) {
+          auto cloned = AttentionOp::create(
+              b, attention.getLoc(), TypeRange{attention.getResult().getType()},
+              map.lookup(attention.getQ()), map.lookup(attention.getK()),
+              map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
+              attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(), attention.getScaleAttr(),
+              attention.getSlidingWindowAttr());
+          cloned->setAttr("helm.kv_layer", b.getI64IntegerAttr(kvLayer++));
+          map.map(attention.getResult(), cloned.getResult());
+          continue;
+        }
+        if (auto rope = dyn_cast<RopeOp>(op)) {
+          auto cloned = cast<RopeOp>(b.clone(op, map));
+          if (cloned.getPositions())
+            cloned.getPositionsMutable().assign(entry->getArgument(2));
+          else
+            cloned.getPositionsMutable().append(entry->getArgument(2));
+          continue;
+        }
+        b.clone(op, map);
+      }
+      auto yield = cast<YieldOp>(body.getTerminator());
+      for (auto [result, yielded] : llvm::zip(unit.getResults(), yield.getValues()))
+        if (Value mapped = map.lookupOrNull(yielded))
+          map.map(result, mapped);
+    }
+    Value logits = map.lookup(head.getResult(0));
+    if (logits.getType() != logitsType)
+      logits = tensor::CastOp::create(b, loc, logitsType, logits);
+    func::ReturnOp::create(b, loc, logits);
+    stage->setAttr("helm.kv_layers", b.getI64IntegerAttr(kvLayer));
+    stage->setAttr("helm.units", b.getDenseI64ArrayAttr(
+                                     {units.front().getIndex(), units.back().getIndex()}));
+    main.erase();
+  }
+
+  /// Values used in `unit` that are defined outside it.
+  static SmallVector<Value> unitOperandsFromOutside(UnitOp unit) {
+    llvm::SetVector<Value> outside;
+    unit.getBody().walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        if (!unit->isProperAncestor(v.getParentBlock()->getParentOp()) &&
+            v.getParentBlock()->getParentOp() != unit.getOperation())
+          outside.insert(v);
+    });
+    return outside.takeVector();
+  }
+
+  /// A model's own cache tensors: the runtime's KV cache replaces them.
+  static bool isCacheOperand(Operation &op, Value operand) {
+    auto attention = dyn_cast<AttentionOp>(op);
+    return attention && (operand == attention.getPastKey() || operand == attention.getPastValue());
+  }
+
+  /// x[:, S-1:S, :], cast back to x's (dynamic) type so cloned ops keep their types.
+  static Value lastPosition(OpBuilder &b, Location loc, Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value batch = tensor::DimOp::create(b, loc, x, 0);
+    Value seq = tensor::DimOp::create(b, loc, x, 1);
+    Value last = arith::SubIOp::create(b, loc, seq, c1);
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), OpFoldResult(last), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{OpFoldResult(batch), b.getIndexAttr(1),
+                                    b.getIndexAttr(type.getDimSize(2))};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    (void)c0;
+    Value slice = tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+    return tensor::CastOp::create(b, loc, type, slice);
+  }
+};
+
+} // namespace

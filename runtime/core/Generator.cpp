@@ -1,0 +1,132 @@
+//===- Generator.cpp ---------------------------------------------------------------===//
+#include "runtime/core/Generator.h"
+
+#include "runtime/core/KvCache.h"
+
+#include <chrono>
+#include <numeric>
+
+namespace helm::rt {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+} // namespace
+
+llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
+                     const TokenCallback &onToken, const LogitsCallback &onLogits,
+                     GenerateStats &stats) {
+  const ModelInfo &info = model.info();
+  int n = int(request.prompts.size());
+  if (n == 0)
+    return fail("no prompt given");
+  if (request.maxNewTokens < 1)
+    return fail("the number of tokens to generate must be at least 1 (got " +
+                llvm::Twine(request.maxNewTokens) + ")");
+  for (int i = 0; i < n; ++i) {
+    const auto &p = request.prompts[size_t(i)];
+    if (p.empty())
+      return fail("prompt " + llvm::Twine(i) + " is empty (no tokens)");
+    if (int64_t(p.size()) >= info.maxContext)
+      return fail("prompt " + llvm::Twine(i) + " has " + llvm::Twine(p.size()) +
+                  " tokens; the context limit is " + llvm::Twine(info.maxContext) +
+                  " (compile with a larger --max-context)");
+    for (int32_t id : p)
+      if (id < 0 || id >= info.vocab)
+        return fail("token id " + llvm::Twine(id) + " is outside the vocabulary (0.." +
+                    llvm::Twine(info.vocab - 1) + ")");
+  }
+
+  ContiguousKvCache kv(info.kvLayers, n, info.kvHeads * info.headDim);
+  std::vector<Sampler> samplers;
+  for (int i = 0; i < n; ++i) {
+    SamplingOptions s = request.sampling;
+    s.seed = request.sampling.seed + uint64_t(i);
+    samplers.emplace_back(s);
+  }
+  std::vector<int64_t> past(static_cast<size_t>(n), 0);
+  std::vector<int32_t> last(static_cast<size_t>(n), 0);
+  std::vector<int64_t> produced(static_cast<size_t>(n), 0);
+  std::vector<bool> active(static_cast<size_t>(n), true);
+  std::vector<float> logits;
+  StageContext ctx;
+  ctx.kv = &kv;
+
+  auto accept = [&](int i, int32_t token) {
+    last[size_t(i)] = token;
+    ++produced[size_t(i)];
+    ++stats.generatedTokens;
+    bool keep = onToken ? onToken(i, token) : true;
+    if (!keep || produced[size_t(i)] >= request.maxNewTokens ||
+        llvm::is_contained(request.stopIds, token) || past[size_t(i)] + 1 >= info.maxContext)
+      active[size_t(i)] = false;
+  };
+
+  auto start = Clock::now();
+  // Prefill: each prompt alone, at positions 0..len-1.
+  for (int i = 0; i < n; ++i) {
+    const auto &p = request.prompts[size_t(i)];
+    int64_t len = int64_t(p.size());
+    std::vector<int64_t> ids(p.begin(), p.end()), positions(static_cast<size_t>(len));
+    std::iota(positions.begin(), positions.end(), 0);
+    int32_t row = i;
+    int64_t zero = 0;
+    ctx.sequence = &row;
+    ctx.past = &zero;
+    logits.assign(static_cast<size_t>(info.vocab), 0.0f);
+    auto t0 = Clock::now();
+    model.run(ctx, ids.data(), positions.data(), logits.data(), 1, len);
+    stats.prefillMs += msSince(t0);
+    stats.promptTokens += len;
+    past[size_t(i)] = len;
+    if (onLogits)
+      onLogits(logits.data(), 1, &i);
+    int32_t token = samplers[size_t(i)].sample(logits.data(), info.vocab);
+    if (i == 0)
+      stats.ttftMs = msSince(start);
+    accept(i, token);
+  }
+
+  // Decode: every unfinished sequence advances by one token per step.
+  auto decodeStart = Clock::now();
+  for (;;) {
+    std::vector<int> rows;
+    for (int i = 0; i < n; ++i)
+      if (active[size_t(i)])
+        rows.push_back(i);
+    if (rows.empty())
+      break;
+    int64_t b = int64_t(rows.size());
+    std::vector<int64_t> ids(static_cast<size_t>(b)), positions(static_cast<size_t>(b)), rowPast(static_cast<size_t>(b));
+    std::vector<int32_t> slots(static_cast<size_t>(b));
+    for (int64_t r = 0; r < b; ++r) {
+      int i = rows[size_t(r)];
+      ids[size_t(r)] = last[size_t(i)];
+      positions[size_t(r)] = past[size_t(i)];
+      rowPast[size_t(r)] = past[size_t(i)];
+      slots[size_t(r)] = i;
+    }
+    ctx.sequence = slots.data();
+    ctx.past = rowPast.data();
+    logits.assign(static_cast<size_t>(b * info.vocab), 0.0f);
+    model.run(ctx, ids.data(), positions.data(), logits.data(), b, 1);
+    if (onLogits)
+      onLogits(logits.data(), b, rows.data());
+    for (int64_t r = 0; r < b; ++r) {
+      int i = rows[size_t(r)];
+      ++past[size_t(i)];
+      int32_t token = samplers[size_t(i)].sample(logits.data() + r * info.vocab, info.vocab);
+      ++stats.decodeTokens;
+      accept(i, token);
+    }
+  }
+  stats.decodeMs = msSince(decodeStart);
+  return llvm::Error::success();
+}
+
+} // namespace helm::rt

@@ -1,0 +1,44 @@
+//===- Generator.h - the token loop: prefill once, then decode step by step ---------===//
+#ifndef HELM_RUNTIME_CORE_GENERATOR_H
+#define HELM_RUNTIME_CORE_GENERATOR_H
+
+#include "runtime/core/Model.h"
+#include "runtime/core/Sampler.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <vector>
+
+namespace helm::rt {
+
+struct GenerateRequest {
+  std::vector<std::vector<int32_t>> prompts; // one per sequence (the batch)
+  int64_t maxNewTokens = 128;
+  SamplingOptions sampling;
+  std::vector<int32_t> stopIds; // EOS; empty or ignoreEos: never stop early
+};
+
+struct GenerateStats {
+  int64_t promptTokens = 0, generatedTokens = 0, decodeTokens = 0;
+  double ttftMs = 0, prefillMs = 0, decodeMs = 0;
+  double prefillTokS() const { return prefillMs > 0 ? promptTokens / (prefillMs / 1000) : 0; }
+  double decodeTokS() const { return decodeMs > 0 ? decodeTokens / (decodeMs / 1000) : 0; }
+};
+
+/// Called for every sampled token; return false to finish that sequence (a stop string matched).
+using TokenCallback = std::function<bool(int sequence, int32_t token)>;
+/// Called with each step's logits: `rows` rows of `vocab` floats for sequences `sequenceOfRow`.
+using LogitsCallback =
+    std::function<void(const float *logits, int64_t rows, const int *sequenceOfRow)>;
+
+/// Prefills each prompt on its own (no padding), then decodes all unfinished sequences together,
+/// one token per step, each at its own position. Bad requests (empty prompt, id outside the
+/// vocabulary, prompt at or past the context limit) fail before any work with a one-line error.
+llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
+                     const TokenCallback &onToken, const LogitsCallback &onLogits,
+                     GenerateStats &stats);
+
+} // namespace helm::rt
+
+#endif

@@ -1,0 +1,61 @@
+//===- KvCache.h - the runtime's KV-cache interface and the contiguous host cache -===//
+//
+// Generated stages never see the cache: `helm_rt_attention` writes the new keys/values through
+// this interface and reads them back span by span. A span is a run of consecutive positions stored
+// contiguously ([count, kv_width] f32 for K and for V); the contiguous cache hands out one span per
+// sequence, the paged cache (issue 7) one per page.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_RUNTIME_CORE_KVCACHE_H
+#define HELM_RUNTIME_CORE_KVCACHE_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace helm::rt {
+
+class KvCache {
+public:
+  virtual ~KvCache() = default;
+  /// Floats per token per layer for K (and for V): kv_heads * head_dim.
+  virtual int64_t rowWidth() const = 0;
+  /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`.
+  virtual void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+                     const float *v) = 0;
+  /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count).
+  virtual void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
+                           llvm::function_ref<void(const float *, const float *, int64_t, int64_t)>
+                               visit) const = 0;
+  /// Forgets every token of `seq`.
+  virtual void reset(int32_t seq) = 0;
+  /// Bytes currently held.
+  virtual uint64_t bytes() const = 0;
+};
+
+/// All layers and sequences in host memory, one growing buffer per (layer, sequence).
+class ContiguousKvCache final : public KvCache {
+public:
+  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth)
+      : layers_(layers), sequences_(sequences), width_(rowWidth),
+        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
+  int64_t rowWidth() const override { return width_; }
+  void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+             const float *v) override;
+  void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
+                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
+      const override;
+  void reset(int32_t seq) override;
+  uint64_t bytes() const override;
+
+private:
+  int64_t layers_;
+  int32_t sequences_;
+  int64_t width_;
+  std::vector<std::vector<float>> k_, v_;
+};
+
+} // namespace helm::rt
+
+#endif

@@ -1,0 +1,33 @@
+//===- Sampler.h - next-token choice from logits ----------------------------------===//
+#ifndef HELM_RUNTIME_CORE_SAMPLER_H
+#define HELM_RUNTIME_CORE_SAMPLER_H
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace helm::rt {
+
+struct SamplingOptions {
+  float temperature = 0.8f; // 0: greedy
+  int topK = 40;            // 0: off
+  float topP = 0.95f;       // 1: off
+  uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+  explicit Sampler(const SamplingOptions &options) : options_(options), rng_(options.seed) {}
+  /// Greedy takes the first maximum (as numpy's argmax does); otherwise temperature, then top-k,
+  /// then top-p (smallest set whose probability reaches p), then a draw.
+  int32_t sample(const float *logits, int64_t vocab);
+
+private:
+  SamplingOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> candidates_;
+};
+
+} // namespace helm::rt
+
+#endif

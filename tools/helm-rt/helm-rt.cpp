@@ -1,0 +1,386 @@
+//===- helm-rt.cpp - run a compiled .helmpkg -------------------------------------===//
+//
+//   helm-rt model.helmpkg -p "Once upon a time" -n 64
+//   helm-rt model.helmpkg --prompt-ids 1,2,3 -n 32 --temperature 0 --emit-ids
+//   helm-rt model.helmpkg --info
+//
+// Text streams to stdout as tokens come; timings go to stderr (and --stats-json).
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/cpu/ThreadPool.h"
+#include "runtime/core/Generator.h"
+#include "runtime/core/Model.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sys/resource.h>
+#include <thread>
+#include <type_traits>
+
+using namespace llvm;
+
+namespace {
+// helm-rt parses its own flags: llvm::cl would share a registry with libLLVM's options (which has
+// its own --stats-json), and a runtime should not inherit a compiler's flags.
+struct Options {
+  std::string packagePath;
+  std::vector<std::string> prompts, promptIds, stops;
+  int64_t numTokens = 128;
+  int batch = 0;
+  float temperature = 0.8f;
+  int topK = 40;
+  float topP = 0.95f;
+  int64_t seed = -1;
+  int threads = 0;
+  bool ignoreEos = false, emitIds = false, info = false, quiet = false;
+  std::string statsJson, logitsOut;
+};
+
+const char *kUsage = R"(helm-rt: run a model compiled by helmc
+
+usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
+       helm-rt model.helmpkg --info
+
+  -p, --prompt TEXT       prompt text (repeat for a batch of prompts; needs a bundled tokenizer)
+  --prompt-ids IDS        prompt as comma-separated token ids (repeat for a batch)
+  -n N                    tokens to generate per sequence (default 128)
+  --batch N               sequences run together; a single prompt is repeated N times
+  --temperature T         sampling temperature, 0 = greedy (default 0.8)
+  --top-k K               keep the K most likely tokens, 0 = all (default 40)
+  --top-p P               nucleus threshold, 1 = off (default 0.95)
+  --seed S                random seed (default: random, reported in the stats)
+  -t, --threads N         threads (default: all cores)
+  --stop TEXT             stop a sequence when its text ends with TEXT (repeatable)
+  --ignore-eos            do not stop at end-of-sequence tokens
+  --emit-ids              print the generated ids, comma-separated, as the last stdout line(s)
+  --info                  print the package's manifest summary and exit
+  --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes, ... as JSON
+  --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
+  -q, --quiet             do not print generated text
+  -h, --help              this help
+)";
+
+/// Parses argv into `o`; returns an error message, or "" on success ("help" for --help).
+std::string parseArgs(int argc, char **argv, Options &o) {
+  auto number = [](StringRef flag, StringRef v, auto &out) -> std::string {
+    using T = std::decay_t<decltype(out)>;
+    if constexpr (std::is_floating_point_v<T>) {
+      double d;
+      if (v.getAsDouble(d))
+        return (flag + " expects a number, got '" + v + "'").str();
+      out = T(d);
+    } else {
+      long long i;
+      if (v.getAsInteger(10, i))
+        return (flag + " expects an integer, got '" + v + "'").str();
+      out = T(i);
+    }
+    return "";
+  };
+  for (int i = 1; i < argc; ++i) {
+    StringRef a = argv[i];
+    std::string inlineValue;
+    bool hasInline = false;
+    if (a.starts_with("--") && a.contains('=')) {
+      auto [flag, value] = a.split('=');
+      a = flag;
+      inlineValue = value.str();
+      hasInline = true;
+    }
+    auto value = [&](std::string &out) -> std::string {
+      if (hasInline) {
+        out = inlineValue;
+        return "";
+      }
+      if (i + 1 >= argc)
+        return (a + " needs a value").str();
+      out = argv[++i];
+      return "";
+    };
+    std::string v, err;
+    if (a == "-h" || a == "--help")
+      return "help";
+    if (a == "-p" || a == "--prompt") {
+      if (!(err = value(v)).empty()) return err;
+      o.prompts.push_back(v);
+    } else if (a == "--prompt-ids") {
+      if (!(err = value(v)).empty()) return err;
+      o.promptIds.push_back(v);
+    } else if (a == "--stop") {
+      if (!(err = value(v)).empty()) return err;
+      o.stops.push_back(v);
+    } else if (a == "-n") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.numTokens)).empty()) return err;
+    } else if (a == "--batch") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.batch)).empty()) return err;
+    } else if (a == "--temperature") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.temperature)).empty()) return err;
+    } else if (a == "--top-k") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.topK)).empty()) return err;
+    } else if (a == "--top-p") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.topP)).empty()) return err;
+    } else if (a == "--seed") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.seed)).empty()) return err;
+      if (o.seed < 0) return "--seed must be >= 0";
+    } else if (a == "-t" || a == "--threads") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.threads)).empty()) return err;
+      if (o.threads < 1) return "-t must be >= 1";
+    } else if (a == "--stats-json") {
+      if (!(err = value(o.statsJson)).empty()) return err;
+    } else if (a == "--logits-out") {
+      if (!(err = value(o.logitsOut)).empty()) return err;
+    } else if (a == "--ignore-eos") {
+      o.ignoreEos = true;
+    } else if (a == "--emit-ids") {
+      o.emitIds = true;
+    } else if (a == "--info") {
+      o.info = true;
+    } else if (a == "-q" || a == "--quiet") {
+      o.quiet = true;
+    } else if (a.starts_with("-") && a != "-") {
+      return ("unknown option '" + a + "' (see --help)").str();
+    } else if (o.packagePath.empty()) {
+      o.packagePath = a.str();
+    } else {
+      return ("unexpected argument '" + a + "' (one package per run)").str();
+    }
+  }
+  return "";
+}
+
+int fail(const Twine &message) {
+  errs() << "helm-rt: " << message << "\n";
+  return 1;
+}
+
+Expected<std::vector<int32_t>> parseIds(StringRef text) {
+  std::vector<int32_t> ids;
+  SmallVector<StringRef> parts;
+  text.split(parts, ',', -1, true);
+  for (StringRef part : parts) {
+    part = part.trim();
+    int64_t v;
+    if (part.empty() || part.getAsInteger(10, v) || v < INT32_MIN || v > INT32_MAX)
+      return createStringError(inconvertibleErrorCode(),
+                               "--prompt-ids: '" + part.str() + "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+uint64_t peakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return uint64_t(usage.ru_maxrss) * 1024;
+}
+
+void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
+  const helm::rt::ModelInfo &i = model.info();
+  outs() << "package:       " << packagePath << " (" << model.package().fileSize() << " bytes, "
+         << model.package().sections().size() << " sections)\n";
+  outs() << "model:         " << i.architecture << ", " << i.dtype << ", from " << i.source << "\n";
+  outs() << "layers:        " << i.kvLayers << " (KV heads " << i.kvHeads << ", head dim "
+         << i.headDim << ")\n";
+  outs() << "vocabulary:    " << i.vocab << "\n";
+  outs() << "context limit: " << i.maxContext << "\n";
+  outs() << "weights:       " << i.numTensors << " tensors, " << i.weightBytes << " bytes\n";
+  outs() << "target:        " << i.targetName << " (CPU " << i.targetCpu << ")\n";
+  outs() << "stages:        cpu\n";
+  outs() << "tokenizer:     " << (i.hasTokenizer ? "yes" : "no");
+  if (i.hasTokenizer) {
+    outs() << " (eos";
+    for (int32_t e : i.eosIds)
+      outs() << " " << e;
+    outs() << ")";
+  }
+  outs() << "\n";
+  for (const auto &s : model.package().sections())
+    outs() << formatv("section        {0,-14} {1,12} bytes at {2}\n", s.name, s.size, s.offset);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  std::string argError = parseArgs(argc, argv, o);
+  if (argError == "help") {
+    outs() << kUsage;
+    return 0;
+  }
+  if (!argError.empty())
+    return fail(argError);
+  const std::string &packagePath = o.packagePath;
+  auto &prompts = o.prompts;
+  auto &promptIds = o.promptIds;
+  auto &stops = o.stops;
+  int64_t numTokens = o.numTokens;
+  int batch = o.batch;
+  float temperature = o.temperature, topP = o.topP;
+  int topK = o.topK, threads = o.threads;
+  int64_t seed = o.seed;
+  bool ignoreEos = o.ignoreEos, emitIds = o.emitIds, info = o.info, quiet = o.quiet;
+  const std::string &statsJson = o.statsJson, &logitsOut = o.logitsOut;
+  if (packagePath.empty())
+    return fail("no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
+
+  auto loaded = helm::rt::LoadedModel::load(packagePath);
+  if (!loaded)
+    return fail(toString(loaded.takeError()));
+  helm::rt::LoadedModel &model = **loaded;
+  if (info) {
+    printInfo(model, packagePath);
+    return 0;
+  }
+
+  if (numTokens < 1)
+    return fail("-n must be at least 1 (got " + Twine(numTokens) + ")");
+  if (temperature < 0 || topK < 0 || topP <= 0 || topP > 1)
+    return fail("sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
+  if (threads < 0)
+    return fail("-t must be >= 1");
+  if (batch < 0)
+    return fail("--batch must be >= 1");
+
+  std::unique_ptr<helm::tok::Tokenizer> tokenizer;
+  if (model.info().hasTokenizer) {
+    auto t = helm::tok::Tokenizer::fromJson(model.tokenizerJson(), packagePath + ": tokenizer");
+    if (!t)
+      return fail(toString(t.takeError()));
+    tokenizer = std::move(*t);
+  }
+
+  helm::rt::GenerateRequest request;
+  if (!prompts.empty() && !promptIds.empty())
+    return fail("give either -p or --prompt-ids, not both");
+  if (!prompts.empty()) {
+    if (!tokenizer)
+      return fail("the package has no tokenizer, so -p cannot be used; give --prompt-ids or "
+                  "recompile with helmc --tokenizer tokenizer.json");
+    for (const std::string &p : prompts) {
+      if (p.empty())
+        return fail("empty prompt");
+      std::vector<int32_t> ids = tokenizer->encode(p, /*addSpecialTokens=*/true);
+      if (ids.empty())
+        return fail("the prompt encodes to no tokens");
+      request.prompts.push_back(std::move(ids));
+    }
+  } else if (!promptIds.empty()) {
+    for (const std::string &p : promptIds) {
+      auto ids = parseIds(p);
+      if (!ids)
+        return fail(toString(ids.takeError()));
+      request.prompts.push_back(std::move(*ids));
+    }
+  } else {
+    return fail("no prompt: give -p \"text\" or --prompt-ids 1,2,3");
+  }
+  if (batch > 0) {
+    if (request.prompts.size() == 1)
+      request.prompts.assign(size_t(batch), request.prompts.front());
+    else if (size_t(batch) != request.prompts.size())
+      return fail("--batch " + Twine(batch) + " but " + Twine(request.prompts.size()) +
+                  " prompts were given");
+  }
+
+  int nThreads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  helm::kernels::setThreads(nThreads);
+  uint64_t usedSeed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
+  request.maxNewTokens = numTokens;
+  request.sampling = {temperature, topK, topP, usedSeed};
+  if (!ignoreEos)
+    request.stopIds = model.info().eosIds;
+
+  size_t n = request.prompts.size();
+  std::vector<std::vector<int32_t>> generated(n);
+  std::vector<std::string> texts(n);
+  std::vector<std::unique_ptr<helm::tok::StreamDecoder>> decoders(n);
+  if (tokenizer)
+    for (auto &d : decoders)
+      d = std::make_unique<helm::tok::StreamDecoder>(*tokenizer, /*skipSpecial=*/true);
+  bool stream = tokenizer && n == 1 && !quiet;
+  std::string decodeError;
+  auto onToken = [&](int seq, int32_t token) {
+    generated[size_t(seq)].push_back(token);
+    if (!tokenizer)
+      return true;
+    auto piece = decoders[size_t(seq)]->push(token);
+    if (!piece) {
+      decodeError = toString(piece.takeError());
+      return false;
+    }
+    texts[size_t(seq)] += *piece;
+    if (stream) {
+      outs() << *piece;
+      outs().flush();
+    }
+    for (const std::string &s : stops)
+      if (!s.empty() && StringRef(texts[size_t(seq)]).ends_with(s))
+        return false;
+    return true;
+  };
+
+  std::unique_ptr<raw_fd_ostream> logitsFile;
+  if (!logitsOut.empty()) {
+    std::error_code ec;
+    logitsFile = std::make_unique<raw_fd_ostream>(logitsOut, ec);
+    if (ec)
+      return fail(logitsOut + ": cannot write: " + ec.message());
+  }
+  int64_t vocab = model.info().vocab;
+  auto onLogits = [&](const float *logits, int64_t rows, const int *) {
+    if (logitsFile)
+      logitsFile->write(reinterpret_cast<const char *>(logits), size_t(rows * vocab) * 4);
+  };
+
+  helm::rt::GenerateStats stats;
+  if (Error e = helm::rt::generate(model, request, onToken, onLogits, stats))
+    return fail(toString(std::move(e)));
+  if (!decodeError.empty())
+    return fail(decodeError);
+  if (tokenizer && !quiet) {
+    if (stream) {
+      outs() << decoders[0]->flush() << "\n";
+    } else {
+      for (size_t i = 0; i < n; ++i)
+        outs() << "[" << i << "] " << texts[i] << decoders[i]->flush() << "\n";
+    }
+  }
+  if (emitIds)
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < generated[i].size(); ++j)
+        outs() << (j ? "," : "") << generated[i][j];
+      outs() << "\n";
+    }
+  outs().flush();
+
+  uint64_t rss = peakRssBytes();
+  errs() << formatv("helm-rt: load {0:f1} ms | prompt {1} tokens, TTFT {2:f1} ms, prefill {3:f1} "
+                    "tok/s | {4} tokens, decode {5:f1} tok/s | {6} threads | peak RSS {7:f1} MiB\n",
+                    model.loadSeconds() * 1000, stats.promptTokens, stats.ttftMs,
+                    stats.prefillTokS(), stats.generatedTokens, stats.decodeTokS(), nThreads,
+                    double(rss) / (1 << 20));
+  if (!statsJson.empty()) {
+    json::Object o{{"load_ms", model.loadSeconds() * 1000},
+                   {"ttft_ms", stats.ttftMs},
+                   {"prefill_tok_s", stats.prefillTokS()},
+                   {"decode_tok_s", stats.decodeTokS()},
+                   {"prompt_tokens", stats.promptTokens},
+                   {"generated_tokens", stats.generatedTokens},
+                   {"batch", int64_t(n)},
+                   {"threads", nThreads},
+                   {"seed", int64_t(usedSeed)},
+                   {"peak_rss_bytes", int64_t(rss)}};
+    std::error_code ec;
+    raw_fd_ostream os(statsJson, ec);
+    if (ec)
+      return fail(statsJson + ": cannot write: " + ec.message());
+    os << formatv("{0:2}", json::Value(std::move(o))) << "\n";
+  }
+  return 0;
+}
