@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <mutex>
 #include <queue>
 #include <unordered_map>
@@ -1399,6 +1400,27 @@ llvm::Expected<std::unique_ptr<Tokenizer>> Tokenizer::fromJson(llvm::StringRef j
                                                                llvm::StringRef nameForErrors) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   t->impl->name = nameForErrors.str();
+  // llvm::json::parse recurses once per nesting level: bound the depth before parsing so that a
+  // hostile file cannot exhaust the stack.
+  constexpr int kMaxDepth = 256;
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < jsonText.size(); ++i) {
+    char c = jsonText[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        return t->impl->fail("invalid JSON: nested deeper than " + llvm::Twine(kMaxDepth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
   llvm::Expected<json::Value> root = json::parse(jsonText);
   if (!root)
     return t->impl->fail("invalid JSON: " + llvm::toString(root.takeError()));

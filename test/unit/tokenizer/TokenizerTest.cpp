@@ -145,6 +145,8 @@ TEST(TokenizerLoad, RejectsMalformedJsonWithOneLine) {
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   EXPECT_NE(errorOf(Tokenizer::fromJson("[]", "t.json")).find("top level is an array"), std::string::npos);
   EXPECT_NE(errorOf(Tokenizer::fromJson("", "t.json")).find("invalid JSON"), std::string::npos);
+  std::string deep(200000, '[');
+  EXPECT_NE(errorOf(Tokenizer::fromJson(deep, "t.json")).find("nested deeper than"), std::string::npos);
 }
 
 TEST(TokenizerLoad, RejectsUnsupportedOrMalformedFields) {

@@ -52,6 +52,20 @@ def variants(base):
             v = copy.deepcopy(g)
             v["pre_tokenizer"] = byte_level_split(pat)
             out[f"gpt2-split-{name}-pattern"] = v
+        def split(pattern, behavior, invert=False):
+            return {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}
+
+        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+        v = copy.deepcopy(g)
+        v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            split({"String": " "}, "MergedWithNext"), split({"String": "e"}, "MergedWithPrevious"),
+            split({"Regex": LLAMA3_RE}, "Contiguous"), byte_level]}
+        out["gpt2-split-behaviors-1"] = v
+        v = copy.deepcopy(g)
+        v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            split({"String": " "}, "Removed"), split({"String": "a"}, "Isolated", True),
+            split({"Regex": QWEN2_RE}, "MergedWithNext", True), split({"String": "o"}, "Removed", True), byte_level]}
+        out["gpt2-split-behaviors-2"] = v
         v = copy.deepcopy(g)
         v["normalizer"] = {"type": "NFC"}
         v["pre_tokenizer"]["add_prefix_space"] = True
@@ -85,6 +99,18 @@ def variants(base):
         v["decoder"] = {"type": "Sequence", "decoders": [
             {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}]}
         out["phi3-metaspace-always-split"] = v
+        v = copy.deepcopy(p)
+        v["normalizer"] = None
+        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
+        v["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}]}
+        out["phi3-metaspace-legacy-add-prefix-space"] = v
+        v = copy.deepcopy(p)
+        v["normalizer"] = None
+        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
+        v["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}]}
+        out["phi3-metaspace-never"] = v
         v = copy.deepcopy(p)
         v["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in v["model"]["merges"]]
         v["model"]["byte_fallback"] = False
