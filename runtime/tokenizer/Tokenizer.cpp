@@ -424,7 +424,7 @@ public:
   std::string name;
   // Model.
   llvm::StringMap<int32_t> vocab;
-  std::vector<std::string> idToTok; // model vocabulary by id ("" where unused)
+  std::vector<llvm::StringRef> idToTok; // model vocabulary by id (keys of `vocab`; "" where unused)
   std::vector<bool> idUsed;
   llvm::DenseMap<uint64_t, std::pair<int32_t, int32_t>> merges; // (a, b) -> (rank, merged id)
   std::optional<std::string> continuingPrefix, endSuffix, unkToken;
@@ -595,13 +595,13 @@ llvm::Error TokenizerImpl::loadModel(const json::Object &m) {
   if (maxId >= static_cast<int64_t>(vocabObj->size()) * 4 + 1024)
     return fail("model.vocab has an id " + llvm::Twine(maxId) + " far beyond its " +
                 llvm::Twine(vocabObj->size()) + " entries");
-  idToTok.assign(maxId + 1, std::string());
+  idToTok.assign(maxId + 1, llvm::StringRef());
   idUsed.assign(maxId + 1, false);
   for (const auto &kv : vocab) {
     if (idUsed[kv.second])
       return fail("model.vocab has two tokens with id " + llvm::Twine(kv.second));
     idUsed[kv.second] = true;
-    idToTok[kv.second] = kv.first().str();
+    idToTok[kv.second] = kv.first(); // StringMap entries do not move when the table grows
   }
   vocabEnd = maxId + 1;
 
@@ -624,6 +624,7 @@ llvm::Error TokenizerImpl::loadModel(const json::Object &m) {
 
   merges.reserve(mergesArr->size());
   size_t prefixLen = continuingPrefix ? continuingPrefix->size() : 0;
+  std::string merged;
   for (size_t rank = 0; rank < mergesArr->size(); ++rank) {
     const json::Value &mv = (*mergesArr)[rank];
     llvm::StringRef a, b;
@@ -647,7 +648,7 @@ llvm::Error TokenizerImpl::loadModel(const json::Object &m) {
     if (ia == vocab.end() || ib == vocab.end())
       return fail("model.merges[" + llvm::Twine(rank) + "]: token '" + (ia == vocab.end() ? a : b) +
                   "' is not in model.vocab");
-    std::string merged = a.str();
+    merged.assign(a.data(), a.size());
     merged += (prefixLen && b.starts_with(*continuingPrefix)) ? b.drop_front(prefixLen) : b;
     auto im = vocab.find(merged);
     if (im == vocab.end())
@@ -1468,7 +1469,7 @@ llvm::Expected<std::string> Tokenizer::decode(llvm::ArrayRef<int32_t> ids, bool 
     if (id < 0 || static_cast<size_t>(id) >= m.idUsed.size() || !m.idUsed[id])
       return m.fail("cannot decode unknown token id " + llvm::Twine(id) + " (vocabulary size " +
                     llvm::Twine(m.vocabEnd) + ")");
-    tokens.push_back(m.idToTok[id]);
+    tokens.push_back(m.idToTok[id].str());
   }
   if (!m.haveDecoder) {
     std::string r;

@@ -52,7 +52,7 @@ def sdist_path():
     path = os.path.join(CACHE, SDIST_FILE)
     if not os.path.exists(path):
         os.makedirs(CACHE, exist_ok=True)
-        pip("download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation", SDIST_PKG, "-d", CACHE)
+        pip("download", "--no-binary", ":all:", "--no-deps", SDIST_PKG, "-d", CACHE)
     return path
 
 
