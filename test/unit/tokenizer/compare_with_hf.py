@@ -116,6 +116,24 @@ def variants(base):
         v["model"]["byte_fallback"] = False
         v["model"]["unk_token"] = "<unk>"
         out["phi3-no-byte-fallback-unk"] = v
+    # The settings of the Hub's tokenizer.json files that the GGUF conversion drops.
+    if "llama3" in base:
+        v = copy.deepcopy(base["llama3"])
+        v["model"]["ignore_merges"] = True
+        v["post_processor"] = {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {"type": "TemplateProcessing",
+             "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+             "pair": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                      {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+             "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000],
+                                                      "tokens": ["<|begin_of_text|>"]}}}]}
+        out["llama3-hub-settings"] = v
+    if "qwen2" in base:
+        v = copy.deepcopy(base["qwen2"])
+        v["normalizer"] = {"type": "NFC"}
+        v["post_processor"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+        out["qwen2-hub-settings"] = v
     return out
 
 
@@ -185,7 +203,7 @@ def main():
     checked = 0
     with tempfile.TemporaryDirectory() as tmp:
         base = {}
-        for name in ("gpt2", "phi3"):
+        for name in ("gpt2", "phi3", "llama3", "qwen2"):
             if name in files:
                 with open(files[name], encoding="utf-8") as f:
                     base[name] = json.load(f)
