@@ -69,6 +69,18 @@ def FreeBuffers : Pass<"helm-free-buffers", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def StridedCopiesToLinalg : Pass<"helm-strided-copies-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Turn memref.copy from or to strided views into linalg.copy";
+  let description = [{
+    Contiguous copies lower to memcpy; strided ones would lower to a call into MLIR's C runner
+    utilities, which a stage's shared object cannot resolve. They become `linalg.copy` (loops).
+
+    Before: `memref.copy %slice, %buf : memref<?x8xf32, strided<[24, 1], offset: ?>> to memref<?x8xf32>`.
+    After:  `linalg.copy ins(%slice : ...) outs(%buf : memref<?x8xf32>)`.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif
 
 def RaiseLinear : Pass<"helm-raise-linear", "mlir::func::FuncOp"> {

@@ -63,6 +63,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
           "unknown-type-conversion=identity-layout-map},canonicalize",
           pm, os)))
     llvm::report_fatal_error(llvm::Twine("helm-cpu-bufferize pipeline: ") + error);
+  pm.addNestedPass<func::FuncOp>(createStridedCopiesToLinalg());
   pm.addNestedPass<func::FuncOp>(createFreeBuffers());
 }
 
