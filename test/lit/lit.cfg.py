@@ -16,4 +16,4 @@ config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
 tool_dirs = [config.helm_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["helm-opt", "helmc", "helm-profile", "FileCheck", "not", "count"], tool_dirs)
+llvm_config.add_tool_substitutions(["helm-opt", "helmc", "helm-profile", "helm-rt", "FileCheck", "not", "count"], tool_dirs)
