@@ -1,0 +1,57 @@
+// RUN: helm-opt %s --split-input-file --helm-free-buffers | FileCheck %s
+
+// Each buffer is freed right after the last use of it or of any view of it; uses inside regions
+// and through pointer extraction count.
+// CHECK-LABEL: func.func @straight_line
+// CHECK: %[[A:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[B:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: linalg.copy ins(%[[A]] : memref<?x16xf32>) outs(%[[B]] : memref<?x16xf32>)
+// CHECK: %[[V:.*]] = memref.expand_shape %[[A]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[V]]
+// CHECK: call @kernel
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK: scf.for
+// CHECK: memref.load %[[B]]
+// CHECK: }
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK: return
+func.func private @kernel(!llvm.ptr)
+func.func @straight_line(%n: index, %out: memref<f32>) {
+  %a = memref.alloc(%n) : memref<?x16xf32>
+  %b = memref.alloc(%n) : memref<?x16xf32>
+  linalg.copy ins(%a : memref<?x16xf32>) outs(%b : memref<?x16xf32>)
+  %v = memref.expand_shape %a [[0], [1, 2]] output_shape [%n, 4, 4] : memref<?x16xf32> into memref<?x4x4xf32>
+  %i = memref.extract_aligned_pointer_as_index %v : memref<?x4x4xf32> -> index
+  %i64 = arith.index_cast %i : index to i64
+  %p = llvm.inttoptr %i64 : i64 to !llvm.ptr
+  call @kernel(%p) : (!llvm.ptr) -> ()
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %k = %c0 to %n step %c1 {
+    %x = memref.load %b[%k, %c0] : memref<?x16xf32>
+    memref.store %x, %out[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A returned buffer (or one already freed) is left alone.
+// CHECK-LABEL: func.func @escapes
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @escapes(%n: index) -> memref<?xf32> {
+  %a = memref.alloc(%n) : memref<?xf32>
+  %c = memref.cast %a : memref<?xf32> to memref<?xf32>
+  return %c : memref<?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unused
+// CHECK: %[[A:.*]] = memref.alloc
+// CHECK-NEXT: memref.dealloc %[[A]]
+func.func @unused(%n: index) {
+  %a = memref.alloc(%n) : memref<?xf32>
+  return
+}
