@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: build, then ctest (lit + GoogleTest + importer conformance), the unit tests
-# again under ASan+UBSan, and the importer fuzzer for a bounded time. Exits non-zero on any failure.
+# The whole test suite: build, then ctest (lit + GoogleTest + importer conformance + end-to-end
+# generation against ONNX Runtime + tokenizer against Hugging Face tokenizers), the unit tests again
+# under ASan+UBSan, and the importer and package-reader fuzzers for a bounded time each. Exits
+# non-zero on any failure.
 #   HELM_FUZZ_SECONDS  fuzzing time (default 60)
 #   HELM_SKIP_SANITIZERS=1 / HELM_SKIP_FUZZ=1  skip those stages (local iteration only; CI runs all)
 set -euo pipefail
@@ -19,7 +21,7 @@ if [ "${HELM_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== unit tests under ASan+UBSan"
   cmake --preset asan >/dev/null
   cmake --build build-asan -j "$jobs" --target helm-unit-tests
-  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance)$' --output-on-failure
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance|e2e-generation|tokenizer-vs-hf)$' --output-on-failure
 fi
 
 if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
@@ -31,5 +33,11 @@ if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
   cp test/fuzz/corpus/* "$work/"
   ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/helm-import-fuzzer "$work" \
     -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
-  echo "fuzz: 1 passed, 0 failed"
+  echo "== package fuzzer (${secs} s, libFuzzer + ASan/UBSan)"
+  cmake --build build-fuzz -j "$jobs" --target helm-package-fuzzer
+  pwork="$(mktemp -d)"
+  cp test/fuzz/package-corpus/* "$pwork/"
+  ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/helm-package-fuzzer "$pwork" \
+    -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
+  echo "fuzz: 2 passed, 0 failed"
 fi
