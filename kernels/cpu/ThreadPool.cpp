@@ -3,12 +3,18 @@
 
 #include <algorithm>
 #include <memory>
+#include <system_error>
 
 namespace helm::kernels {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i)
-    workers_.emplace_back([this, i] { workerLoop(i); });
+  for (int i = 1; i < std::max(1, threads); ++i) {
+    try {
+      workers_.emplace_back([this, i] { workerLoop(i); });
+    } catch (const std::system_error &) {
+      break; // the system refuses more threads: run with those that started
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

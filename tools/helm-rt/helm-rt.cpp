@@ -120,6 +120,7 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.numTokens)).empty()) return err;
     } else if (a == "--batch") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.batch)).empty()) return err;
+      if (o.batch < 1) return "--batch must be >= 1";
     } else if (a == "--temperature") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.temperature)).empty()) return err;
     } else if (a == "--top-k") {
@@ -162,6 +163,8 @@ int fail(const Twine &message) {
 
 Expected<std::vector<int32_t>> parseIds(StringRef text) {
   std::vector<int32_t> ids;
+  if (text.trim().empty())
+    return createStringError(inconvertibleErrorCode(), "--prompt-ids: empty prompt (no token ids)");
   SmallVector<StringRef> parts;
   text.split(parts, ',', -1, true);
   for (StringRef part : parts) {
@@ -240,7 +243,7 @@ int main(int argc, char **argv) {
 
   if (numTokens < 1)
     return fail("-n must be at least 1 (got " + Twine(numTokens) + ")");
-  if (temperature < 0 || topK < 0 || topP <= 0 || topP > 1)
+  if (!(temperature >= 0) || topK < 0 || !(topP > 0 && topP <= 1))
     return fail("sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
   if (threads < 0)
     return fail("-t must be >= 1");
@@ -290,6 +293,7 @@ int main(int argc, char **argv) {
 
   int nThreads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
   helm::kernels::setThreads(nThreads);
+  nThreads = helm::kernels::pool().threads();
   uint64_t usedSeed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
   request.maxNewTokens = numTokens;
   request.sampling = {temperature, topK, topP, usedSeed};
@@ -338,9 +342,22 @@ int main(int argc, char **argv) {
       logitsFile->write(reinterpret_cast<const char *>(logits), size_t(rows * vocab) * 4);
   };
 
+  std::unique_ptr<raw_fd_ostream> statsFile;
+  if (!statsJson.empty()) {
+    std::error_code ec;
+    statsFile = std::make_unique<raw_fd_ostream>(statsJson, ec);
+    if (ec)
+      return fail(statsJson + ": cannot write: " + ec.message());
+  }
+
   helm::rt::GenerateStats stats;
-  if (Error e = helm::rt::generate(model, request, onToken, onLogits, stats))
+  if (Error e = helm::rt::generate(model, request, onToken, onLogits, stats)) {
+    if (statsFile) {
+      statsFile.reset();
+      sys::fs::remove(statsJson);
+    }
     return fail(toString(std::move(e)));
+  }
   if (!decodeError.empty())
     return fail(decodeError);
   if (tokenizer && !quiet) {
@@ -376,11 +393,7 @@ int main(int argc, char **argv) {
                    {"threads", nThreads},
                    {"seed", int64_t(usedSeed)},
                    {"peak_rss_bytes", int64_t(rss)}};
-    std::error_code ec;
-    raw_fd_ostream os(statsJson, ec);
-    if (ec)
-      return fail(statsJson + ": cannot write: " + ec.message());
-    os << formatv("{0:2}", json::Value(std::move(o))) << "\n";
+    *statsFile << formatv("{0:2}", json::Value(std::move(o))) << "\n";
   }
   return 0;
 }
