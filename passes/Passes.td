@@ -81,6 +81,27 @@ def StridedCopiesToLinalg : Pass<"helm-strided-copies-to-linalg", "mlir::func::F
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect"];
 }
 
+def VectorizeGlue : Pass<"helm-vectorize-glue", "mlir::func::FuncOp"> {
+  let summary = "Tile every glue linalg.generic to one row x vector-width and vectorize it (masked)";
+  let description = [{
+    The glue of a stage (norms, rope, SwiGLU, residual adds, embedding gathers) becomes vector code:
+    each `linalg.generic` on tensors is tiled with sizes [1, ..., 1, w] (scf.for loops), w the widest
+    width <= vector-width dividing the static row (so no tile needs a mask), reductions over a static
+    group untiled, and the tile is vectorized. A dynamic innermost loop stays scalar (MLIR 22's
+    masked vectorization of such tiles does not verify; stage rows are always static).
+    Ops whose body gathers (`tensor.extract`: embedding rows, rope's partner lane) stay scalar: MLIR
+    22's masked n-D gather vectorization produces ill-typed IR.
+
+    Before: `linalg.generic {iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b ...)`.
+    After:  `scf.for ... step %c16 { vector.transfer_read ...; arith.addf ... : vector<1x1x16xf32> }`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16", "Elements of the innermost loop per vector">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif
 
 def RaiseLinear : Pass<"helm-raise-linear", "mlir::func::FuncOp"> {

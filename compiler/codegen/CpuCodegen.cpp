@@ -54,6 +54,7 @@ CpuCodegenTarget CpuCodegenTarget::host() {
 void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createStageSplit());
   pm.addPass(createLowerToLinalg());
+  pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
   std::string error;
   llvm::raw_string_ostream os(error);
   // Upstream passes by their registered names keep this list identical to the lit tests' RUN lines.
@@ -71,8 +72,10 @@ void buildCpuToLlvmPipeline(OpPassManager &pm) {
   std::string error;
   llvm::raw_string_ostream os(error);
   if (failed(parsePassPipeline(
-          "func.func(convert-linalg-to-loops),expand-strided-metadata,lower-affine,"
-          "convert-scf-to-cf,convert-math-to-llvm,finalize-memref-to-llvm,convert-to-llvm,"
+          "func.func(convert-linalg-to-loops),canonicalize,"
+          "func.func(lower-vector-mask,lower-vector-multi-reduction,convert-vector-to-scf{full-unroll=true lower-tensors=false}),"
+          "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,"
+          "convert-math-to-llvm,finalize-memref-to-llvm,convert-to-llvm,"
           "reconcile-unrealized-casts,canonicalize",
           pm, os)))
     llvm::report_fatal_error(llvm::Twine("helm-cpu-to-llvm pipeline: ") + error);
