@@ -153,7 +153,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     func::ReturnOp::create(b, loc, logits);
     stage->setAttr("helm.kv_layers", b.getI64IntegerAttr(kvLayer));
     stage->setAttr("helm.units", b.getDenseI64ArrayAttr(
-                                     {units.front().getIndex(), units.back().getIndex()}));
+                                     {int64_t(units.front().getIndex()), int64_t(units.back().getIndex())}));
     main.erase();
   }
 
