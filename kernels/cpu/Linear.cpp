@@ -1,64 +1,79 @@
-//===- Linear.cpp - helm_k_linear: a simple, correct, threaded GEMM/GEMV ---------===//
+//===- Linear.cpp - helm_k_linear: dispatch to the GEMV / small-M GEMM kernels -------===//
 //
-// The reference implementation of the ABI (speed is issue 5's work): inputs are widened to f32,
-// products accumulate in f32 and each output is rounded once to its element type.
+// x is widened to f32 once per call; the kernels of the active instruction set (Isa.h: AVX-512,
+// AVX2+FMA+F16C or scalar, chosen once from CPUID or HELM_KERNEL_ISA) compute y with f32
+// accumulation and round each output once. The N output columns are split over the persistent
+// pool. For M <= 8 nothing is allocated per call: x's f32 copy and the [K, N] kernels'
+// accumulators live in per-thread buffers that only grow. Design: docs/kernels.md.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/cpu/Gemv.h"
+#include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
 #include "kernels/cpu/helm_kernels.h"
 
-#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 using namespace helm::kernels;
+
+namespace {
+
+const LinearKernels &kernelsFor(Isa isa) {
+  switch (isa) {
+  case Isa::avx512: return linearKernelsAvx512();
+  case Isa::avx2: return linearKernelsAvx2();
+  case Isa::scalar: break;
+  }
+  return linearKernelsScalar();
+}
+
+/// The calling thread's accumulator scratch (kGemvScratchFloats floats, 64-byte aligned).
+float *threadScratch() {
+  thread_local std::vector<float> buffer;
+  if (buffer.empty())
+    buffer.resize(size_t(kGemvScratchFloats) + 16);
+  auto addr = reinterpret_cast<uintptr_t>(buffer.data());
+  return reinterpret_cast<float *>((addr + 63) & ~uintptr_t(63));
+}
+
+/// Below this many multiply-adds a call runs on the calling thread: waking the pool costs more.
+constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
+
+} // namespace
 
 extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int32_t wDtype,
                               int32_t wTransposed, void *y, int32_t yDtype, int64_t M, int64_t K,
                               int64_t N) {
   if (M <= 0 || N <= 0)
     return;
-  auto xd = DType(xDtype), wd = DType(wDtype), yd = DType(yDtype);
-  std::vector<float> xf(static_cast<size_t>(M * K));
-  widen(x, xd, xf.data(), M * K);
-  size_t wElem = wd == DType::f32 ? 4 : 2;
-  auto *wBytes = static_cast<const char *>(w);
-  if (wTransposed) {
-    // W is [N, K]: one dot product per (m, n); each thread widens its weight rows once.
-    pool().parallelFor(N, 8, [&](int64_t n0, int64_t n1) {
-      std::vector<float> row(static_cast<size_t>(K));
-      for (int64_t n = n0; n < n1; ++n) {
-        widen(wBytes + size_t(n * K) * wElem, wd, row.data(), K);
-        for (int64_t m = 0; m < M; ++m) {
-          const float *xr = xf.data() + m * K;
-          float acc = 0;
-          for (int64_t k = 0; k < K; ++k)
-            acc += xr[k] * row[k];
-          storeAs(y, yd, m * N + n, acc);
-        }
-      }
-    });
+  auto xd = DType(xDtype), wd = DType(wDtype);
+  const LinearKernels &kernels = kernelsFor(activeIsa());
+
+  const float *xf = static_cast<const float *>(x);
+  if (xd != DType::f32) {
+    thread_local std::vector<float> xBuffer;
+    if (xBuffer.size() < size_t(M * K))
+      xBuffer.resize(size_t(M * K));
+    widen(x, xd, xBuffer.data(), M * K);
+    xf = xBuffer.data();
+  }
+  LinearProblem problem{xf, w, y, DType(yDtype), M, K, N};
+  LinearRangeFn fn = wTransposed ? kernels.nk[int(wd)] : kernels.kn[int(wd)];
+
+  ThreadPool &threads = pool();
+  if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {
+    fn(problem, 0, N, threadScratch());
     return;
   }
-  // W is [K, N]: each thread owns a block of columns and streams the rows of W through it.
-  pool().parallelFor(N, 16, [&](int64_t n0, int64_t n1) {
-    constexpr int64_t kBlock = 256;
-    std::vector<float> wrow(kBlock), acc;
-    for (int64_t c0 = n0; c0 < n1; c0 += kBlock) {
-      int64_t cols = std::min(kBlock, n1 - c0);
-      acc.assign(static_cast<size_t>(M * cols), 0.0f);
-      for (int64_t k = 0; k < K; ++k) {
-        widen(wBytes + size_t(k * N + c0) * wElem, wd, wrow.data(), cols);
-        for (int64_t m = 0; m < M; ++m) {
-          float xv = xf[size_t(m * K + k)];
-          float *a = acc.data() + m * cols;
-          for (int64_t c = 0; c < cols; ++c)
-            a[c] += xv * wrow[c];
-        }
-      }
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t c = 0; c < cols; ++c)
-          storeAs(y, yd, m * N + c0 + c, acc[size_t(m * cols + c)]);
-    }
+  // Chunks of whole cache lines of weights: 16 rows of [N, K], 64 columns of [K, N].
+  struct Job {
+    const LinearProblem *problem;
+    LinearRangeFn fn;
+  } job{&problem, fn};
+  // One captured pointer: std::function keeps it inline, no allocation.
+  threads.parallelFor(N, wTransposed ? 16 : 64, [&job](int64_t n0, int64_t n1) {
+    job.fn(*job.problem, n0, n1, threadScratch());
   });
 }

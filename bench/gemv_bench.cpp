@@ -1,0 +1,198 @@
+//===- gemv_bench.cpp - helm_k_linear weight streaming rate vs a STREAM-style triad ----===//
+//
+// Decode reads every weight once per token, so a GEMV's speed is the rate it streams weight bytes.
+// For each weight dtype (f16, bf16, f32), layout ([N,K] and [K,N]), matrix size and thread count
+// this prints the GB/s of weight bytes per call and that rate as a percentage of a triad
+// a[i] = b[i] + s * c[i] (doubles, 3 x 128 MiB, 24 bytes per element counted, as STREAM does)
+// run on the same threads.
+//
+// "DRAM" cycles through enough copies of the matrix (>= 512 MiB in all) that none is in cache
+// when it is read again, which is what decode sees; "hot" repeats one matrix (an 8 MB one fits
+// in a 32 MB L3).
+//
+//   helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] [--isa scalar|avx2|avx512]
+//                   [--min-time SECONDS]
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/Numeric.h"
+#include "kernels/cpu/ThreadPool.h"
+#include "kernels/cpu/helm_kernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace helm::kernels;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int> parseList(const char *s) {
+  std::vector<int> out;
+  std::string str(s);
+  size_t pos = 0;
+  while (pos <= str.size()) {
+    size_t comma = str.find(',', pos);
+    if (comma == std::string::npos)
+      comma = str.size();
+    if (comma > pos)
+      out.push_back(std::atoi(str.substr(pos, comma - pos).c_str()));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+/// Best of 3 batches, each at least minTime / 3 seconds: the seconds one call of `fn` takes.
+template <class F> double timeIt(F &&fn, double minTime) {
+  fn(); // warm-up (page faults, thread wake-up)
+  double best = 1e30;
+  for (int batch = 0; batch < 3; ++batch) {
+    int calls = 0;
+    double t0 = now(), t1;
+    do {
+      fn();
+      ++calls;
+      t1 = now();
+    } while (t1 - t0 < minTime / 3);
+    best = std::min(best, (t1 - t0) / calls);
+  }
+  return best;
+}
+
+double triadGBs(int threads, double minTime) {
+  setThreads(threads);
+  const int64_t n = (int64_t(128) << 20) / 8;
+  std::vector<double> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.0), c(static_cast<size_t>(n), 2.0);
+  const double s = 3.0;
+  // First touch on the threads that will use the pages.
+  pool().parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      a[size_t(i)] = 0;
+  });
+  double sec = timeIt(
+      [&] {
+        pool().parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
+          double *pa = a.data();
+          const double *pb = b.data(), *pc = c.data();
+          for (int64_t i = i0; i < i1; ++i)
+            pa[i] = pb[i] + s * pc[i];
+        });
+      },
+      minTime);
+  return double(n) * 24 / sec / 1e9;
+}
+
+struct Result {
+  double dram, hot;
+};
+
+Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads, double minTime) {
+  setThreads(threads);
+  const int64_t elem = wd == DType::f32 ? 4 : 2;
+  const int64_t K = 2048, N = bytes / (K * elem);
+  const int64_t copies = std::max<int64_t>(1, ((int64_t(512) << 20) + bytes - 1) / bytes);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<std::vector<unsigned char>> w(static_cast<size_t>(copies));
+  std::vector<unsigned char> master(size_t(K * N * elem));
+  for (int64_t i = 0; i < K * N; ++i) {
+    float v = uni(rng);
+    if (wd == DType::f32)
+      std::memcpy(&master[size_t(i * 4)], &v, 4);
+    else {
+      uint16_t h = wd == DType::f16 ? floatToHalf(v) : floatToBf16(v);
+      std::memcpy(&master[size_t(i * 2)], &h, 2);
+    }
+  }
+  for (auto &c : w)
+    c = master;
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  for (float &v : x)
+    v = uni(rng);
+  size_t next = 0;
+  double dram = timeIt(
+      [&] {
+        helm_k_linear(x.data(), 0, w[next].data(), int32_t(wd), transposed, y.data(), 0, M, K, N);
+        next = (next + 1) % w.size();
+      },
+      minTime);
+  double hot = timeIt(
+      [&] { helm_k_linear(x.data(), 0, w[0].data(), int32_t(wd), transposed, y.data(), 0, M, K, N); },
+      minTime);
+  double b = double(K * N * elem) / 1e9;
+  return {b / dram, b / hot};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int> sizes = {8, 16, 32, 64}, threadCounts = {1, 2};
+  int64_t M = 1;
+  double minTime = 0.6;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "helm-gemv-bench: %s needs a value\n", a.c_str());
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    if (a == "--m")
+      M = std::max(1, std::atoi(value()));
+    else if (a == "--sizes")
+      sizes = parseList(value());
+    else if (a == "--threads")
+      threadCounts = parseList(value());
+    else if (a == "--min-time")
+      minTime = std::atof(value());
+    else if (a == "--isa") {
+      std::string v = value();
+      bool ok = false;
+      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
+        if (v == isaName(isa))
+          ok = setIsaForTesting(isa);
+      if (!ok) {
+        std::fprintf(stderr, "helm-gemv-bench: --isa %s is unknown or not supported here\n", v.c_str());
+        return 1;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
+                   "[--isa scalar|avx2|avx512] [--min-time SECONDS]\n");
+      return a == "--help" ? 0 : 1;
+    }
+  }
+  std::printf("helm-gemv-bench: isa %s, M = %lld, K = 2048, weight GB/s per call (1 GB = 1e9 B)\n",
+              isaName(activeIsa()), (long long)M);
+  std::vector<double> triad(threadCounts.size());
+  for (size_t t = 0; t < threadCounts.size(); ++t) {
+    triad[t] = triadGBs(threadCounts[t], minTime);
+    std::printf("triad, %d thread%s: %.1f GB/s\n", threadCounts[t], threadCounts[t] == 1 ? "" : "s",
+                triad[t]);
+  }
+  std::printf("\n| weights | layout | MB | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
+              "|---|---|---:|---:|---:|---:|---:|\n");
+  const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+  const char *names[] = {"f32", "f16", "bf16"};
+  for (DType wd : dtypes)
+    for (bool transposed : {true, false})
+      for (int mb : sizes)
+        for (size_t t = 0; t < threadCounts.size(); ++t) {
+          Result r = gemvGBs(wd, transposed, int64_t(mb) << 20, M, threadCounts[t], minTime);
+          std::printf("| %s | %s | %d | %d | %.1f | %.0f%% | %.1f |\n", names[int(wd)],
+                      transposed ? "[N,K]" : "[K,N]", mb, threadCounts[t], r.dram,
+                      100 * r.dram / triad[t], r.hot);
+          std::fflush(stdout);
+        }
+  return 0;
+}

@@ -1,0 +1,44 @@
+//===- Gemv.h - the per-ISA entry points behind helm_k_linear ---------------------===//
+//
+// Linear.cpp converts x to f32 once, picks the table of the active ISA (Isa.h) and splits the N
+// output columns over the thread pool; each thread calls one range function for its columns
+// [n0, n1). The range functions (GemvImpl.h, instantiated in GemvScalar/Avx2/Avx512.cpp) handle
+// any M: rows of x in blocks of up to 8 with register-blocked micro-kernels, cache blocking for
+// larger M. See docs/kernels.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_KERNELS_CPU_GEMV_H
+#define HELM_KERNELS_CPU_GEMV_H
+
+#include "kernels/cpu/Numeric.h"
+
+#include <cstdint>
+
+namespace helm::kernels {
+
+struct LinearProblem {
+  const float *x; // [M, K], f32
+  const void *w;  // [N, K] (transposed) or [K, N]
+  void *y;        // [M, N] of yd
+  DType yd;
+  int64_t M, K, N;
+};
+
+/// Scratch each thread passes to the [K, N] kernels (its column accumulators), in floats.
+constexpr int64_t kGemvScratchFloats = 8192;
+
+/// Computes y[:, n0:n1]. `scratch` holds kGemvScratchFloats floats (64-byte aligned).
+using LinearRangeFn = void (*)(const LinearProblem &p, int64_t n0, int64_t n1, float *scratch);
+
+struct LinearKernels {
+  LinearRangeFn nk[3]; // W [N, K], indexed by the weight DType
+  LinearRangeFn kn[3]; // W [K, N]
+};
+
+const LinearKernels &linearKernelsScalar();
+const LinearKernels &linearKernelsAvx2();   // call only if isaSupported(Isa::avx2)
+const LinearKernels &linearKernelsAvx512(); // call only if isaSupported(Isa::avx512)
+
+} // namespace helm::kernels
+
+#endif
