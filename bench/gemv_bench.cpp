@@ -91,6 +91,39 @@ double triadGBs(int threads, double minTime) {
   return double(n) * 24 / sec / 1e9;
 }
 
+/// A read-only stream (what a GEMV does): sums 256 MiB of 64-bit words.
+double readGBs(int threads, double minTime) {
+  setThreads(threads);
+  const int64_t n = (int64_t(256) << 20) / 8;
+  std::vector<uint64_t> a(static_cast<size_t>(n));
+  pool().parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      a[size_t(i)] = uint64_t(i);
+  });
+  std::vector<uint64_t> sums(64);
+  double sec = timeIt(
+      [&] {
+        pool().parallelFor(n, 4096, [&](int64_t i0, int64_t i1) {
+          const uint64_t *p = a.data();
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = i0;
+          for (; i + 4 <= i1; i += 4) {
+            s0 += p[i];
+            s1 += p[i + 1];
+            s2 += p[i + 2];
+            s3 += p[i + 3];
+          }
+          for (; i < i1; ++i)
+            s0 += p[i];
+          sums[size_t(i0 * 63 / n)] += s0 + s1 + s2 + s3;
+        });
+      },
+      minTime);
+  volatile uint64_t sink = sums[0];
+  (void)sink;
+  return double(n) * 8 / sec / 1e9;
+}
+
 struct Result {
   double dram, hot;
 };
@@ -177,8 +210,10 @@ int main(int argc, char **argv) {
   std::vector<double> triad(threadCounts.size());
   for (size_t t = 0; t < threadCounts.size(); ++t) {
     triad[t] = triadGBs(threadCounts[t], minTime);
-    std::printf("triad, %d thread%s: %.1f GB/s\n", threadCounts[t], threadCounts[t] == 1 ? "" : "s",
-                triad[t]);
+    double read = readGBs(threadCounts[t], minTime);
+    std::printf("%d thread%s: triad %.1f GB/s (STREAM counting, 24 B per element), read-only "
+                "stream %.1f GB/s\n",
+                threadCounts[t], threadCounts[t] == 1 ? "" : "s", triad[t], read);
   }
   std::printf("\n| weights | layout | MB | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
               "|---|---|---:|---:|---:|---:|---:|\n");
