@@ -85,7 +85,8 @@ def VectorizeGlue : Pass<"helm-vectorize-glue", "mlir::func::FuncOp"> {
   let summary = "Tile every glue linalg.generic to one row x vector-width and vectorize it (masked)";
   let description = [{
     The glue of a stage (norms, rope, SwiGLU, residual adds, embedding gathers) becomes vector code:
-    each `linalg.generic` on tensors is tiled with sizes [1, ..., 1, w] (scf.for loops), w the widest
+    each `linalg.generic` (on tensors or on buffers; the CPU pipeline runs it after bufferization) is
+    tiled with sizes [1, ..., 1, w] (scf.for loops), w the widest
     width <= vector-width dividing the static row (so no tile needs a mask), reductions over a static
     group untiled, and the tile is vectorized. A dynamic innermost loop stays scalar (MLIR 22's
     masked vectorization of such tiles does not verify; stage rows are always static).

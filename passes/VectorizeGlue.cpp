@@ -3,9 +3,10 @@
 // Every glue op (norms, rope tables, SwiGLU, residuals, bias) is tiled to one row and up to
 // `vector-width` elements of its innermost loop (the widest width that divides the static row, so
 // no tile needs a mask), and the tile is vectorized; a reduction over a static group becomes one
-// vector reduction. Ops with gathers in their body (`tensor.extract`: the
-// embedding lookup and rope's partner lane) are left as scalar loops. Runs on tensors, before
-// bufferization.
+// vector reduction. Ops with gathers in their body (`tensor.extract` / `memref.load`: the
+// embedding lookup and rope's partner lane) are left as scalar loops. Works on tensors or buffers;
+// the CPU pipeline runs it after bufferization, because One-Shot Bufferize's analysis of the many
+// tiled loops on tensors can take minutes on a 30-block model.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -39,8 +40,9 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
     func.walk([&](linalg::GenericOp op) {
       // Gathers (embedding rows, rope's partner lane) stay scalar loops: MLIR 22's masked
       // vectorization of n-D tensor.extract builds ill-typed index arithmetic.
-      bool gathers = !op.getRegion().getOps<tensor::ExtractOp>().empty();
-      if (op.hasPureTensorSemantics() && !gathers)
+      bool gathers = !op.getRegion().getOps<tensor::ExtractOp>().empty() ||
+                     !op.getRegion().getOps<memref::LoadOp>().empty();
+      if ((op.hasPureTensorSemantics() || op.hasPureBufferSemantics()) && !gathers)
         generics.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -88,7 +90,10 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
         op.emitError() << "helm-vectorize-glue: cannot tile";
         return signalPassFailure();
       }
-      rewriter.replaceOp(op, tiled->replacements);
+      if (op->getNumResults() == 0)
+        rewriter.eraseOp(op);
+      else
+        rewriter.replaceOp(op, tiled->replacements);
       for (Operation *t : tiled->tiledOps) {
         rewriter.setInsertionPoint(t);
         // Every tile has a static shape: vectorize without masks (MLIR 22's masking of

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -54,7 +55,6 @@ CpuCodegenTarget CpuCodegenTarget::host() {
 void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createStageSplit());
   pm.addPass(createLowerToLinalg());
-  pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
   std::string error;
   llvm::raw_string_ostream os(error);
   // Upstream passes by their registered names keep this list identical to the lit tests' RUN lines.
@@ -66,6 +66,9 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
     llvm::report_fatal_error(llvm::Twine("helm-cpu-bufferize pipeline: ") + error);
   pm.addNestedPass<func::FuncOp>(createStridedCopiesToLinalg());
   pm.addNestedPass<func::FuncOp>(createFreeBuffers());
+  // After bufferization: on tensors, the analysis of hundreds of tiled loops is superlinear.
+  pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
+  pm.addPass(createCanonicalizerPass());
 }
 
 void buildCpuToLlvmPipeline(OpPassManager &pm) {

@@ -108,3 +108,22 @@ func.func @gather(%ids: tensor<?xi64>, %table: tensor<32x16xf32>) -> tensor<?x16
   } -> tensor<?x16xf32>
   return %r : tensor<?x16xf32>
 }
+
+// -----
+
+// On buffers (where the CPU pipeline runs it, after bufferization): the same tiling, on subviews.
+// CHECK-LABEL: func.func @on_buffers
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK: vector.transfer_read {{.*}} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<1x16xf32>
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<1x16xf32>
+// CHECK: vector.transfer_write
+// CHECK-NOT: linalg.generic
+func.func @on_buffers(%a: memref<?x64xf32>, %o: memref<?x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<?x64xf32>) outs(%o : memref<?x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.mulf %x, %x : f32
+    linalg.yield %s : f32
+  }
+  return
+}
