@@ -56,7 +56,7 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --top-k K               keep the K most likely tokens, 0 = all (default 40)
   --top-p P               nucleus threshold, 1 = off (default 0.95)
   --seed S                random seed (default: random, reported in the stats)
-  -t, --threads N         threads (default: all cores)
+  -t, --threads N         threads, at most 1024 (default: all cores)
   --stop TEXT             stop a sequence when its text ends with TEXT (repeatable)
   --ignore-eos            do not stop at end-of-sequence tokens
   --emit-ids              print the generated ids, comma-separated, as the last stdout line(s)
@@ -133,6 +133,7 @@ std::string parseArgs(int argc, char **argv, Options &o) {
     } else if (a == "-t" || a == "--threads") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.threads)).empty()) return err;
       if (o.threads < 1) return "-t must be >= 1";
+      if (o.threads > 1024) return "-t " + std::to_string(o.threads) + " is more than the 1024 threads helm-rt runs";
     } else if (a == "--stats-json") {
       if (!(err = value(o.statsJson)).empty()) return err;
     } else if (a == "--logits-out") {
