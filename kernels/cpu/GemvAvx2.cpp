@@ -7,9 +7,7 @@
 #include "kernels/cpu/Gemv.h"
 #include "kernels/cpu/Numeric.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <immintrin.h>
 
 #define HELM_GEMV_TARGET __attribute__((target("avx2,fma,f16c")))

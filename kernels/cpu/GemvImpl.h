@@ -37,16 +37,6 @@ template <class T> struct GemvImpl {
 
   template <DType WD> static constexpr int64_t elemBytes() { return WD == DType::f32 ? 4 : 2; }
 
-  /// One weight, widened (tails).
-  template <DType WD> static inline float w1(const void *w, int64_t i) {
-    if constexpr (WD == DType::f32)
-      return static_cast<const float *>(w)[i];
-    else if constexpr (WD == DType::f16)
-      return halfToFloat(static_cast<const uint16_t *>(w)[i]);
-    else
-      return bf16ToFloat(static_cast<const uint16_t *>(w)[i]);
-  }
-
   // ---- W [N, K]: dot products along contiguous K ------------------------------------------
   // R rows of W at once (R streams, each weight vector widened once and used for all MB rows of
   // x), U vectors of K per step per row: R * MB * U accumulators in registers.
@@ -114,7 +104,7 @@ template <class T> struct GemvImpl {
           s = T::add(s, acc[r][m][u]);
         float f = T::hsum(s);
         for (int64_t kk = k; kk < K; ++kk)
-          f += x[m * K + kk] * w1<WD>(w, row + r * K + kk);
+          f += x[m * K + kk] * loadElem<WD>(w, row + r * K + kk);
         out[m * R + r] = f;
       }
   }
@@ -199,7 +189,7 @@ template <class T> struct GemvImpl {
       for (int m = 0; m < MB; ++m) {
         float a = acc[m * cols + j];
         for (int r = 0; r < R; ++r)
-          a += x[m * K + k + r] * w1<WD>(w, (k + r) * N + c0 + j);
+          a += x[m * K + k + r] * loadElem<WD>(w, (k + r) * N + c0 + j);
         acc[m * cols + j] = a;
       }
   }

@@ -2,9 +2,7 @@
 #include "kernels/cpu/Gemv.h"
 #include "kernels/cpu/Numeric.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #define HELM_GEMV_TARGET
 
@@ -21,14 +19,7 @@ struct ScalarTraits {
   static inline V fma(V a, V b, V c) { return a * b + c; }
   static inline V add(V a, V b) { return a + b; }
   static inline float hsum(V v) { return v; }
-  template <DType WD> static inline V load(const void *w, int64_t i) {
-    if constexpr (WD == DType::f32)
-      return static_cast<const float *>(w)[i];
-    else if constexpr (WD == DType::f16)
-      return halfToFloat(static_cast<const uint16_t *>(w)[i]);
-    else
-      return bf16ToFloat(static_cast<const uint16_t *>(w)[i]);
-  }
+  template <DType WD> static inline V load(const void *w, int64_t i) { return loadElem<WD>(w, i); }
 };
 } // namespace
 } // namespace helm::kernels

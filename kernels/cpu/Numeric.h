@@ -34,12 +34,21 @@ inline uint16_t floatToBf16(float f) {
   return uint16_t(u >> 16);
 }
 
+/// Element i of a buffer of D, widened to f32 (the element type fixed at compile time).
+template <DType D> inline float loadElem(const void *p, int64_t i) {
+  if constexpr (D == DType::f32)
+    return static_cast<const float *>(p)[i];
+  else if constexpr (D == DType::f16)
+    return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  else
+    return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+}
 /// Element i of a buffer of `dtype`, widened to f32.
 inline float loadAs(const void *p, DType dtype, int64_t i) {
   switch (dtype) {
-  case DType::f32: return static_cast<const float *>(p)[i];
-  case DType::f16: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
-  case DType::bf16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::f32: return loadElem<DType::f32>(p, i);
+  case DType::f16: return loadElem<DType::f16>(p, i);
+  case DType::bf16: return loadElem<DType::bf16>(p, i);
   }
   return 0;
 }
