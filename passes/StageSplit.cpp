@@ -114,7 +114,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       for (Operation &op : body.without_terminator()) {
         for (Value operand : op.getOperands())
           if (!map.contains(operand) && operand.getParentBlock() != &body) {
-            if (isCacheOperand(op, operand))
+            if (isReplacedOperand(op, operand))
               continue;
             op.emitError() << "operand of " << op.getName()
                            << " in unit " << unitName(unit)
@@ -133,11 +133,13 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
           continue;
         }
         if (auto rope = dyn_cast<RopeOp>(op)) {
-          auto cloned = cast<RopeOp>(b.clone(op, map));
-          if (cloned.getPositions())
-            cloned.getPositionsMutable().assign(entry->getArgument(2));
-          else
+          IRMapping ropeMap = map;
+          if (Value positions = rope.getPositions())
+            ropeMap.map(positions, entry->getArgument(2));
+          auto cloned = cast<RopeOp>(b.clone(op, ropeMap));
+          if (!cloned.getPositions())
             cloned.getPositionsMutable().append(entry->getArgument(2));
+          map.map(rope.getResult(), cloned.getResult());
           continue;
         }
         b.clone(op, map);
@@ -162,23 +164,25 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     llvm::SetVector<Value> outside;
     unit.getBody().walk([&](Operation *op) {
       for (Value v : op->getOperands())
-        if (!unit->isProperAncestor(v.getParentBlock()->getParentOp()) &&
-            v.getParentBlock()->getParentOp() != unit.getOperation())
+        if (!unit->isAncestor(v.getParentBlock()->getParentOp()))
           outside.insert(v);
     });
     return outside.takeVector();
   }
 
-  /// A model's own cache tensors: the runtime's KV cache replaces them.
-  static bool isCacheOperand(Operation &op, Value operand) {
-    auto attention = dyn_cast<AttentionOp>(op);
-    return attention && (operand == attention.getPastKey() || operand == attention.getPastValue());
+  /// Operands the stage replaces with its own inputs, wherever the model computed them: the
+  /// model's KV-cache tensors (the runtime's cache) and rotary positions (the stage's positions).
+  static bool isReplacedOperand(Operation &op, Value operand) {
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return operand == attention.getPastKey() || operand == attention.getPastValue();
+    if (auto rope = dyn_cast<RopeOp>(op))
+      return operand == rope.getPositions();
+    return false;
   }
 
   /// x[:, S-1:S, :], cast back to x's (dynamic) type so cloned ops keep their types.
   static Value lastPosition(OpBuilder &b, Location loc, Value x) {
     auto type = cast<RankedTensorType>(x.getType());
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
     Value batch = tensor::DimOp::create(b, loc, x, 0);
     Value seq = tensor::DimOp::create(b, loc, x, 1);
@@ -187,7 +191,6 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     SmallVector<OpFoldResult> sizes{OpFoldResult(batch), b.getIndexAttr(1),
                                     b.getIndexAttr(type.getDimSize(2))};
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-    (void)c0;
     Value slice = tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
     return tensor::CastOp::create(b, loc, type, slice);
   }

@@ -62,3 +62,30 @@ module {
     return %2, %1#0, %1#1 : tensor<?x?x32xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>
   }
 }
+
+// -----
+
+// Positions the graph computes itself (outside the units) are replaced by the stage's positions,
+// like the model's own cache: no error, and the computation is gone.
+// CHECK-LABEL: func.func @helm_cpu_stage
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: tensor<?x?xi64> {helm.name = "positions"}
+// CHECK-NOT: helm.onnx
+// CHECK: helm.rope %{{.*}} positions %[[POS]]
+module {
+  helm.weight_decl @embed : tensor<32x16xf32> {length = 2048 : i64, location = "", offset = -1 : i64, onnx_name = "embed"}
+  func.func @main(%ids: tensor<?x?xi64> {helm.name = "input_ids"}, %mask: tensor<?x?xi64> {helm.name = "attention_mask"}) -> tensor<?x?x32xf32> {
+    %pos = helm.onnx "CumSum"(%mask) {attrs = {}, domain = "", node = "positions"} : (tensor<?x?xi64>) -> tensor<?x?xi64>
+    %0 = helm.unit embedding[0] : tensor<?x?x16xf32> {
+      %t = helm.weight @embed : tensor<32x16xf32>
+      %e = helm.embed %ids, %t : (tensor<?x?xi64>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
+      %r = helm.rope %e positions %pos {head_dim = 8 : i64, rotary_dim = 8 : i64, style = #helm.rope_style<half>, theta = 1.0e+04 : f64} : (tensor<?x?x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+      helm.yield %r : tensor<?x?x16xf32>
+    }
+    %1 = helm.unit head[1] : tensor<?x?x32xf32> {
+      %t = helm.weight @embed : tensor<32x16xf32>
+      %l = helm.lm_head %0, %t {tied = true, transpose_weight = true} : (tensor<?x?x16xf32>, tensor<32x16xf32>) -> tensor<?x?x32xf32>
+      helm.yield %l : tensor<?x?x32xf32>
+    }
+    return %1 : tensor<?x?x32xf32>
+  }
+}
