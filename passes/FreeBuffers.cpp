@@ -54,10 +54,8 @@ struct FreeBuffersPass : helm::impl::FreeBuffersBase<FreeBuffersPass> {
       }
       if (escapes)
         continue;
-      if (isa<func::ReturnOp>(last->getNextNode()) || last->getNextNode() == nullptr)
-        b.setInsertionPoint(entry.getTerminator());
-      else
-        b.setInsertionPointAfter(last);
+      // `last` is never the terminator (a returned alias escapes), so this is before the return.
+      b.setInsertionPointAfter(last);
       memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
     }
   }

@@ -106,11 +106,6 @@ private:
         sizes.push_back(tensor::DimOp::create(b, loc, t, i));
     return sizes;
   }
-  Value sizeValue(OpFoldResult s) {
-    if (auto v = dyn_cast<Value>(s))
-      return v;
-    return idx(cast<IntegerAttr>(cast<Attribute>(s)).getInt());
-  }
 
   Value toF32(OpBuilder &nb, Location l, Value v) {
     if (v.getType().isF32())
@@ -151,7 +146,7 @@ private:
     return LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(index));
   }
 
-  /// A fresh output buffer the kernel writes; returns (pointer, tensor view created later).
+  /// A fresh 64-byte aligned buffer for a kernel to write (viewed as a tensor with asTensor).
   Value allocOutput(RankedTensorType type, ValueRange dynamicSizes) {
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     return memref::AllocOp::create(b, loc, memrefType, dynamicSizes, b.getI64IntegerAttr(64));
@@ -246,15 +241,12 @@ private:
       return lowerAttention(a);
     if (auto s = dyn_cast<SwigluOp>(op))
       return SmallVector<Value>{lowerSwiglu(s)};
-    if (auto a = dyn_cast<AddOp>(op)) {
-      Type t = getElementTypeOrSelf(a.getType());
+    if (auto a = dyn_cast<AddOp>(op))
       return SmallVector<Value>{elementwise(
           {a.getLhs(), a.getRhs()}, {}, cast<RankedTensorType>(a.getType()), a.getLhs(),
           [&](OpBuilder &nb, Location l, ValueRange v) {
-            (void)t;
             return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
           })};
-    }
     return op.emitError() << "no CPU lowering for " << op.getName();
   }
 
@@ -394,7 +386,7 @@ private:
     // Rows M = product of the leading dimensions.
     Value m = idx(1);
     for (int64_t i = 0; i < rank - 1; ++i)
-      m = arith::MulIOp::create(b, loc, m, sizeValue(sizesOf(x)[i]));
+      m = arith::MulIOp::create(b, loc, m, tensor::DimOp::create(b, loc, x, i));
     Value xp = rawPointer(x);
     Value wp = rawPointer(weight);
     // The kernel sees x and y as M contiguous rows; the buffers keep their rank (no reshapes).

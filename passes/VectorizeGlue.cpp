@@ -52,7 +52,7 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
         continue;
       // Parallel loops: one element each, the innermost `vector-width` at a time. Reduction loops
       // (the RMSNorm sum over a static group) are not tiled: the whole static range is one vector.
-      SmallVector<int64_t> tile(loops, 1), vectorSizes(loops, 1);
+      SmallVector<int64_t> tile(loops, 1);
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
       bool ok = true;
@@ -63,7 +63,6 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
             break;
           }
           tile[i] = 0;
-          vectorSizes[i] = ranges[i];
         } else if (i + 1 == loops) {
           // A static row: the largest width <= vector-width that divides it, so every tile has a
           // static shape and needs no mask. A dynamic innermost loop is left scalar: MLIR 22's
@@ -76,7 +75,6 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
           while (ranges[i] % width != 0)
             --width;
           tile[i] = width;
-          vectorSizes[i] = width;
         }
       }
       if (!ok)
@@ -98,10 +96,7 @@ struct VectorizeGluePass : helm::impl::VectorizeGlueBase<VectorizeGluePass> {
         rewriter.setInsertionPoint(t);
         // Every tile has a static shape: vectorize without masks (MLIR 22's masking of
         // multi-result ops and of multi_reduction does not verify).
-        vectorSizes.clear();
-        FailureOr<linalg::VectorizationResult> vectorized =
-            linalg::vectorize(rewriter, t, vectorSizes, /*inputScalableVecDims=*/{},
-                              /*vectorizeNDExtract=*/true);
+        FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(rewriter, t);
         if (failed(vectorized)) {
           t->emitError() << "helm-vectorize-glue: cannot vectorize";
           return signalPassFailure();
