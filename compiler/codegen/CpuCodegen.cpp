@@ -35,7 +35,6 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
-#include <chrono>
 
 using namespace mlir;
 
@@ -167,7 +166,6 @@ bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string 
 
 bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
                      std::string &error, const std::function<void(llvm::StringRef)> &progress) {
-  auto start = std::chrono::steady_clock::now();
   auto say = [&](llvm::StringRef s) {
     if (progress)
       progress(s);
@@ -221,10 +219,6 @@ bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
     error = diags.message.empty() ? "lowering the CPU stage to LLVM failed" : diags.message;
     return false;
   }
-  // Only LLVM-dialect content may remain for translation.
-  module->removeAttr("helm.plan");
-  module->removeAttr("helm.target");
-  module->removeAttr("helm.cost_options");
 
   say("generating native code for " + target.cpu);
   DialectRegistry registry;
@@ -291,8 +285,6 @@ bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   say("linking the CPU stage");
   if (!linkSharedObject(object, stage.sharedObject, error))
     return false;
-  stage.compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return true;
 }
 

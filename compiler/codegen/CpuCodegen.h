@@ -33,7 +33,6 @@ struct CpuStage {
   std::string entry = "helm_cpu_stage";
   std::vector<StageTensor> tensors; // indexed by id
   int64_t kvLayers = 0;
-  double compileSeconds = 0;
 };
 
 /// Adds stage-split, HELM-to-linalg lowering, bufferization and early frees (pipeline
