@@ -80,7 +80,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     ctx.past = &zero;
     logits.assign(static_cast<size_t>(info.vocab), 0.0f);
     auto t0 = Clock::now();
-    model.run(ctx, ids.data(), positions.data(), logits.data(), 1, len);
+    if (llvm::Error e = model.run(ctx, ids.data(), positions.data(), logits.data(), 1, len))
+      return e;
     stats.prefillMs += msSince(t0);
     stats.promptTokens += len;
     past[size_t(i)] = len;
@@ -114,7 +115,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     ctx.sequence = slots.data();
     ctx.past = rowPast.data();
     logits.assign(static_cast<size_t>(b * info.vocab), 0.0f);
-    model.run(ctx, ids.data(), positions.data(), logits.data(), b, 1);
+    if (llvm::Error e = model.run(ctx, ids.data(), positions.data(), logits.data(), b, 1))
+      return e;
     if (onLogits)
       onLogits(logits.data(), b, rows.data());
     for (int64_t r = 0; r < b; ++r) {

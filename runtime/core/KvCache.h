@@ -21,6 +21,8 @@ public:
   virtual ~KvCache() = default;
   /// Floats per token per layer for K (and for V): kv_heads * head_dim.
   virtual int64_t rowWidth() const = 0;
+  /// Layers it holds (valid `layer` arguments are 0 .. layers() - 1).
+  virtual int64_t layers() const = 0;
   /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`.
   virtual void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
                      const float *v) = 0;
@@ -41,6 +43,7 @@ public:
       : layers_(layers), sequences_(sequences), width_(rowWidth),
         k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
   int64_t rowWidth() const override { return width_; }
+  int64_t layers() const override { return layers_; }
   void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
              const float *v) override;
   void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,

@@ -213,21 +213,20 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
         if (auto id = e.getAsInteger())
           info.eosIds.push_back(int32_t(*id));
   }
-  if (const llvm::json::Array *eos = logits ? logits->getArray("eos_ids") : nullptr)
-    for (const llvm::json::Value &e : *eos)
-      if (auto id = e.getAsInteger())
-        if (!llvm::is_contained(info.eosIds, int32_t(*id)))
-          info.eosIds.push_back(int32_t(*id));
   model->loadSeconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
 
-void LoadedModel::run(StageContext &ctx, const int64_t *ids, const int64_t *positions,
-                      float *logits, int64_t batch, int64_t seq) const {
+llvm::Error LoadedModel::run(StageContext &ctx, const int64_t *ids, const int64_t *positions,
+                             float *logits, int64_t batch, int64_t seq) const {
   ctx.weights = weights_.data();
   ctx.numWeights = int64_t(weights_.size());
+  ctx.error = nullptr;
   stage_(&ctx, ids, positions, logits, batch, seq);
+  if (ctx.error)
+    return fail(package_->name(), ctx.error);
+  return llvm::Error::success();
 }
 
 } // namespace helm::rt

@@ -39,8 +39,9 @@ public:
   const pkg::Package &package() const { return *package_; }
   double loadSeconds() const { return loadSeconds_; }
 
-  /// Runs the stage on B rows of S tokens; `ctx` supplies the KV cache and row bookkeeping.
-  void run(StageContext &ctx, const int64_t *ids, const int64_t *positions, float *logits,
+  /// Runs the stage on B rows of S tokens; `ctx` supplies the KV cache and row bookkeeping. Fails
+  /// when the stage's code and the package's manifest disagree (a call into the ABI was refused).
+  llvm::Error run(StageContext &ctx, const int64_t *ids, const int64_t *positions, float *logits,
            int64_t batch, int64_t seq) const;
   const std::vector<const void *> &weights() const { return weights_; }
 

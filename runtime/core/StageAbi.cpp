@@ -18,10 +18,18 @@
 using namespace helm::kernels;
 using helm::rt::StageContext;
 
+namespace {
+/// A zeroed tensor the size of any weight is not available, so a refused weight fetch hands out
+/// this block; the stage's result is discarded anyway because `ctx->error` is set.
+alignas(64) const char kNoWeight[64] = {};
+} // namespace
+
 extern "C" const void *helm_rt_weight(void *ctx, int64_t id) {
   auto *c = static_cast<StageContext *>(ctx);
-  if (id < 0 || id >= c->numWeights)
-    return nullptr;
+  if (id < 0 || id >= c->numWeights) {
+    c->error = "the stage asks for a weight id outside the package's tensor table";
+    return kNoWeight;
+  }
   return c->weights[id];
 }
 
@@ -32,12 +40,31 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
   auto *c = static_cast<StageContext *>(ctx);
   DType dt = DType(dtype);
   int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
-  // 1. Append this call's keys and values (widened to f32) to every row's cache.
-  std::vector<float> kf(static_cast<size_t>(S * kvWidth)), vf(static_cast<size_t>(S * kvWidth));
+  // The cache was sized from the manifest; code that disagrees must not write past it.
+  if (layer < 0 || layer >= c->kv->layers() || kvWidth != c->kv->rowWidth() || kvHeads <= 0 ||
+      heads % kvHeads != 0) {
+    c->error = "the stage's attention does not match the package's KV geometry (kv.layers, "
+               "kv.kv_heads, kv.head_dim)";
+    return;
+  }
+  // 1. Append this call's keys and values to every row's cache (f16/bf16 widened to f32 first;
+  // f32 rows go straight in).
+  std::vector<float> kf, vf;
+  if (dt != DType::f32) {
+    kf.resize(static_cast<size_t>(S * kvWidth));
+    vf.resize(static_cast<size_t>(S * kvWidth));
+  }
   size_t elem = dt == DType::f32 ? 4 : 2;
   for (int64_t b = 0; b < B; ++b) {
-    widen(static_cast<const char *>(k) + size_t(b * S * kvWidth) * elem, dt, kf.data(), S * kvWidth);
-    widen(static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem, dt, vf.data(), S * kvWidth);
+    const char *kb = static_cast<const char *>(k) + size_t(b * S * kvWidth) * elem;
+    const char *vb = static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem;
+    if (dt == DType::f32) {
+      c->kv->write(layer, c->sequence[b], c->past[b], S, reinterpret_cast<const float *>(kb),
+                   reinterpret_cast<const float *>(vb));
+      continue;
+    }
+    widen(kb, dt, kf.data(), S * kvWidth);
+    widen(vb, dt, vf.data(), S * kvWidth);
     c->kv->write(layer, c->sequence[b], c->past[b], S, kf.data(), vf.data());
   }
   // 2. Attend: one work item per (row, query, head).

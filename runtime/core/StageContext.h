@@ -14,6 +14,9 @@ struct StageContext {
   KvCache *kv = nullptr;
   const int32_t *sequence = nullptr; // KV slot of each batch row
   const int64_t *past = nullptr;     // tokens already cached for each batch row
+  /// Set by an ABI function that refused its call (the stage's code and the package's manifest
+  /// disagree); the call's outputs are then undefined and the runtime reports the message.
+  const char *error = nullptr;
 };
 
 /// Addresses of the ABI functions the runtime exports to stage code (keeps them linked in).
