@@ -233,6 +233,15 @@ int main(int argc, char **argv) {
   if (packagePath.empty())
     return fail("no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
 
+  // Flags are checked before the package is mapped and verified (which reads every byte of it).
+  if (!info) {
+    if (numTokens < 1)
+      return fail("-n must be at least 1 (got " + Twine(numTokens) + ")");
+    if (!(temperature >= 0) || topK < 0 || !(topP > 0 && topP <= 1))
+      return fail(
+          "sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
+  }
+
   auto loaded = helm::rt::LoadedModel::load(packagePath);
   if (!loaded)
     return fail(toString(loaded.takeError()));
@@ -242,15 +251,6 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (numTokens < 1)
-    return fail("-n must be at least 1 (got " + Twine(numTokens) + ")");
-  if (!(temperature >= 0) || topK < 0 || !(topP > 0 && topP <= 1))
-    return fail("sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
-  if (threads < 0)
-    return fail("-t must be >= 1");
-  if (batch < 0)
-    return fail("--batch must be >= 1");
-
   std::unique_ptr<helm::tok::Tokenizer> tokenizer;
   if (model.info().hasTokenizer) {
     auto t = helm::tok::Tokenizer::fromJson(model.tokenizerJson(), packagePath + ": tokenizer");
@@ -258,6 +258,9 @@ int main(int argc, char **argv) {
       return fail(toString(t.takeError()));
     tokenizer = std::move(*t);
   }
+  if (!stops.empty() && !tokenizer)
+    return fail("--stop matches text, and the package has no tokenizer to decode it "
+                "(recompile with helmc --tokenizer tokenizer.json)");
 
   helm::rt::GenerateRequest request;
   if (!prompts.empty() && !promptIds.empty())
