@@ -61,11 +61,12 @@ def run_helm(helm_rt: str, package: str, prompts: list[list[int]], vocab: int, w
     return ids, per_seq
 
 
-def compare(name, ours_ids, ours_logits, ref_ids, ref_logits, tol) -> tuple[bool, str]:
+def compare(ours_ids, ours_logits, ref_ids, ref_logits, tol) -> tuple[bool, str]:
     worst = 0.0
     for i, (a, b) in enumerate(zip(ours_ids, ref_ids)):
         if a != b:
-            first = next(k for k in range(min(len(a), len(b))) if a[k] != b[k]) if a[:len(b)] != b[:len(a)] else min(len(a), len(b))
+            # The first differing step (or the shorter length when one is a prefix of the other).
+            first = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             return False, f"sequence {i}: ids differ at step {first}: helm {a[first:first+4]} ort {b[first:first+4]}"
     for a, b in zip(ours_logits, ref_logits):
         b = np.asarray(b, dtype=np.float32)
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
                 ps = [prompts[i] for i in subset]
                 try:
                     ids, logits = run_helm(args.helm_rt, package, ps, vocab, work)
-                    ok, msg = compare(name, ids, logits, [ref_ids[i] for i in subset],
+                    ok, msg = compare(ids, logits, [ref_ids[i] for i in subset],
                                       [ref_logits[i] for i in subset], tol)
                 except Exception as e:  # noqa: BLE001 - report and go on with the next model
                     ok, msg = False, str(e)
