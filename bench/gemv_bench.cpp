@@ -36,7 +36,8 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<int> parseList(const char *s) {
+/// "8,16,32": positive integers, comma-separated; anything else is a one-line error.
+std::vector<int> parseList(const char *option, const char *s) {
   std::vector<int> out;
   std::string str(s);
   size_t pos = 0;
@@ -44,9 +45,22 @@ std::vector<int> parseList(const char *s) {
     size_t comma = str.find(',', pos);
     if (comma == std::string::npos)
       comma = str.size();
-    if (comma > pos)
-      out.push_back(std::atoi(str.substr(pos, comma - pos).c_str()));
+    if (comma > pos) {
+      std::string item = str.substr(pos, comma - pos);
+      char *end = nullptr;
+      long v = std::strtol(item.c_str(), &end, 10);
+      if (*end != '\0' || v <= 0 || v > 1 << 20) {
+        std::fprintf(stderr, "helm-gemv-bench: %s wants positive integers, got '%s'\n", option,
+                     item.c_str());
+        std::exit(1);
+      }
+      out.push_back(int(v));
+    }
     pos = comma + 1;
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "helm-gemv-bench: %s is empty\n", option);
+    std::exit(1);
   }
   return out;
 }
@@ -183,9 +197,9 @@ int main(int argc, char **argv) {
     if (a == "--m")
       M = std::max(1, std::atoi(value()));
     else if (a == "--sizes")
-      sizes = parseList(value());
+      sizes = parseList("--sizes", value());
     else if (a == "--threads")
-      threadCounts = parseList(value());
+      threadCounts = parseList("--threads", value());
     else if (a == "--min-time")
       minTime = std::atof(value());
     else if (a == "--isa") {
