@@ -3,6 +3,8 @@
 // vectors in test/unit/package/ChecksumTest.cpp and docs/package-format.md pin it.
 #include "runtime/package/Checksum.h"
 
+#include "llvm/Support/Endian.h"
+
 #include <cstring>
 
 namespace helm::pkg {
@@ -17,22 +19,8 @@ constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
 inline uint64_t rotl(uint64_t x, unsigned r) { return (x << r) | (x >> (64 - r)); }
 
 // Little-endian loads independent of the host byte order and of alignment.
-inline uint64_t load64(const unsigned char *p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-inline uint32_t load32(const unsigned char *p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
+using llvm::support::endian::read32le;
+using llvm::support::endian::read64le;
 
 inline uint64_t round(uint64_t acc, uint64_t input) {
   acc += input * kPrime2;
@@ -51,10 +39,10 @@ inline size_t stripes(uint64_t acc[4], const unsigned char *p, size_t size) {
   const unsigned char *start = p;
   const unsigned char *limit = p + (size & ~size_t(31));
   while (p < limit) {
-    a = round(a, load64(p));
-    b = round(b, load64(p + 8));
-    c = round(c, load64(p + 16));
-    d = round(d, load64(p + 24));
+    a = round(a, read64le(p));
+    b = round(b, read64le(p + 8));
+    c = round(c, read64le(p + 16));
+    d = round(d, read64le(p + 24));
     p += 32;
   }
   acc[0] = a, acc[1] = b, acc[2] = c, acc[3] = d;
@@ -82,13 +70,13 @@ uint64_t finish(const uint64_t acc[4], uint64_t seed, uint64_t total, const unsi
   h += total;
   const unsigned char *p = tail;
   while (tailSize >= 8) {
-    h ^= round(0, load64(p));
+    h ^= round(0, read64le(p));
     h = rotl(h, 27) * kPrime1 + kPrime4;
     p += 8;
     tailSize -= 8;
   }
   if (tailSize >= 4) {
-    h ^= uint64_t(load32(p)) * kPrime1;
+    h ^= uint64_t(read32le(p)) * kPrime1;
     h = rotl(h, 23) * kPrime2 + kPrime3;
     p += 4;
     tailSize -= 4;
