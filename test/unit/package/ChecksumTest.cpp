@@ -1,9 +1,14 @@
-// checksum64 (XXH64): published test vectors, incremental == one-shot for every split, and the
-// vector shared with docs/package-format.md and test/fuzz/make_package_seeds.py.
+// checksum64 (XXH64): published test vectors, agreement with LLVM's own XXH64 (an implementation
+// independent of ours), incremental == one-shot for every split, and the vector shared with
+// docs/package-format.md and test/fuzz/make_package_seeds.py.
 #include "runtime/package/Checksum.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/xxhash.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -34,6 +39,26 @@ TEST(Checksum, SpecVector) {
   // docs/package-format.md: the 1000 bytes i mod 256 (covers stripes, 8-, 4- and 1-byte tails).
   std::vector<char> v = pattern(1000);
   EXPECT_EQ(checksum64(v.data(), v.size()), 0x6EF436B00EBA4078ULL);
+}
+
+// llvm::xxHash64 is XXH64 with seed 0, written independently of Checksum.cpp: every length up to a
+// few stripes past 1 KiB (all tail shapes, all stripe counts) over varied bytes, one-shot and fed in
+// uneven pieces.
+TEST(Checksum, AgreesWithLlvmXxHash64) {
+  std::vector<char> v(1100);
+  uint64_t x = 0x243F6A8885A308D3ULL;
+  for (char &c : v) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    c = char(x >> 56);
+  }
+  for (size_t len = 0; len <= v.size(); ++len) {
+    uint64_t want = llvm::xxHash64(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(v.data()), len));
+    ASSERT_EQ(checksum64(v.data(), len), want) << len;
+    Checksum64 h;
+    for (size_t at = 0, piece = 1; at < len; at += piece, piece = piece % 37 + 5)
+      h.update(v.data() + at, std::min(piece, len - at));
+    ASSERT_EQ(h.digest(), want) << len;
+  }
 }
 
 TEST(Checksum, IncrementalEqualsOneShotForEverySplit) {
