@@ -159,57 +159,34 @@ def run_ort(model, threads):
 
 
 def ort_worker(model, threads):
-    """One ONNX Runtime process: load, prefill, 31 decode steps. Prints one JSON line."""
+    """One ONNX Runtime process: load, prefill, 31 decode steps. Prints one JSON line. Feeding the
+    graph (mask, positions, empty past, present -> past) is test/e2e/ort_oracle.py's OrtModel."""
     import numpy as np
     import onnxruntime as ort
+    sys.path.insert(0, str(ROOT / "test" / "e2e"))
+    import ort_oracle
 
     t0 = time.perf_counter()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    sess = ort_oracle.OrtModel(model, threads=threads)
     load_ms = (time.perf_counter() - t0) * 1000
-    outputs = [o.name for o in sess.get_outputs()]
-    with open(os.path.join(os.path.dirname(os.path.abspath(model)), "config.json")) as f:
-        cfg = json.load(f)
-    past = {}  # the first past is empty: [1, kv_heads, 0, head_dim] in the graph's dtype
-    for i in sess.get_inputs():
-        if i.name.startswith("past_key_values."):
-            dt = np.float16 if i.type == "tensor(float16)" else np.float32
-            heads = i.shape[1] if isinstance(i.shape[1], int) else cfg["num_key_value_heads"]
-            hd = i.shape[3] if isinstance(i.shape[3], int) else cfg["head_dim"]
-            past[i.name] = np.zeros((1, heads, 0, hd), dtype=dt)
-    present_of = {n: "present." + n[len("past_key_values."):] for n in past}
-    idx = {n: outputs.index(p) for n, p in present_of.items()}
-
-    def step(ids, pos):
-        feeds = {"input_ids": np.asarray([ids], dtype=np.int64),
-                 "attention_mask": np.ones((1, pos + len(ids)), dtype=np.int64),
-                 "position_ids": np.arange(pos, pos + len(ids), dtype=np.int64)[None, :]}
-        feeds.update(past)
-        res = sess.run(None, feeds)
-        for n, k in idx.items():
-            past[n] = res[k]
-        return res[0]
 
     ids, rows = [], []
     t0 = time.perf_counter()
-    logits = step(PROMPT, 0)
+    logits, past = sess.run(PROMPT)
     t_prefill = time.perf_counter() - t0
-    ids.append(int(np.argmax(logits[0, -1])))
+    ids.append(int(np.argmax(logits[-1])))
     ttft_ms = (time.perf_counter() - t0) * 1000
-    rows.append(logits[0, -1])
+    rows.append(logits[-1])
     pos = len(PROMPT)
     t0 = time.perf_counter()
     for _ in range(N_NEW - 1):
-        logits = step([ids[-1]], pos)
+        logits, past = sess.run([ids[-1]], past, pos)
         pos += 1
-        ids.append(int(np.argmax(logits[0, -1])))
-        rows.append(logits[0, -1])  # a reference, no copy (outside the measured work: negligible)
+        ids.append(int(np.argmax(logits[-1])))
+        rows.append(logits[-1])
     t_decode = time.perf_counter() - t0
     # top-1 minus top-2 logit of every step (how close a near tie is)
-    gaps = [float(np.diff(np.partition(r.astype(np.float32), -2)[-2:])[0]) for r in rows]
+    gaps = [float(np.diff(np.partition(r, -2)[-2:])[0]) for r in rows]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     print(json.dumps({"load_ms": load_ms, "ttft_ms": ttft_ms, "prefill_tok_s": len(PROMPT) / t_prefill,
                       "decode_tok_s": (N_NEW - 1) / t_decode, "peak_rss_bytes": rss, "ids": ids,
@@ -229,26 +206,16 @@ def median_of(runs):
 
 
 def machine():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = 0
-    try:
-        with open("/proc/meminfo") as f:
-            mem = int(re.search(r"MemTotal:\s+(\d+) kB", f.read()).group(1)) * 1024
-    except (OSError, AttributeError):
-        pass
-    fam = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M) if (text := _read("/proc/cpuinfo")) else None
-    mod = re.search(r"^model\s*:\s*(\d+)", text, re.M) if text else None
-    return {"cpu": cpu, "cpu_family": int(fam.group(1)) if fam else None,
-            "cpu_model": int(mod.group(1)) if mod else None, "cores": os.cpu_count(), "ram_bytes": mem,
-            "hypervisor": bool(text and re.search(r"^flags\s*:.*\bhypervisor\b", text, re.M)),
+    text = _read("/proc/cpuinfo")
+    name = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    fam = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+    mod = re.search(r"^model\s*:\s*(\d+)", text, re.M)
+    mem = re.search(r"MemTotal:\s+(\d+) kB", _read("/proc/meminfo"))
+    return {"cpu": name.group(1).strip() if name else "unknown",
+            "cpu_family": int(fam.group(1)) if fam else None,
+            "cpu_model": int(mod.group(1)) if mod else None, "cores": os.cpu_count(),
+            "ram_bytes": int(mem.group(1)) * 1024 if mem else 0,
+            "hypervisor": bool(re.search(r"^flags\s*:.*\bhypervisor\b", text, re.M)),
             "kernel": platform.release()}
 
 
