@@ -1535,6 +1535,11 @@ StreamDecoder::StreamDecoder(const Tokenizer &tokenizer, bool skipSpecial)
     : tok(tokenizer), skipSpecial(skipSpecial) {}
 
 llvm::Expected<std::string> StreamDecoder::push(int32_t id) {
+  // decode(..., skipSpecial) drops a skipped special token before the decoders run, so it never
+  // changes the text: keep it out of the window (a model repeating EOS must not grow the window
+  // and make every later push re-decode all of it).
+  if (skipSpecial && tok.isSpecial(id))
+    return std::string();
   ids.push_back(id);
   llvm::Expected<std::string> s = tok.decode(ids, skipSpecial);
   if (!s) {
@@ -1551,19 +1556,20 @@ llvm::Expected<std::string> StreamDecoder::push(int32_t id) {
     while (common < prefix.size() && prefix[common] == text[common])
       ++common;
     std::string out = text.substr(common).str();
-    ids.assign(1, id);
-    prefixIndex = 1;
-    llvm::Expected<std::string> p = tok.decode(ids, skipSpecial);
-    prefix = p ? std::move(*p) : (llvm::consumeError(p.takeError()), std::string());
+    settle(ids.size() - 1);
     return out;
   }
   std::string out = text.substr(prefix.size()).str();
   // Keep only the tokens of the group just emitted as context for the next one.
-  ids.erase(ids.begin(), ids.begin() + prefixIndex);
-  llvm::Expected<std::string> p = tok.decode(ids, skipSpecial);
-  prefix = p ? std::move(*p) : (llvm::consumeError(p.takeError()), std::string());
-  prefixIndex = ids.size();
+  settle(prefixIndex);
   return out;
+}
+
+void StreamDecoder::settle(size_t from) {
+  ids.erase(ids.begin(), ids.begin() + from);
+  prefixIndex = ids.size();
+  llvm::Expected<std::string> p = tok.decode(ids, skipSpecial); // ids were all decoded before
+  prefix = p ? std::move(*p) : (llvm::consumeError(p.takeError()), std::string());
 }
 
 std::string StreamDecoder::flush() {

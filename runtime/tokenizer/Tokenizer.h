@@ -72,6 +72,9 @@ public:
   std::string flush();
 
 private:
+  /// Drops ids[0, from): the rest become the settled prefix that the next push decodes after.
+  void settle(size_t from);
+
   const Tokenizer &tok;
   bool skipSpecial;
   std::vector<int32_t> ids; ///< ids since the last settled prefix start

@@ -303,6 +303,21 @@ TEST(TokenizerStream, ByteFallbackCharacterSplitAcrossTokens) {
   EXPECT_EQ(got, (std::vector<std::string>{"<s>", " ab", "", "", "\xE2\x82\xAC", " ab", "</s>", ""}));
 }
 
+TEST(TokenizerStream, SkippedSpecialsInsideACharacterAndRepeated) {
+  auto t = load(miniSpm());
+  ASSERT_TRUE(t);
+  // decode(skipSpecial) drops </s> before ByteFallback sees the bytes, so the € still forms.
+  Ids ids = {263, 3 + 0xE2, 2, 3 + 0x82, 2, 3 + 0xAC, 2, 2, 2, 263, 2, 2};
+  EXPECT_EQ(decodeOk(*t, ids, /*skip=*/true), "ab\xE2\x82\xAC ab");
+  StreamDecoder s(*t, /*skipSpecial=*/true);
+  std::vector<std::string> got;
+  for (int32_t id : ids)
+    got.push_back(llvm::cantFail(s.push(id)));
+  got.push_back(s.flush());
+  EXPECT_EQ(got, (std::vector<std::string>{"ab", "", "", "", "", "\xE2\x82\xAC", "", "", "", " ab",
+                                           "", "", ""}));
+}
+
 TEST(TokenizerStream, ByteLevelConcatenationEqualsDecode) {
   auto t = loadFile("gpt2.json");
   ASSERT_TRUE(t);
