@@ -14,6 +14,8 @@
 #include "kernels/cpu/helm_kernels.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 using namespace helm::kernels;
@@ -28,6 +30,8 @@ const LinearKernels &kernelsFor(Isa isa) {
   }
   return linearKernelsScalar();
 }
+
+bool validDType(int32_t code) { return code >= 0 && code <= int32_t(DType::bf16); }
 
 /// The calling thread's accumulator scratch (kGemvScratchFloats floats, 64-byte aligned).
 float *threadScratch() {
@@ -46,6 +50,14 @@ constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
 extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int32_t wDtype,
                               int32_t wTransposed, void *y, int32_t yDtype, int64_t M, int64_t K,
                               int64_t N) {
+  if (!validDType(xDtype) || !validDType(wDtype) || !validDType(yDtype) || K < 0) {
+    // Generated code never does this; a bad code would index past the kernel tables.
+    std::fprintf(stderr,
+                 "helm_k_linear: invalid call: dtype codes x %d, w %d, y %d (0 = f32, 1 = f16, "
+                 "2 = bf16), K = %lld\n",
+                 xDtype, wDtype, yDtype, (long long)K);
+    std::abort();
+  }
   if (M <= 0 || N <= 0)
     return;
   auto xd = DType(xDtype), wd = DType(wDtype);

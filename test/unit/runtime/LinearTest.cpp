@@ -188,4 +188,16 @@ TEST(Linear, EmptyOutputWritesNothing) {
     EXPECT_EQ(v, 42.0f);
 }
 
+// A dtype code outside 0..2 or a negative K is a one-line error, not a jump through a table.
+TEST(LinearDeathTest, InvalidCallIsAClearError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<float> x(16, 1.0f), w(16, 1.0f), y(16, 0.0f);
+  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 3, 0, y.data(), 0, 2, 2, 2),
+               "helm_k_linear: invalid call: dtype codes x 0, w 3, y 0");
+  EXPECT_DEATH(helm_k_linear(x.data(), -1, w.data(), 0, 1, y.data(), 0, 2, 2, 2),
+               "dtype codes x -1");
+  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 0, 0, y.data(), 7, 2, 2, 2), "y 7");
+  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 0, 0, y.data(), 0, 2, -1, 2), "K = -1");
+}
+
 } // namespace
