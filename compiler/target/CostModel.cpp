@@ -22,6 +22,14 @@ std::string gb(double bytes) {
   return llvm::formatv("{0:f0} B", bytes).str();
 }
 
+/// KV bytes of units [lo, hi) for `tokens` positions of each of `batch` sequences.
+double kvBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi, double tokens, int64_t batch) {
+  double bytes = 0;
+  for (size_t u = lo; u < hi; ++u)
+    bytes += double(units[u].kvBytesPerToken) * tokens * double(batch);
+  return bytes;
+}
+
 /// Time of one stage (eq. 4.8 with 4.10, 4.13, 4.14 and the per-unit overhead δ).
 double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool onGpu,
                const TargetProfile &t, const PlanOptions &o) {
@@ -34,9 +42,7 @@ double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool on
                       : (prefill ? t.cpu.pPreGflops : t.cpu.pDecGflops);
   double delta = onGpu ? t.gpu->overheadMsPerBlock : t.cpu.overheadMsPerBlock;
   // Eq. 4.14: the share of this stage's KV bytes that fits in L3 streams at L3 bandwidth (CPU only).
-  double kvStage = 0;
-  for (size_t u = lo; u < hi; ++u)
-    kvStage += double(units[u].kvBytesPerToken) * tokens * double(o.batch);
+  double kvStage = kvBytes(units, lo, hi, tokens, o.batch);
   double alpha = onGpu ? 0.0 : kvStage > 0 ? std::min(1.0, t.cpu.l3Bytes / kvStage) : 1.0;
   double kvBw = onGpu ? bw : alpha * t.cpu.l3BwGbs + (1 - alpha) * bw;
   double total = 0;
@@ -46,10 +52,10 @@ double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool on
     double bytes = double(prefill ? c.prefillParamBytes : c.paramBytes);
     double tProj = std::max(msForFlops(projFlops, rate * t.etaC), msForBytes(bytes, bw * t.etaM));
     double attnFlops = prefill ? c.attnFlopsPrefill : c.attnFlopsPerToken * tokens;
-    double kvBytes = double(c.kvBytesPerToken) * tokens * double(o.batch);
+    double kvUnit = double(c.kvBytesPerToken) * tokens * double(o.batch);
     double tAttn = c.kvBytesPerToken == 0
                        ? 0.0
-                       : std::max(msForFlops(attnFlops, rate * t.etaC), msForBytes(kvBytes, kvBw * t.etaM));
+                       : std::max(msForFlops(attnFlops, rate * t.etaC), msForBytes(kvUnit, kvBw * t.etaM));
     total += tProj + tAttn + delta;
   }
   return total;
@@ -70,13 +76,6 @@ double residentBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi) {
   }
   return bytes;
 }
-
-double kvBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi, const PlanOptions &o) {
-  double bytes = 0;
-  for (size_t u = lo; u < hi; ++u)
-    bytes += double(units[u].kvBytesPerToken) * double(o.context) * double(o.batch);
-  return bytes;
-}
 } // namespace
 
 bool planPartition(const std::vector<UnitCost> &units, const TargetProfile &t,
@@ -94,9 +93,10 @@ bool planPartition(const std::vector<UnitCost> &units, const TargetProfile &t,
   for (size_t k = 0; k <= n; ++k) {
     Candidate c;
     c.k = int64_t(k);
-    double gpuKv = kvBytes(units, k, n, o);
+    double gpuKv = kvBytes(units, k, n, double(o.context), o.batch);
     c.gpuBytes = residentBytes(units, k, n) + (o.kvOffload ? 0.0 : gpuKv);
-    c.hostBytes = residentBytes(units, 0, k) + kvBytes(units, 0, k, o) + (o.kvOffload ? gpuKv : 0.0);
+    c.hostBytes = residentBytes(units, 0, k) + kvBytes(units, 0, k, double(o.context), o.batch) +
+                  (o.kvOffload ? gpuKv : 0.0);
     if (k < n && !t.gpu) {
       c.reason = "target has no GPU";
     } else if (k < n && c.gpuBytes > avail) {
