@@ -30,40 +30,35 @@ bool isProjection(Value v) {
   return def && isa<LinearOp, SplitOp>(def);
 }
 
-/// Peels layout ops and scalar Mul/Div, recording the factor. A scalar whose value lives in unread
-/// weight data (shape-only import) makes the factor unknown (NaN).
+/// A scalar factor of an attention score: a constant, or NaN (unknown) for a one-element weight whose
+/// value lives in unread weight data (shape-only import). nullopt when `v` is neither.
+std::optional<double> scalarFactor(Value v) {
+  if (auto c = constantScalar(v))
+    return c;
+  WeightOp w = traceWeight(v);
+  if (w && cast<ShapedType>(w.getType()).getNumElements() == 1)
+    return std::nan("");
+  return std::nullopt;
+}
+
+/// Peels layout ops and scalar Mul/Div, recording the factor (NaN once any factor is unknown).
 Value peel(Value v, double &scale) {
   while (true) {
     v = skipLayout(v);
     OnnxNodeOp op = anyProducer(v);
     if (op && (op.is("Mul") || op.is("Div"))) {
-      auto scalarWeight = [](Value s) {
-        WeightOp w = traceWeight(s);
-        return w && cast<ShapedType>(w.getType()).getNumElements() == 1;
-      };
-      auto c = constantScalar(op.getInputs()[1]);
-      if (c && *c != 0) {
-        scale *= op.is("Mul") ? *c : 1.0 / *c;
+      auto f = scalarFactor(op.getInputs()[1]);
+      if (f && *f != 0) {
+        scale *= op.is("Mul") ? *f : 1.0 / *f;
         v = op.getInputs()[0];
         continue;
       }
-      if (!c && scalarWeight(op.getInputs()[1])) {
-        scale = std::nan("");
-        v = op.getInputs()[0];
-        continue;
-      }
-      if (op.is("Mul")) {
-        if (auto c0 = constantScalar(op.getInputs()[0])) {
-          scale *= *c0;
+      if (op.is("Mul"))
+        if (auto f0 = scalarFactor(op.getInputs()[0])) {
+          scale *= *f0;
           v = op.getInputs()[1];
           continue;
         }
-        if (scalarWeight(op.getInputs()[0])) {
-          scale = std::nan("");
-          v = op.getInputs()[1];
-          continue;
-        }
-      }
     }
     return v;
   }
