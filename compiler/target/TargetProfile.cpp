@@ -113,10 +113,14 @@ const std::vector<TargetProfile> &targetCatalogue() {
 namespace {
 struct Reader {
   std::string &error;
+  /// "cpu.dram_bw_gbs", or "eta_c" at the top level.
+  static std::string fieldName(llvm::StringRef path, llvm::StringRef key) {
+    return path.empty() ? key.str() : (path + "." + key).str();
+  }
   bool number(const llvm::json::Object &o, llvm::StringRef path, llvm::StringRef key, double &out,
               bool positive = true, bool required = true) {
     const llvm::json::Value *v = o.get(key);
-    std::string field = (path.empty() ? key.str() : (path + "." + key).str());
+    std::string field = fieldName(path, key);
     if (!v) {
       if (!required)
         return true;
@@ -142,7 +146,7 @@ struct Reader {
         out = s->str();
         return true;
       }
-      error = (path.empty() ? key.str() : (path + "." + key).str()) + " must be a string";
+      error = fieldName(path, key) + " must be a string";
       return false;
     }
     return true;
