@@ -37,6 +37,13 @@ int main(int argc, char **argv) {
     errs() << "helm-profile: error: --gemm-hidden must be in [64, 16384]\n";
     return 1;
   }
+  // Opened before measuring, so an unwritable -o fails at once (removed again unless kept).
+  std::error_code ec;
+  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
+  if (ec) {
+    errs() << "helm-profile: error: " << outputPath << ": " << ec.message() << "\n";
+    return 1;
+  }
   auto progress = [](const std::string &s) { errs() << "helm-profile: " << s << "...\n"; };
   helm::TargetProfile profile = helm::measureHost(quick, progress);
 #if HELM_HAVE_CUDA
@@ -60,12 +67,6 @@ int main(int argc, char **argv) {
 #else
   errs() << "helm-profile: built without CUDA; writing the CPU part only\n";
 #endif
-  std::error_code ec;
-  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
-  if (ec) {
-    errs() << "helm-profile: error: " << outputPath << ": " << ec.message() << "\n";
-    return 1;
-  }
   out.os() << helm::targetProfileToJson(profile) << "\n";
   out.keep();
   errs() << formatv("helm-profile: DRAM {0:f1} GB/s, L3 {1:f1} GB/s, GEMV {2:f1} GFLOP/s, GEMM {3:f1} "
