@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace {
 struct Shape {
   int64_t layers, hidden, heads, kvHeads, headDim, inter, vocab;
@@ -56,6 +58,17 @@ helm::TargetProfile laptop() {
   ADD_FAILURE() << "rtx4060-laptop missing from the catalogue";
   return {};
 }
+
+/// The plan of `units` on `target`, or nullopt (a test failure naming the error) when planning fails.
+std::optional<helm::Plan> planFor(const std::vector<helm::UnitCost> &units,
+                                  const helm::TargetProfile &target, const helm::PlanOptions &options) {
+  helm::Plan plan;
+  std::string error;
+  if (helm::planPartition(units, target, options, plan, error))
+    return plan;
+  ADD_FAILURE() << error;
+  return std::nullopt;
+}
 } // namespace
 
 TEST(CostModel, Qwen3_8BBlockTerms) {
@@ -71,50 +84,46 @@ TEST(CostModel, Qwen3_8BOnTheLaptopIsCpu21Cuda17) {
   t.cpu.overheadMsPerBlock = t.gpu->overheadMsPerBlock = 0;
   helm::PlanOptions o;
   o.context = 0;
-  helm::Plan plan;
-  std::string error;
-  ASSERT_TRUE(helm::planPartition(qwen3Units(kQwen3_8B), t, o, plan, error)) << error;
-  EXPECT_EQ(plan.chosenK, 21);
-  const auto &c = plan.candidates[21];
+  auto plan = planFor(qwen3Units(kQwen3_8B), t, o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 21);
+  const auto &c = plan->candidates[21];
   EXPECT_NEAR(c.gpuBytes, 7418953728.0, 1);
   EXPECT_NEAR(c.tCpuMs, 171.508, 0.01);
   EXPECT_NEAR(c.tGpuMs, 34.032, 0.01);
   EXPECT_NEAR(c.tCommMs, 0.005512, 1e-5);
   EXPECT_NEAR(c.tPlanMs, 205.55, 0.01);
-  EXPECT_FALSE(plan.candidates[20].feasible); // needs 7,804,846,592 B of 7,511,998,464
-  EXPECT_NEAR(plan.candidates[20].gpuBytes, 7804846592.0, 1);
+  EXPECT_FALSE(plan->candidates[20].feasible); // needs 7,804,846,592 B of 7,511,998,464
+  EXPECT_NEAR(plan->candidates[20].gpuBytes, 7804846592.0, 1);
 }
 
 TEST(CostModel, OverheadAndContextOnTheLaptop) {
   helm::PlanOptions o;
   o.context = 256;
-  helm::Plan plan;
-  std::string error;
-  ASSERT_TRUE(helm::planPartition(qwen3Units(kQwen3_8B), laptop(), o, plan, error)) << error;
-  EXPECT_EQ(plan.chosenK, 21);
-  EXPECT_NEAR(plan.predictedMsPerToken, 212.81, 0.01);
+  auto plan = planFor(qwen3Units(kQwen3_8B), laptop(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 21);
+  EXPECT_NEAR(plan->predictedMsPerToken, 212.81, 0.01);
 }
 
 TEST(CostModel, KvOnTheGpuMovesTheSplit) {
   helm::PlanOptions o;
   o.context = 4096;
   o.kvOffload = false;
-  helm::Plan plan;
-  std::string error;
-  ASSERT_TRUE(helm::planPartition(qwen3Units(kQwen3_8B), laptop(), o, plan, error)) << error;
-  EXPECT_EQ(plan.chosenK, 22);
+  auto plan = planFor(qwen3Units(kQwen3_8B), laptop(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 22);
 }
 
 TEST(CostModel, TiedTableCountsOnBothDevices) {
   helm::PlanOptions o;
   o.context = 256;
-  helm::Plan plan;
-  std::string error;
-  ASSERT_TRUE(helm::planPartition(qwen3Units(kQwen3_4B), laptop(), o, plan, error)) << error;
-  EXPECT_EQ(plan.chosenK, 4);
-  EXPECT_NEAR(plan.candidates[4].gpuBytes, 7439351296.0, 1);
-  EXPECT_NEAR(plan.candidates[3].gpuBytes, 7641212928.0, 1);
-  EXPECT_NEAR(plan.candidates[0].gpuBytes, 8044936192.0, 1); // tied table once when all on GPU
+  auto plan = planFor(qwen3Units(kQwen3_4B), laptop(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 4);
+  EXPECT_NEAR(plan->candidates[4].gpuBytes, 7439351296.0, 1);
+  EXPECT_NEAR(plan->candidates[3].gpuBytes, 7641212928.0, 1);
+  EXPECT_NEAR(plan->candidates[0].gpuBytes, 8044936192.0, 1); // tied table once when all on GPU
 }
 
 TEST(CostModel, ForceSplitAndInfeasiblePlans) {
@@ -142,9 +151,8 @@ TEST(CostModel, CpuOnlyTargetPlansEverythingOnTheCpu) {
   helm::TargetProfile t = laptop();
   t.gpu.reset();
   helm::PlanOptions o;
-  helm::Plan plan;
-  std::string error;
-  ASSERT_TRUE(helm::planPartition(qwen3Units(kQwen3_8B), t, o, plan, error)) << error;
-  EXPECT_EQ(plan.chosenK, 38);
-  EXPECT_EQ(plan.candidates[0].reason, "target has no GPU");
+  auto plan = planFor(qwen3Units(kQwen3_8B), t, o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 38);
+  EXPECT_EQ(plan->candidates[0].reason, "target has no GPU");
 }
