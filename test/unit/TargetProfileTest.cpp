@@ -13,6 +13,8 @@ TEST(TargetProfile, CatalogueRoundTripsThroughJson) {
     ASSERT_TRUE(back.gpu.has_value());
     EXPECT_DOUBLE_EQ(back.gpu->vramBytes, t.gpu->vramBytes);
     EXPECT_DOUBLE_EQ(back.link.bwGbs, t.link.bwGbs);
+    // Every field, not just the ones above: what was parsed writes the same document again.
+    EXPECT_EQ(helm::targetProfileToJson(back), helm::targetProfileToJson(t)) << t.name;
   }
 }
 
