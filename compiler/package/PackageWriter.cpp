@@ -3,7 +3,6 @@
 #include "compiler/package/PackageWriter.h"
 #include "runtime/package/Package.h"
 
-#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -218,7 +217,6 @@ llvm::Error PackageWriter::finish() {
     writeAt(h.sectionTableOffset, table.data(), table.size(), nullptr);
   }
   encodeHeader(h, page.data());
-  llvm::support::endian::write64le(page.data() + kHeaderChecksumSpan, computeHeaderChecksum(page.data()));
   writeAt(0, page.data(), page.size(), nullptr);
   if (!ok())
     return failed();

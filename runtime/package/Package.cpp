@@ -67,7 +67,7 @@ void encodeHeader(const FileHeader &h, char out[kHeaderSize]) {
   write64le(out + 32, h.fileSize);
   write64le(out + 40, h.flags);
   write64le(out + 48, h.tableChecksum);
-  write64le(out + 56, h.headerChecksum);
+  write64le(out + kHeaderChecksumSpan, computeHeaderChecksum(out));
 }
 
 FileHeader decodeHeader(const char in[kHeaderSize]) {

@@ -62,7 +62,7 @@ struct FileHeader {
   uint64_t fileSize = 0;
   uint64_t flags = 0; // reserved: written as 0, ignored by readers of version 1
   uint64_t tableChecksum = 0;  // checksum64 of the section table bytes
-  uint64_t headerChecksum = 0; // checksum64 of header bytes [0, 56)
+  uint64_t headerChecksum = 0; // checksum64 of header bytes [0, 56); computed by encodeHeader
 };
 
 struct SectionEntry {
@@ -76,12 +76,13 @@ struct SectionEntry {
   llvm::StringRef nameRef() const; // up to the first NUL
 };
 
-/// Writes `h` as 64 bytes; headerChecksum is written as given (see computeHeaderChecksum).
+/// Writes `h` as 64 bytes, sealed: the header checksum is computed from the other 56 bytes
+/// (h.headerChecksum is not used).
 void encodeHeader(const FileHeader &h, char out[kHeaderSize]);
 FileHeader decodeHeader(const char in[kHeaderSize]);
 void encodeEntry(const SectionEntry &e, char out[kSectionEntrySize]);
 SectionEntry decodeEntry(const char in[kSectionEntrySize]);
-/// Checksum of an encoded header's first 56 bytes.
+/// Checksum of an encoded header's first 56 bytes (what its last 8 bytes must hold).
 uint64_t computeHeaderChecksum(const char encodedHeader[kHeaderSize]);
 
 /// Whether `name` is a valid section name: 1..31 bytes, each printable ASCII 0x21..0x7E.

@@ -552,7 +552,6 @@ std::vector<char> packageWithManifest(llvm::StringRef manifest) {
   h.fileSize = b.size();
   h.tableChecksum = checksum64(b.data() + 64, 64);
   encodeHeader(h, b.data());
-  llvm::support::endian::write64le(b.data() + 56, computeHeaderChecksum(b.data()));
   return b;
 }
 
@@ -675,7 +674,6 @@ TEST_F(PackageTest, SparseFileBeyondFourGiB) {
   FileHeader h = syntheticHeader(2, fileSize);
   h.tableChecksum = checksum64(page.data() + 64, 128);
   encodeHeader(h, page.data());
-  llvm::support::endian::write64le(page.data() + 56, computeHeaderChecksum(page.data()));
   {
     std::ofstream f(out, std::ios::binary);
     f.write(page.data(), 4096);
