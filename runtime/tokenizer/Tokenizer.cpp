@@ -454,10 +454,23 @@ public:
 
   llvm::Error load(const json::Value &root);
   llvm::Error loadModel(const json::Object &m);
-  llvm::Error loadNormalizer(const json::Value &v, const std::string &path);
-  llvm::Error loadPreTokenizer(const json::Value &v, const std::string &path);
-  llvm::Error loadDecoder(const json::Value &v, const std::string &path);
-  llvm::Error loadPostProcessor(const json::Value &v, const std::string &path);
+  /// normalizer, pre_tokenizer, decoder and post_processor share one form: null (none), or an
+  /// object with a "type", where "Sequence" lists more of them under `listKey`. Calls `loadOne`
+  /// for each object that is not a Sequence.
+  using ComponentLoader = llvm::Error (TokenizerImpl::*)(const json::Object &o, llvm::StringRef type,
+                                                        const std::string &path);
+  llvm::Error loadComponents(const json::Value &v, const std::string &path, llvm::StringRef listKey,
+                             ComponentLoader loadOne);
+  llvm::Error loadNormalizer(const json::Object &o, llvm::StringRef type, const std::string &path);
+  llvm::Error loadPreTokenizer(const json::Object &o, llvm::StringRef type, const std::string &path);
+  llvm::Error loadDecoder(const json::Object &o, llvm::StringRef type, const std::string &path);
+  llvm::Error loadPostProcessor(const json::Object &o, llvm::StringRef type, const std::string &path);
+  /// Sets `out` from the boolean `path.key` if present (null counts as absent when `nullOk`).
+  llvm::Error readBool(const json::Object &o, llvm::StringRef key, const std::string &path, bool &out,
+                       bool nullOk = false) const;
+  /// The String pattern and content of a Replace normalizer or decoder.
+  llvm::Error readReplace(const json::Object &o, const std::string &path, std::string &from,
+                          std::string &to) const;
   llvm::Error loadAddedTokens(const json::Value &v);
 
   void encodeSegment(llvm::StringRef text, bool atTextStart, std::vector<int32_t> &out) const;
@@ -507,18 +520,18 @@ llvm::Error TokenizerImpl::load(const json::Value &root) {
     if (auto e = loadAddedTokens(*v))
       return e;
   if (const json::Value *v = o->get("normalizer"))
-    if (auto e = loadNormalizer(*v, "normalizer"))
+    if (auto e = loadComponents(*v, "normalizer", "normalizers", &TokenizerImpl::loadNormalizer))
       return e;
   if (const json::Value *v = o->get("pre_tokenizer"))
-    if (auto e = loadPreTokenizer(*v, "pre_tokenizer"))
+    if (auto e = loadComponents(*v, "pre_tokenizer", "pretokenizers", &TokenizerImpl::loadPreTokenizer))
       return e;
   if (const json::Value *v = o->get("decoder")) {
-    if (auto e = loadDecoder(*v, "decoder"))
+    if (auto e = loadComponents(*v, "decoder", "decoders", &TokenizerImpl::loadDecoder))
       return e;
     haveDecoder = v->kind() != json::Value::Null;
   }
   if (const json::Value *v = o->get("post_processor"))
-    if (auto e = loadPostProcessor(*v, "post_processor"))
+    if (auto e = loadComponents(*v, "post_processor", "processors", &TokenizerImpl::loadPostProcessor))
       return e;
   if (const json::Value *v = o->get("truncation"); v && v->kind() != json::Value::Null)
     return fail("truncation is not supported (must be null)");
@@ -553,28 +566,17 @@ llvm::Error TokenizerImpl::loadModel(const json::Object &m) {
     out = s->str();
     return llvm::Error::success();
   };
-  auto optBool = [&](llvm::StringRef key, bool &out) -> llvm::Error {
-    const json::Value *v = m.get(key);
-    if (!v || v->kind() == json::Value::Null)
-      return llvm::Error::success();
-    auto b = v->getAsBoolean();
-    if (!b)
-      return fail("model." + key + " is " + kindName(*v) + ", not a boolean");
-    out = *b;
-    return llvm::Error::success();
-  };
   if (auto e = optString("unk_token", unkToken))
     return e;
   if (auto e = optString("continuing_subword_prefix", continuingPrefix))
     return e;
   if (auto e = optString("end_of_word_suffix", endSuffix))
     return e;
-  if (auto e = optBool("fuse_unk", fuseUnk))
-    return e;
-  if (auto e = optBool("byte_fallback", byteFallback))
-    return e;
-  if (auto e = optBool("ignore_merges", ignoreMerges))
-    return e;
+  for (auto [key, ptr] : {std::pair<const char *, bool *>{"fuse_unk", &fuseUnk},
+                          {"byte_fallback", &byteFallback},
+                          {"ignore_merges", &ignoreMerges}})
+    if (auto e = readBool(m, key, "model", *ptr, /*nullOk=*/true))
+      return e;
   if (const json::Value *d = m.get("dropout"); d && d->kind() != json::Value::Null) {
     auto x = d->getAsNumber();
     if (!x)
@@ -681,22 +683,12 @@ llvm::Error TokenizerImpl::loadAddedTokens(const json::Value &v) {
       return fail(path + ".content is missing or not a string");
     t.id = static_cast<int32_t>(*id);
     t.content = content->str();
-    auto flag = [&](llvm::StringRef key, bool &out) -> llvm::Error {
-      const json::Value *f = o->get(key);
-      if (!f)
-        return llvm::Error::success();
-      auto b = f->getAsBoolean();
-      if (!b)
-        return fail(path + "." + key + " is " + kindName(*f) + ", not a boolean");
-      out = *b;
-      return llvm::Error::success();
-    };
     for (auto [key, ptr] : {std::pair<const char *, bool *>{"single_word", &t.singleWord},
                             {"lstrip", &t.lstrip},
                             {"rstrip", &t.rstrip},
                             {"normalized", &t.normalized},
                             {"special", &t.special}})
-      if (auto e = flag(key, *ptr))
+      if (auto e = readBool(*o, key, path, *ptr))
         return e;
     if (t.content.empty() || addedByContent.count(t.content))
       continue; // like `tokenizers`: an empty or repeated content is not added again
@@ -726,7 +718,36 @@ llvm::Error TokenizerImpl::loadAddedTokens(const json::Value &v) {
   return llvm::Error::success();
 }
 
-llvm::Error TokenizerImpl::loadNormalizer(const json::Value &v, const std::string &path) {
+llvm::Error TokenizerImpl::readBool(const json::Object &o, llvm::StringRef key,
+                                   const std::string &path, bool &out, bool nullOk) const {
+  const json::Value *v = o.get(key);
+  if (!v || (nullOk && v->kind() == json::Value::Null))
+    return llvm::Error::success();
+  auto b = v->getAsBoolean();
+  if (!b)
+    return fail(path + "." + key + " is " + kindName(*v) + ", not a boolean");
+  out = *b;
+  return llvm::Error::success();
+}
+
+llvm::Error TokenizerImpl::readReplace(const json::Object &o, const std::string &path,
+                                      std::string &from, std::string &to) const {
+  const json::Object *pat = o.getObject("pattern");
+  auto content = o.getString("content");
+  if (!pat || !content)
+    return fail(path + ": Replace needs pattern and content");
+  auto s = pat->getString("String");
+  if (!s)
+    return fail(path + ".pattern: only a String pattern is supported (not Regex)");
+  if (s->empty())
+    return fail(path + ".pattern.String is empty");
+  from = s->str();
+  to = content->str();
+  return llvm::Error::success();
+}
+
+llvm::Error TokenizerImpl::loadComponents(const json::Value &v, const std::string &path,
+                                          llvm::StringRef listKey, ComponentLoader loadOne) {
   if (v.kind() == json::Value::Null)
     return llvm::Error::success();
   const json::Object *o = v.getAsObject();
@@ -735,82 +756,56 @@ llvm::Error TokenizerImpl::loadNormalizer(const json::Value &v, const std::strin
   auto type = o->getString("type");
   if (!type)
     return fail(path + ".type is missing");
-  if (*type == "Sequence") {
-    const json::Array *arr = o->getArray("normalizers");
-    if (!arr)
-      return fail(path + ".normalizers is missing or not an array");
-    for (size_t i = 0; i < arr->size(); ++i)
-      if (auto e = loadNormalizer((*arr)[i], path + ".normalizers[" + std::to_string(i) + "]"))
-        return e;
-    return llvm::Error::success();
-  }
-  if (*type == "NFC") {
+  if (*type != "Sequence")
+    return (this->*loadOne)(*o, *type, path);
+  const json::Array *arr = o->getArray(listKey);
+  if (!arr)
+    return fail(path + "." + listKey + " is missing or not an array");
+  for (size_t i = 0; i < arr->size(); ++i)
+    if (auto e = loadComponents((*arr)[i], path + "." + listKey.str() + "[" + std::to_string(i) + "]",
+                                listKey, loadOne))
+      return e;
+  return llvm::Error::success();
+}
+
+llvm::Error TokenizerImpl::loadNormalizer(const json::Object &o, llvm::StringRef type,
+                                          const std::string &path) {
+  if (type == "NFC") {
     normalizers.push_back({Normalizer::NFC, "", ""});
     return llvm::Error::success();
   }
-  if (*type == "Prepend") {
-    auto p = o->getString("prepend");
+  if (type == "Prepend") {
+    auto p = o.getString("prepend");
     if (!p)
       return fail(path + ".prepend is missing or not a string");
     normalizers.push_back({Normalizer::Prepend, p->str(), ""});
     return llvm::Error::success();
   }
-  if (*type == "Replace") {
-    const json::Object *pat = o->getObject("pattern");
-    auto content = o->getString("content");
-    if (!pat || !content)
-      return fail(path + ": Replace needs pattern and content");
-    auto s = pat->getString("String");
-    if (!s)
-      return fail(path + ".pattern: only a String pattern is supported (not Regex)");
-    if (s->empty())
-      return fail(path + ".pattern.String is empty");
-    normalizers.push_back({Normalizer::Replace, s->str(), content->str()});
+  if (type == "Replace") {
+    Normalizer n{Normalizer::Replace, "", ""};
+    if (auto e = readReplace(o, path, n.a, n.b))
+      return e;
+    normalizers.push_back(std::move(n));
     return llvm::Error::success();
   }
-  return fail(path + ".type '" + *type +
+  return fail(path + ".type '" + type +
               "' is not supported (NFC, Prepend, Replace, Sequence only)");
 }
 
-llvm::Error TokenizerImpl::loadPreTokenizer(const json::Value &v, const std::string &path) {
-  if (v.kind() == json::Value::Null)
-    return llvm::Error::success();
-  const json::Object *o = v.getAsObject();
-  if (!o)
-    return fail(path + " is " + kindName(v) + ", not an object");
-  auto type = o->getString("type");
-  if (!type)
-    return fail(path + ".type is missing");
-  auto boolField = [&](llvm::StringRef key, bool &out) -> llvm::Error {
-    const json::Value *f = o->get(key);
-    if (!f)
-      return llvm::Error::success();
-    auto b = f->getAsBoolean();
-    if (!b)
-      return fail(path + "." + key + " is " + kindName(*f) + ", not a boolean");
-    out = *b;
-    return llvm::Error::success();
-  };
-  if (*type == "Sequence") {
-    const json::Array *arr = o->getArray("pretokenizers");
-    if (!arr)
-      return fail(path + ".pretokenizers is missing or not an array");
-    for (size_t i = 0; i < arr->size(); ++i)
-      if (auto e = loadPreTokenizer((*arr)[i], path + ".pretokenizers[" + std::to_string(i) + "]"))
-        return e;
-    return llvm::Error::success();
-  }
+llvm::Error TokenizerImpl::loadPreTokenizer(const json::Object &o, llvm::StringRef type,
+                                            const std::string &path) {
+  auto boolField = [&](llvm::StringRef key, bool &out) { return readBool(o, key, path, out); };
   PreTokenizer p;
-  if (*type == "ByteLevel") {
+  if (type == "ByteLevel") {
     p.kind = PreTokenizer::ByteLevel;
     if (auto e = boolField("add_prefix_space", p.addPrefixSpace))
       return e;
     if (auto e = boolField("use_regex", p.useRegex))
       return e;
     p.pattern = PatternKind::Gpt2;
-  } else if (*type == "Split") {
+  } else if (type == "Split") {
     p.kind = PreTokenizer::Split;
-    const json::Object *pat = o->getObject("pattern");
+    const json::Object *pat = o.getObject("pattern");
     if (!pat)
       return fail(path + ".pattern is missing or not an object");
     if (auto s = pat->getString("String")) {
@@ -831,7 +826,7 @@ llvm::Error TokenizerImpl::loadPreTokenizer(const json::Value &v, const std::str
     } else {
       return fail(path + ".pattern needs a String or Regex");
     }
-    auto beh = o->getString("behavior");
+    auto beh = o.getString("behavior");
     if (!beh)
       return fail(path + ".behavior is missing or not a string");
     if (*beh == "Removed")
@@ -848,13 +843,13 @@ llvm::Error TokenizerImpl::loadPreTokenizer(const json::Value &v, const std::str
       return fail(path + ".behavior '" + *beh + "' is not a known split behavior");
     if (auto e = boolField("invert", p.invert))
       return e;
-  } else if (*type == "Metaspace") {
+  } else if (type == "Metaspace") {
     p.kind = PreTokenizer::Metaspace;
-    auto rep = o->getString("replacement");
+    auto rep = o.getString("replacement");
     if (!rep || rep->empty())
       return fail(path + ".replacement is missing or not a string");
     p.replacement = rep->str();
-    if (auto scheme = o->getString("prepend_scheme")) {
+    if (auto scheme = o.getString("prepend_scheme")) {
       if (*scheme == "always")
         p.prepend = PreTokenizer::Always;
       else if (*scheme == "first")
@@ -872,55 +867,30 @@ llvm::Error TokenizerImpl::loadPreTokenizer(const json::Value &v, const std::str
     if (auto e = boolField("split", p.split))
       return e;
   } else {
-    return fail(path + ".type '" + *type +
+    return fail(path + ".type '" + type +
                 "' is not supported (ByteLevel, Split, Metaspace, Sequence only)");
   }
   preTokenizers.push_back(std::move(p));
   return llvm::Error::success();
 }
 
-llvm::Error TokenizerImpl::loadDecoder(const json::Value &v, const std::string &path) {
-  if (v.kind() == json::Value::Null)
-    return llvm::Error::success();
-  const json::Object *o = v.getAsObject();
-  if (!o)
-    return fail(path + " is " + kindName(v) + ", not an object");
-  auto type = o->getString("type");
-  if (!type)
-    return fail(path + ".type is missing");
+llvm::Error TokenizerImpl::loadDecoder(const json::Object &o, llvm::StringRef type,
+                                       const std::string &path) {
   Decoder d;
-  if (*type == "Sequence") {
-    const json::Array *arr = o->getArray("decoders");
-    if (!arr)
-      return fail(path + ".decoders is missing or not an array");
-    for (size_t i = 0; i < arr->size(); ++i)
-      if (auto e = loadDecoder((*arr)[i], path + ".decoders[" + std::to_string(i) + "]"))
-        return e;
-    return llvm::Error::success();
-  }
-  if (*type == "ByteLevel") {
+  if (type == "ByteLevel") {
     d.kind = Decoder::ByteLevel;
-  } else if (*type == "ByteFallback") {
+  } else if (type == "ByteFallback") {
     d.kind = Decoder::ByteFallback;
-  } else if (*type == "Fuse") {
+  } else if (type == "Fuse") {
     d.kind = Decoder::Fuse;
-  } else if (*type == "Replace") {
+  } else if (type == "Replace") {
     d.kind = Decoder::Replace;
-    const json::Object *pat = o->getObject("pattern");
-    auto content = o->getString("content");
-    if (!pat || !content)
-      return fail(path + ": Replace needs pattern and content");
-    auto s = pat->getString("String");
-    if (!s)
-      return fail(path + ".pattern: only a String pattern is supported (not Regex)");
-    if (s->empty())
-      return fail(path + ".pattern.String is empty");
-    d.a = s->str();
-    d.b = content->str();
-  } else if (*type == "Strip") {
+    if (auto e = readReplace(o, path, d.a, d.b))
+      return e;
+  } else if (type == "Strip") {
     d.kind = Decoder::Strip;
-    auto content = o->getString("content");
-    auto start = o->getInteger("start"), stop = o->getInteger("stop");
+    auto content = o.getString("content");
+    auto start = o.getInteger("start"), stop = o.getInteger("stop");
     if (!content || !start || !stop || *start < 0 || *stop < 0)
       return fail(path + ": Strip needs content, start and stop");
     uint32_t cp;
@@ -929,18 +899,18 @@ llvm::Error TokenizerImpl::loadDecoder(const json::Value &v, const std::string &
     d.stripChar = cp;
     d.start = static_cast<size_t>(std::min<int64_t>(*start, 1 << 20));
     d.stop = static_cast<size_t>(std::min<int64_t>(*stop, 1 << 20));
-  } else if (*type == "Metaspace") {
+  } else if (type == "Metaspace") {
     d.kind = Decoder::Metaspace;
-    auto rep = o->getString("replacement");
+    auto rep = o.getString("replacement");
     if (!rep || rep->empty())
       return fail(path + ".replacement is missing or not a string");
     d.a = rep->str();
-    if (auto scheme = o->getString("prepend_scheme"))
+    if (auto scheme = o.getString("prepend_scheme"))
       d.prependFirst = *scheme != "never";
-    else if (auto b = o->getBoolean("add_prefix_space"))
+    else if (auto b = o.getBoolean("add_prefix_space"))
       d.prependFirst = *b;
   } else {
-    return fail(path + ".type '" + *type +
+    return fail(path + ".type '" + type +
                 "' is not supported (ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, "
                 "Sequence only)");
   }
@@ -948,35 +918,19 @@ llvm::Error TokenizerImpl::loadDecoder(const json::Value &v, const std::string &
   return llvm::Error::success();
 }
 
-llvm::Error TokenizerImpl::loadPostProcessor(const json::Value &v, const std::string &path) {
-  if (v.kind() == json::Value::Null)
-    return llvm::Error::success();
-  const json::Object *o = v.getAsObject();
-  if (!o)
-    return fail(path + " is " + kindName(v) + ", not an object");
-  auto type = o->getString("type");
-  if (!type)
-    return fail(path + ".type is missing");
-  if (*type == "ByteLevel")
+llvm::Error TokenizerImpl::loadPostProcessor(const json::Object &o, llvm::StringRef type,
+                                             const std::string &path) {
+  if (type == "ByteLevel")
     return llvm::Error::success(); // offsets only
-  if (*type == "Sequence") {
-    const json::Array *arr = o->getArray("processors");
-    if (!arr)
-      return fail(path + ".processors is missing or not an array");
-    for (size_t i = 0; i < arr->size(); ++i)
-      if (auto e = loadPostProcessor((*arr)[i], path + ".processors[" + std::to_string(i) + "]"))
-        return e;
-    return llvm::Error::success();
-  }
-  if (*type != "TemplateProcessing")
-    return fail(path + ".type '" + *type +
+  if (type != "TemplateProcessing")
+    return fail(path + ".type '" + type +
                 "' is not supported (TemplateProcessing, ByteLevel, Sequence only)");
   if (!prefixIds.empty() || !suffixIds.empty())
     return fail(path + ": more than one TemplateProcessing");
-  const json::Array *single = o->getArray("single");
+  const json::Array *single = o.getArray("single");
   if (!single)
     return fail(path + ".single is missing or not an array");
-  const json::Object *specials = o->getObject("special_tokens");
+  const json::Object *specials = o.getObject("special_tokens");
   bool seenA = false;
   for (size_t i = 0; i < single->size(); ++i) {
     std::string ipath = path + ".single[" + std::to_string(i) + "]";
