@@ -12,6 +12,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace helm {
@@ -184,6 +186,12 @@ bool parseTargetProfile(llvm::StringRef text, TargetProfile &out, std::string &e
       !r.number(*c, "cpu", "overhead_ms_per_block", t.cpu.overheadMsPerBlock, false) ||
       !r.number(*c, "cpu", "cores", cores, false, false))
     return false;
+  // int(cores) is undefined past INT_MAX (and came back negative, failing only inside helm-partition).
+  if (cores > double(std::numeric_limits<int>::max())) {
+    error = "cpu.cores must be at most " + std::to_string(std::numeric_limits<int>::max()) + ", got " +
+            llvm::formatv("{0}", llvm::format("%g", cores)).str();
+    return false;
+  }
   t.cpu.cores = int(cores);
   if (const llvm::json::Value *g = root->get("gpu"); g && !g->getAsNull()) {
     const llvm::json::Object *go = g->getAsObject();

@@ -25,6 +25,11 @@ TEST(TargetProfile, ErrorsNameTheField) {
   EXPECT_EQ(error, "cpu.dram_bw_gbs must be positive, got 0");
   EXPECT_FALSE(helm::parseTargetProfile("{\"cpu\": {\"dram_bw_gbs\": 40}}", t, error));
   EXPECT_EQ(error, "cpu.l3_bytes is missing");
+  EXPECT_FALSE(helm::parseTargetProfile(
+      "{\"cpu\": {\"dram_bw_gbs\": 40, \"l3_bytes\": 0, \"l3_bw_gbs\": 1, \"p_dec_gflops\": 1, "
+      "\"p_pre_gflops\": 1, \"ram_bytes\": 1, \"overhead_ms_per_block\": 0, \"cores\": 1e30}}",
+      t, error));
+  EXPECT_EQ(error, "cpu.cores must be at most 2147483647, got 1e+30");
   EXPECT_FALSE(helm::parseTargetProfile("[1, 2]", t, error));
   EXPECT_EQ(error, "the profile must be a JSON object");
   EXPECT_FALSE(helm::parseTargetProfile("{\"cpu\": ", t, error));
