@@ -531,25 +531,36 @@ TEST_F(PackageTest, ResealedStructuralCorruption) {
   }
 }
 
-// Packages with an arbitrary manifest, built by hand (the writer refuses bad manifests).
-std::vector<char> packageWithManifest(llvm::StringRef manifest) {
-  std::vector<char> b(4096 + manifest.size(), 0);
-  std::memcpy(b.data() + 4096, manifest.data(), manifest.size());
-  SectionEntry e;
-  e.kind = 1;
-  std::memcpy(e.name, "manifest", 8);
-  e.offset = 4096;
-  e.size = manifest.size();
-  e.checksum = checksum64(manifest.data(), manifest.size());
-  encodeEntry(e, b.data() + 64);
+// Header and entry for hand-built packages and synthetic tables.
+FileHeader syntheticHeader(uint32_t count, uint64_t fileSize) {
   FileHeader h;
   std::memcpy(h.magic, kMagic, 8);
   h.version = 1;
   h.headerSize = 64;
-  h.sectionCount = 1;
+  h.sectionCount = count;
   h.sectionEntrySize = 64;
   h.sectionTableOffset = 64;
-  h.fileSize = b.size();
+  h.fileSize = fileSize;
+  return h;
+}
+
+SectionEntry entry(SectionKind kind, const char *name, uint64_t offset, uint64_t size) {
+  SectionEntry e;
+  e.kind = uint32_t(kind);
+  std::strncpy(e.name, name, kSectionNameSize - 1);
+  e.offset = offset;
+  e.size = size;
+  return e;
+}
+
+// Packages with an arbitrary manifest, built by hand (the writer refuses bad manifests).
+std::vector<char> packageWithManifest(llvm::StringRef manifest) {
+  std::vector<char> b(4096 + manifest.size(), 0);
+  std::memcpy(b.data() + 4096, manifest.data(), manifest.size());
+  SectionEntry e = entry(SectionKind::Manifest, "manifest", 4096, manifest.size());
+  e.checksum = checksum64(manifest.data(), manifest.size());
+  encodeEntry(e, b.data() + 64);
+  FileHeader h = syntheticHeader(1, b.size());
   h.tableChecksum = checksum64(b.data() + 64, 64);
   encodeHeader(h, b.data());
   return b;
@@ -575,27 +586,6 @@ TEST(PackageManifest, MustBeAJsonObject) {
 }
 
 // --- layout arithmetic for multi-GB files (no big files needed) ------------------------------
-
-FileHeader syntheticHeader(uint32_t count, uint64_t fileSize) {
-  FileHeader h;
-  std::memcpy(h.magic, kMagic, 8);
-  h.version = 1;
-  h.headerSize = 64;
-  h.sectionCount = count;
-  h.sectionEntrySize = 64;
-  h.sectionTableOffset = 64;
-  h.fileSize = fileSize;
-  return h;
-}
-
-SectionEntry entry(SectionKind kind, const char *name, uint64_t offset, uint64_t size) {
-  SectionEntry e;
-  e.kind = uint32_t(kind);
-  std::strncpy(e.name, name, kSectionNameSize - 1);
-  e.offset = offset;
-  e.size = size;
-  return e;
-}
 
 TEST(PackageLayout, OffsetsBeyondFourGiB) {
   uint64_t gpuOff = 4096 * 2, gpuSize = 5 * GiB + 123;
