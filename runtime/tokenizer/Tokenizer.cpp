@@ -396,25 +396,25 @@ private:
   std::array<bool, 256> firstBytes{};
 };
 
-bool lastCharIsWord(llvm::StringRef s) {
-  // Walk back to the start of the last UTF-8 character.
-  if (s.empty())
-    return false;
-  size_t i = s.size() - 1;
-  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80 && s.size() - i < 4)
+/// Start of the UTF-8 character that ends at s[end - 1]: steps back over at most three
+/// continuation bytes, never below `lo` (< end).
+size_t lastCharStart(llvm::StringRef s, size_t end, size_t lo) {
+  size_t i = end - 1;
+  while (i > lo && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80 && end - i < 4)
     --i;
+  return i;
+}
+
+/// Whether the character at s[i] is a word character (\w: letter, number or '_').
+bool wordCharAt(llvm::StringRef s, size_t i) {
   uint32_t cp;
   decodeUtf8(s, i, cp);
   return cp != kInvalidCodePoint && (isLetter(cp) || isNumber(cp) || cp == '_');
 }
 
-bool firstCharIsWord(llvm::StringRef s) {
-  if (s.empty())
-    return false;
-  uint32_t cp;
-  decodeUtf8(s, 0, cp);
-  return cp != kInvalidCodePoint && (isLetter(cp) || isNumber(cp) || cp == '_');
-}
+bool lastCharIsWord(llvm::StringRef s) { return !s.empty() && wordCharAt(s, lastCharStart(s, s.size(), 0)); }
+
+bool firstCharIsWord(llvm::StringRef s) { return !s.empty() && wordCharAt(s, 0); }
 
 } // namespace
 
@@ -482,6 +482,18 @@ public:
                                                               const AddedMatcher &m) const;
   std::string normalize(llvm::StringRef s) const;
   std::vector<std::string> runDecoders(std::vector<std::string> tokens) const;
+
+  /// The added token with this id, or nullptr.
+  const AddedToken *findAdded(int32_t id) const {
+    auto a = addedById.find(id);
+    return a == addedById.end() ? nullptr : &added[a->second];
+  }
+  /// The model vocabulary token with this id, if there is one.
+  std::optional<llvm::StringRef> modelToken(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= idUsed.size() || !idUsed[id])
+      return std::nullopt;
+    return idToTok[id];
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1004,9 +1016,7 @@ TokenizerImpl::splitAdded(llvm::StringRef s, const AddedMatcher &m) const {
       size_t ns = start;
       while (ns > startOffset) {
         // Step back over one whitespace character (ASCII or multi-byte).
-        size_t k = ns - 1;
-        while (k > startOffset && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80 && ns - k < 4)
-          --k;
+        size_t k = lastCharStart(s, ns, startOffset);
         uint32_t cp;
         if (decodeUtf8(s, k, cp) != ns - k || cp == kInvalidCodePoint || !isWhiteSpace(cp))
           break;
@@ -1413,17 +1423,16 @@ llvm::Expected<std::string> Tokenizer::decode(llvm::ArrayRef<int32_t> ids, bool 
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
-    auto a = m.addedById.find(id);
-    if (a != m.addedById.end()) {
-      const AddedToken &t = m.added[a->second];
-      if (!(skipSpecial && t.special))
-        tokens.push_back(t.content);
+    if (const AddedToken *a = m.findAdded(id)) {
+      if (!(skipSpecial && a->special))
+        tokens.push_back(a->content);
       continue;
     }
-    if (id < 0 || static_cast<size_t>(id) >= m.idUsed.size() || !m.idUsed[id])
+    std::optional<llvm::StringRef> t = m.modelToken(id);
+    if (!t)
       return m.fail("cannot decode unknown token id " + llvm::Twine(id) + " (vocabulary size " +
                     llvm::Twine(m.vocabEnd) + ")");
-    tokens.push_back(m.idToTok[id].str());
+    tokens.push_back(t->str());
   }
   if (!m.haveDecoder) {
     std::string r;
@@ -1469,17 +1478,14 @@ std::optional<int32_t> Tokenizer::tokenToId(llvm::StringRef token) const {
 }
 
 llvm::StringRef Tokenizer::idToToken(int32_t id) const {
-  auto a = impl->addedById.find(id);
-  if (a != impl->addedById.end())
-    return impl->added[a->second].content;
-  if (id >= 0 && static_cast<size_t>(id) < impl->idUsed.size() && impl->idUsed[id])
-    return impl->idToTok[id];
-  return "";
+  if (const AddedToken *a = impl->findAdded(id))
+    return a->content;
+  return impl->modelToken(id).value_or("");
 }
 
 bool Tokenizer::isSpecial(int32_t id) const {
-  auto a = impl->addedById.find(id);
-  return a != impl->addedById.end() && impl->added[a->second].special;
+  const AddedToken *a = impl->findAdded(id);
+  return a && a->special;
 }
 
 // ---------------------------------------------------------------------------------------------
