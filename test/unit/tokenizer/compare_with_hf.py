@@ -31,12 +31,34 @@ GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\
 LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
              r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_RE = LLAMA3_RE.replace(r"\p{N}{1,3}", r"\p{N}")
+BYTE_LEVEL_NO_REGEX = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+
+def split(pattern, behavior, invert=False):
+    return {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}
 
 
 def byte_level_split(pattern):
-    return {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    return {"type": "Sequence", "pretokenizers": [split({"Regex": pattern}, "Isolated"), BYTE_LEVEL_NO_REGEX]}
+
+
+def with_string_merges(tok):
+    """A copy of `tok` with its merges written as "a b" strings."""
+    v = copy.deepcopy(tok)
+    v["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in v["model"]["merges"]]
+    return v
+
+
+def with_metaspace(tok, decoder=True, **options):
+    """A copy of `tok` without normalizer whose pre-tokenizer (and, if `decoder`, decoder after
+    ByteFallback) is Metaspace with `options`."""
+    v = copy.deepcopy(tok)
+    v["normalizer"] = None
+    metaspace = {"type": "Metaspace", "replacement": "\u2581", **options}
+    v["pre_tokenizer"] = metaspace
+    if decoder:
+        v["decoder"] = {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, dict(metaspace)]}
+    return v
 
 
 def variants(base):
@@ -44,27 +66,22 @@ def variants(base):
     out = {}
     if "gpt2" in base:
         g = base["gpt2"]
-        v = copy.deepcopy(g)
-        v["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in v["model"]["merges"]]
+        v = with_string_merges(g)
         v["model"]["ignore_merges"] = True
         out["gpt2-string-merges-ignore-merges"] = v
         for name, pat in (("gpt2", GPT2_RE), ("llama3", LLAMA3_RE), ("qwen2", QWEN2_RE)):
             v = copy.deepcopy(g)
             v["pre_tokenizer"] = byte_level_split(pat)
             out[f"gpt2-split-{name}-pattern"] = v
-        def split(pattern, behavior, invert=False):
-            return {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}
-
-        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
         v = copy.deepcopy(g)
         v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
             split({"String": " "}, "MergedWithNext"), split({"String": "e"}, "MergedWithPrevious"),
-            split({"Regex": LLAMA3_RE}, "Contiguous"), byte_level]}
+            split({"Regex": LLAMA3_RE}, "Contiguous"), BYTE_LEVEL_NO_REGEX]}
         out["gpt2-split-behaviors-1"] = v
         v = copy.deepcopy(g)
         v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
             split({"String": " "}, "Removed"), split({"String": "a"}, "Isolated", True),
-            split({"Regex": QWEN2_RE}, "MergedWithNext", True), split({"String": "o"}, "Removed", True), byte_level]}
+            split({"Regex": QWEN2_RE}, "MergedWithNext", True), split({"String": "o"}, "Removed", True), BYTE_LEVEL_NO_REGEX]}
         out["gpt2-split-behaviors-2"] = v
         v = copy.deepcopy(g)
         v["normalizer"] = {"type": "NFC"}
@@ -89,30 +106,11 @@ def variants(base):
         out["gpt2-nfc-prefix-space-template-added"] = v
     if "phi3" in base:
         p = base["phi3"]
-        v = copy.deepcopy(p)
-        v["normalizer"] = None
-        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
-        out["phi3-metaspace-first"] = v
-        v = copy.deepcopy(p)
-        v["normalizer"] = None
-        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
-        v["decoder"] = {"type": "Sequence", "decoders": [
-            {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}]}
-        out["phi3-metaspace-always-split"] = v
-        v = copy.deepcopy(p)
-        v["normalizer"] = None
-        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
-        v["decoder"] = {"type": "Sequence", "decoders": [
-            {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}]}
-        out["phi3-metaspace-legacy-add-prefix-space"] = v
-        v = copy.deepcopy(p)
-        v["normalizer"] = None
-        v["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
-        v["decoder"] = {"type": "Sequence", "decoders": [
-            {"type": "ByteFallback"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}]}
-        out["phi3-metaspace-never"] = v
-        v = copy.deepcopy(p)
-        v["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in v["model"]["merges"]]
+        out["phi3-metaspace-first"] = with_metaspace(p, decoder=False, prepend_scheme="first", split=False)
+        out["phi3-metaspace-always-split"] = with_metaspace(p, prepend_scheme="always", split=True)
+        out["phi3-metaspace-legacy-add-prefix-space"] = with_metaspace(p, add_prefix_space=True)
+        out["phi3-metaspace-never"] = with_metaspace(p, prepend_scheme="never", split=False)
+        v = with_string_merges(p)
         v["model"]["byte_fallback"] = False
         v["model"]["unk_token"] = "<unk>"
         out["phi3-no-byte-fallback-unk"] = v
