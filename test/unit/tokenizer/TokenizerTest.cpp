@@ -422,6 +422,18 @@ TEST(TokenizerUnicode, NfcAndClasses) {
   EXPECT_TRUE(isWhiteSpace(0x3000));
   EXPECT_FALSE(isWhiteSpace(0x200B));
   EXPECT_EQ(utf8Lossy("a\xE2\x82" "b\xFF"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  // Python's bytes.decode("utf-8", "replace") (one U+FFFD per maximal invalid subpart): the
+  // byte-level decoder and the round-trip test above rely on utf8Lossy, so pin it independently.
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(utf8Lossy("\xC0\xAF"), r + r);                 // overlong
+  EXPECT_EQ(utf8Lossy("\xED\xA0\x80"), r + r + r);        // surrogate
+  EXPECT_EQ(utf8Lossy("\xF0\x9F\x98" "a"), r + "a");      // truncated 4-byte sequence
+  EXPECT_EQ(utf8Lossy("\xF4\x90\x80\x80"), r + r + r + r); // above U+10FFFF
+  EXPECT_EQ(utf8Lossy("\xE0\x80\xAF" "x"), r + r + r + "x");
+  EXPECT_EQ(utf8Lossy("\x80\x80"), r + r);
+  EXPECT_EQ(utf8Lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
+  EXPECT_FALSE(isValidUtf8("\xED\xA0\x80"));
+  EXPECT_TRUE(isValidUtf8("\xF0\x9F\x98\x80"));
 }
 
 } // namespace
