@@ -76,18 +76,24 @@ inline double roundToFormat(double x, Ty t) {
   return std::signbit(x) ? -r : r;
 }
 
-/// binary16 bits -> value (exact in double).
-inline double refHalfToDouble(uint16_t h) {
-  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+/// 16-bit encoding of format `t` (f16 or bf16: sign, exponent biased by maxExp, p - 1 fraction
+/// bits) -> value (exact in double).
+inline double refDecode16(uint16_t bits, Ty t) {
+  Format f = formatOf(t);
+  int fracBits = f.precision - 1, expMax = (1 << (15 - fracBits)) - 1;
+  int sign = bits >> 15, exp = (bits >> fracBits) & expMax, mant = bits & ((1 << fracBits) - 1);
   double v;
-  if (exp == 0)
-    v = std::ldexp(double(mant), -24);
-  else if (exp == 31)
+  if (exp == 0) // zero or subnormal: mant * 2^(minExp - fracBits)
+    v = std::ldexp(double(mant), f.minExp - fracBits);
+  else if (exp == expMax)
     v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
   else
-    v = std::ldexp(double(1024 + mant), exp - 25);
+    v = std::ldexp(double((1 << fracBits) + mant), exp - f.maxExp - fracBits);
   return sign ? -v : v;
 }
+
+/// binary16 bits -> value (exact in double).
+inline double refHalfToDouble(uint16_t h) { return refDecode16(h, Ty::f16); }
 
 /// An exactly representable binary16 value (finite or infinite, not NaN) -> its bits.
 inline uint16_t refEncodeHalf(double v) {
@@ -113,17 +119,7 @@ inline uint16_t refFloatToBf16(float f) {
   double r = roundToFormat(double(f), Ty::bf16);
   return uint16_t(toBits(float(r)) >> 16); // r is a bfloat16 value, so exact in float
 }
-inline double refBf16ToDouble(uint16_t b) {
-  int sign = b >> 15, exp = (b >> 7) & 0xff, mant = b & 0x7f;
-  double v;
-  if (exp == 0)
-    v = std::ldexp(double(mant), -133);
-  else if (exp == 255)
-    v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else
-    v = std::ldexp(double(128 + mant), exp - 134);
-  return sign ? -v : v;
-}
+inline double refBf16ToDouble(uint16_t b) { return refDecode16(b, Ty::bf16); }
 
 inline size_t elemSize(Ty t) { return t == Ty::f32 ? 4 : 2; }
 
@@ -157,7 +153,7 @@ inline double decodeAt(const unsigned char *bytes, Ty t, size_t i) {
   }
   uint16_t h;
   std::memcpy(&h, bytes + i * 2, 2);
-  return t == Ty::f16 ? refHalfToDouble(h) : refBf16ToDouble(h);
+  return refDecode16(h, t);
 }
 
 } // namespace helm::test
