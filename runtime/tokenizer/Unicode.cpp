@@ -62,24 +62,22 @@ unsigned utf8Prefix(llvm::StringRef s, size_t i, bool &complete, uint32_t &cp) {
   return len;
 }
 
-template <typename R> bool inRanges(const R &table, uint32_t cp) {
+/// The range of a sorted table of disjoint {lo, hi, ...} ranges that contains `cp`, or nullptr.
+template <typename R> const auto *findRange(const R &table, uint32_t cp) {
   auto it = std::upper_bound(std::begin(table), std::end(table), cp,
                              [](uint32_t v, const auto &r) { return v < r.lo; });
-  if (it == std::begin(table))
-    return false;
-  --it;
-  return cp <= it->hi;
+  if (it == std::begin(table) || cp > std::prev(it)->hi)
+    return static_cast<decltype(&*it)>(nullptr);
+  return &*std::prev(it);
 }
+
+template <typename R> bool inRanges(const R &table, uint32_t cp) { return findRange(table, cp); }
 
 uint8_t combiningClass(uint32_t cp) {
   if (cp < 0x300 || cp > 0x10FFFF)
     return 0;
-  auto it = std::upper_bound(std::begin(ut::kCombiningClass), std::end(ut::kCombiningClass), cp,
-                             [](uint32_t v, const ut::ClassRange &r) { return v < r.lo; });
-  if (it == std::begin(ut::kCombiningClass))
-    return 0;
-  --it;
-  return cp <= it->hi ? it->cls : 0;
+  const ut::ClassRange *r = findRange(ut::kCombiningClass, cp);
+  return r ? r->cls : 0;
 }
 
 constexpr uint32_t SBase = 0xAC00, LBase = 0x1100, VBase = 0x1161, TBase = 0x11A7;
