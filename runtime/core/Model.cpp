@@ -69,12 +69,8 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   model->package_ = std::move(*pkgOrErr);
   const pkg::Package &package = *model->package_;
 
-  auto parsed = llvm::json::parse(package.manifest());
-  if (!parsed)
-    return fail(path, "manifest is not valid JSON: " + llvm::toString(parsed.takeError()));
-  const llvm::json::Object *root = parsed->getAsObject();
-  if (!root)
-    return fail(path, "manifest is not a JSON object");
+  // The package reader has already checked that the manifest parses to an object.
+  const llvm::json::Object *root = &package.manifestObject();
   ModelInfo &info = model->info_;
   auto need = [&](const llvm::json::Object *o, llvm::StringRef key,
                   llvm::StringRef where) -> llvm::Expected<int64_t> {

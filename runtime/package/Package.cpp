@@ -1,6 +1,7 @@
 // .helmpkg reader and the format helpers declared in PackageFormat.h.
 #include "runtime/package/Package.h"
 #include "runtime/package/Checksum.h"
+#include "runtime/support/JsonDepth.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -161,32 +162,6 @@ std::string oneLine(std::string s) {
     if (c == '\n' || c == '\r')
       c = ' ';
   return s;
-}
-
-/// Deepest [ / { nesting of a JSON text (strings skipped); stops counting past `limit`.
-unsigned jsonDepth(llvm::StringRef text, unsigned limit) {
-  unsigned depth = 0, deepest = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit)
-        return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
 }
 
 } // namespace
@@ -395,6 +370,7 @@ llvm::Error Package::load(Verify verify) {
     return fail(file, "manifest is not valid JSON (" + oneLine(llvm::toString(json.takeError())) + ")");
   if (!json->getAsObject())
     return fail(file, "manifest is not a JSON object");
+  manifestJson_ = std::move(*json);
 
   if (verify == Verify::HeaderOnly)
     return llvm::Error::success();

@@ -8,6 +8,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,6 +49,8 @@ public:
 
   /// JSON text of the manifest section (validated: UTF-8, parses, is an object).
   llvm::StringRef manifest() const;
+  /// The manifest as parsed while opening (readers need not parse the text again).
+  const llvm::json::Object &manifestObject() const { return *manifestJson_.getAsObject(); }
   /// First section of `kind` (with `name`, when given); nullptr if none.
   const Section *find(SectionKind kind, llvm::StringRef name = {}) const;
   /// Sections in table order; unknown kinds included (readers skip what they do not know).
@@ -70,6 +73,7 @@ private:
   llvm::ArrayRef<char> data_;
   std::vector<Section> sections_;
   size_t manifestIndex_ = 0;
+  llvm::json::Value manifestJson_ = llvm::json::Object();
 };
 
 } // namespace helm::pkg
