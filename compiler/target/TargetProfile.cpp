@@ -1,6 +1,8 @@
 //===- TargetProfile.cpp - device profiles and the built-in catalogue -----------===//
 #include "compiler/target/TargetProfile.h"
 
+#include "runtime/support/JsonDepth.h"
+
 #include "compiler/target/HostProfiler.h"
 
 #include "mlir/IR/Builders.h"
@@ -157,6 +159,11 @@ struct Reader {
 } // namespace
 
 bool parseTargetProfile(llvm::StringRef text, TargetProfile &out, std::string &error) {
+  constexpr unsigned kMaxDepth = 64; // a profile is three levels deep
+  if (jsonDepth(text, kMaxDepth) > kMaxDepth) {
+    error = "not valid JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels";
+    return false;
+  }
   auto parsed = llvm::json::parse(text);
   if (!parsed) {
     error = "not valid JSON: " + llvm::toString(parsed.takeError());

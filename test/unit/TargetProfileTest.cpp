@@ -48,3 +48,15 @@ TEST(TargetProfile, UnknownTargetListsTheKnownOnes) {
   EXPECT_TRUE(helm::resolveTarget("emu:rtx3090", t, error)) << error;
   EXPECT_EQ(t.name, "emu:rtx3090");
 }
+
+TEST(TargetProfile, DeepNestingIsAnErrorNotAStackOverflow) {
+  // llvm::json::parse recurses per level: a million '[' would overflow the stack unbounded.
+  helm::TargetProfile t;
+  std::string error;
+  std::string deep(1 << 20, '[');
+  EXPECT_FALSE(helm::parseTargetProfile(deep, t, error));
+  EXPECT_EQ(error, "not valid JSON: nested deeper than 64 levels");
+  std::string shallow = "{\"cpu\": " + std::string(10, '[') + std::string(10, ']') + "}";
+  EXPECT_FALSE(helm::parseTargetProfile(shallow, t, error));
+  EXPECT_NE(error.find("cpu"), std::string::npos) << error;
+}
