@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------------===//
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include "runtime/support/JsonDepth.h"
+
 #include "runtime/tokenizer/Unicode.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -1367,25 +1369,9 @@ llvm::Expected<std::unique_ptr<Tokenizer>> Tokenizer::fromJson(llvm::StringRef j
   t->impl->name = nameForErrors.str();
   // llvm::json::parse recurses once per nesting level: bound the depth before parsing so that a
   // hostile file cannot exhaust the stack.
-  constexpr int kMaxDepth = 256;
-  int depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < jsonText.size(); ++i) {
-    char c = jsonText[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth)
-        return t->impl->fail("invalid JSON: nested deeper than " + llvm::Twine(kMaxDepth) + " levels");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  constexpr unsigned kMaxDepth = 256;
+  if (jsonDepth(jsonText, kMaxDepth) > kMaxDepth)
+    return t->impl->fail("invalid JSON: nested deeper than " + llvm::Twine(kMaxDepth) + " levels");
   llvm::Expected<json::Value> root = json::parse(jsonText);
   if (!root)
     return t->impl->fail("invalid JSON: " + llvm::toString(root.takeError()));
