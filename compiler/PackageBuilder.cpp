@@ -2,8 +2,9 @@
 //
 // Section layout: "manifest" (JSON, docs/package-format.md "Manifest keys"), "cpu_weights" (every
 // tensor the stage fetches, 64-byte aligned, in id order), "cpu_code" (the stage's shared object),
-// "tokenizer" (tokenizer.json verbatim). Weights are read one tensor at a time from the model and
-// streamed to the file, so peak memory is one tensor, not the model.
+// "tokenizer" (tokenizer.json verbatim). Weights go to the file straight from the parsed model's
+// inline data, or one tensor at a time from external data, so nothing holds a second copy of the
+// model.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/PackageBuilder.h"
@@ -80,10 +81,10 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   pkg::PackageWriter writer(options.outputPath);
   llvm::json::Array tensorTable;
   writer.beginSection(pkg::SectionKind::CpuWeights, "cpu_weights");
-  std::vector<char> bytes;
+  std::vector<char> storage;
   for (const StageTensor &t : stage.tensors) {
-    bytes.clear();
-    if (!readWeightBytes(weights, t.onnxName, bytes)) {
+    llvm::ArrayRef<char> bytes;
+    if (!weightBytes(weights, t.onnxName, storage, bytes)) {
       error = options.modelPath + ": cannot read the data of weight '" + t.onnxName + "'";
       return false;
     }
@@ -92,7 +93,7 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
                             options.modelPath, t.onnxName, bytes.size(), t.bytes);
       return false;
     }
-    uint64_t offset = writer.append(llvm::ArrayRef<char>(bytes.data(), bytes.size()));
+    uint64_t offset = writer.append(bytes);
     report.weightBytes += bytes.size();
     llvm::json::Array shape;
     for (int64_t d : t.shape)

@@ -38,18 +38,24 @@ public:
   std::string modelPath;
   std::string baseDir;
 
-  /// Bytes of the initializer (or Constant node value) named `onnxName`, little-endian.
-  bool read(llvm::StringRef onnxName, std::vector<char> &bytes) const {
-    std::string error;
+  /// The initializer (or Constant node value) named `onnxName`, or nullptr.
+  const onnx::TensorProto *find(llvm::StringRef onnxName) const {
     for (const auto &init : model->graph().initializer())
       if (init.name() == onnxName)
-        return readTensorBytes(init, baseDir, bytes, error);
+        return &init;
     for (const auto &node : model->graph().node())
       if (node.op_type() == "Constant" && node.output_size() == 1 && node.output(0) == onnxName)
         for (const auto &a : node.attribute())
           if (a.name() == "value" && a.has_t())
-            return readTensorBytes(a.t(), baseDir, bytes, error);
-    return false;
+            return &a.t();
+    return nullptr;
+  }
+
+  /// Bytes of the initializer (or Constant node value) named `onnxName`, little-endian.
+  bool read(llvm::StringRef onnxName, std::vector<char> &bytes) const {
+    std::string error;
+    const onnx::TensorProto *tensor = find(onnxName);
+    return tensor && readTensorBytes(*tensor, baseDir, bytes, error);
   }
 };
 
@@ -742,8 +748,21 @@ ImportedModel importOnnxFile(MLIRContext &ctx, const std::string &path, const Im
                          std::string(dir), options, error);
 }
 
-bool readWeightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &bytes) {
-  return source.read(onnxName, bytes);
+bool weightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &storage,
+                 llvm::ArrayRef<char> &bytes) {
+  const onnx::TensorProto *tensor = source.find(onnxName);
+  if (!tensor)
+    return false;
+  // Inline raw data is already in memory (the parsed model): hand it out as it is.
+  if (tensor->data_location() != onnx::TensorProto::EXTERNAL && tensor->has_raw_data()) {
+    bytes = llvm::ArrayRef<char>(tensor->raw_data().data(), tensor->raw_data().size());
+    return true;
+  }
+  std::string error;
+  if (!readTensorBytes(*tensor, source.baseDir, storage, error))
+    return false;
+  bytes = storage;
+  return true;
 }
 
 } // namespace helm

@@ -8,6 +8,7 @@
 #ifndef HELM_COMPILER_ONNX_ONNXIMPORTER_H
 #define HELM_COMPILER_ONNX_ONNXIMPORTER_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -47,9 +48,12 @@ ImportedModel importOnnxBytes(mlir::MLIRContext &ctx, const void *data, size_t s
                               const std::string &displayName, const std::string &baseDir,
                               const ImportOptions &options, std::string &error);
 
-/// Little-endian bytes of the initializer (or Constant value) named `onnxName` of an imported model;
-/// false if there is no such tensor or its data cannot be read.
-bool readWeightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &bytes);
+/// Little-endian bytes of the initializer (or Constant value) named `onnxName` of an imported model,
+/// without a copy where possible: `bytes` views the parsed model's inline raw data, or `storage`
+/// after reading external data or decoding typed fields into it (the view lives as long as both).
+/// False if there is no such tensor or its data cannot be read.
+bool weightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &storage,
+                 llvm::ArrayRef<char> &bytes);
 
 } // namespace helm
 
