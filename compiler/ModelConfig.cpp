@@ -88,8 +88,8 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
   return true;
 }
 
-std::string modelConfigToJson(const ModelConfig &c) {
-  llvm::json::Object o{
+llvm::json::Object modelConfigJson(const ModelConfig &c) {
+  return llvm::json::Object{
       {"architecture", c.architecture},
       {"num_layers", c.numLayers},
       {"hidden_size", c.hiddenSize},
@@ -105,9 +105,12 @@ std::string modelConfigToJson(const ModelConfig &c) {
       {"dtype", c.dtype},
       {"num_units", c.numUnits},
   };
+}
+
+std::string modelConfigToJson(const ModelConfig &c) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
+  os << llvm::formatv("{0:2}", llvm::json::Value(modelConfigJson(c)));
   return s;
 }
 

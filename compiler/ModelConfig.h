@@ -3,6 +3,7 @@
 #define HELM_COMPILER_MODELCONFIG_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
@@ -32,6 +33,10 @@ struct ModelConfig {
 bool extractModelConfig(mlir::ModuleOp module, ModelConfig &config, std::string &error);
 
 /// The configuration as one JSON object (keys as listed in README.md, "Using helmc").
+/// The configuration as a JSON object (the keys --emit=config prints), for embedding in other
+/// documents (plan JSON, package manifest).
+llvm::json::Object modelConfigJson(const ModelConfig &config);
+
 std::string modelConfigToJson(const ModelConfig &config);
 
 } // namespace helm

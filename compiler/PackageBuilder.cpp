@@ -116,13 +116,8 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
 
   llvm::json::Object manifest;
   manifest["producer"] = "helmc 0.1.0";
-  auto configJson = llvm::json::parse(modelConfigToJson(config));
-  if (!configJson) {
-    error = "internal error: model config is not JSON";
-    llvm::consumeError(configJson.takeError());
-    return false;
-  }
-  manifest["model"] = llvm::json::Object{{"source", options.modelPath}, {"config", std::move(*configJson)}};
+  manifest["model"] =
+      llvm::json::Object{{"source", options.modelPath}, {"config", modelConfigJson(config)}};
   llvm::json::Object target{{"name", options.target ? options.target->name : std::string("cpu")},
                             {"cpu", options.cpu.cpu},
                             {"features", options.cpu.features}};
