@@ -11,7 +11,11 @@
 // in a 32 MB L3).
 //
 //   helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] [--isa scalar|avx2|avx512]
-//                   [--min-time SECONDS]
+//                   [--min-time SECONDS] [--json]
+//
+// --json prints one JSON object instead of the text (for bench/compare_bench.py):
+//   {"isa", "m", "k", "threads": [...], "triad": {"T": {"triad_gbs", "read_gbs"}},
+//    "rows": [{"weights", "layout", "mb", "threads", "dram_gbs", "pct_triad", "hot_gbs"}]}
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Isa.h"
@@ -185,6 +189,7 @@ int main(int argc, char **argv) {
   std::vector<int> sizes = {8, 16, 32, 64}, threadCounts = {1, 2};
   int64_t M = 1;
   double minTime = 0.6;
+  bool json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -202,6 +207,8 @@ int main(int argc, char **argv) {
       threadCounts = parseList("--threads", value());
     else if (a == "--min-time")
       minTime = std::atof(value());
+    else if (a == "--json")
+      json = true;
     else if (a == "--isa") {
       std::string v = value();
       bool ok = false;
@@ -215,22 +222,38 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
-                   "[--isa scalar|avx2|avx512] [--min-time SECONDS]\n");
+                   "[--isa scalar|avx2|avx512] [--min-time SECONDS] [--json]\n");
       return a == "--help" ? 0 : 1;
     }
   }
-  std::printf("helm-gemv-bench: isa %s, M = %lld, K = 2048, weight GB/s per call (1 GB = 1e9 B)\n",
-              isaName(activeIsa()), (long long)M);
+  if (json) {
+    std::printf("{\"isa\": \"%s\", \"m\": %lld, \"k\": 2048, \"threads\": [", isaName(activeIsa()),
+                (long long)M);
+    for (size_t t = 0; t < threadCounts.size(); ++t)
+      std::printf("%s%d", t ? ", " : "", threadCounts[t]);
+    std::printf("],\n \"triad\": {");
+  } else {
+    std::printf("helm-gemv-bench: isa %s, M = %lld, K = 2048, weight GB/s per call (1 GB = 1e9 B)\n",
+                isaName(activeIsa()), (long long)M);
+  }
   std::vector<double> triad(threadCounts.size());
   for (size_t t = 0; t < threadCounts.size(); ++t) {
     triad[t] = triadGBs(threadCounts[t], minTime);
     double read = readGBs(threadCounts[t], minTime);
-    std::printf("%d thread%s: triad %.1f GB/s (STREAM counting, 24 B per element), read-only "
-                "stream %.1f GB/s\n",
-                threadCounts[t], threadCounts[t] == 1 ? "" : "s", triad[t], read);
+    if (json)
+      std::printf("%s\"%d\": {\"triad_gbs\": %.3f, \"read_gbs\": %.3f}", t ? ", " : "",
+                  threadCounts[t], triad[t], read);
+    else
+      std::printf("%d thread%s: triad %.1f GB/s (STREAM counting, 24 B per element), read-only "
+                  "stream %.1f GB/s\n",
+                  threadCounts[t], threadCounts[t] == 1 ? "" : "s", triad[t], read);
   }
-  std::printf("\n| weights | layout | MB | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
-              "|---|---|---:|---:|---:|---:|---:|\n");
+  if (json)
+    std::printf("},\n \"rows\": [");
+  else
+    std::printf("\n| weights | layout | MB | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
+                "|---|---|---:|---:|---:|---:|---:|\n");
+  bool first = true;
   const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
   const char *names[] = {"f32", "f16", "bf16"};
   for (DType wd : dtypes)
@@ -238,10 +261,19 @@ int main(int argc, char **argv) {
       for (int mb : sizes)
         for (size_t t = 0; t < threadCounts.size(); ++t) {
           Result r = gemvGBs(wd, transposed, int64_t(mb) << 20, M, threadCounts[t], minTime);
-          std::printf("| %s | %s | %d | %d | %.1f | %.0f%% | %.1f |\n", names[int(wd)],
-                      transposed ? "[N,K]" : "[K,N]", mb, threadCounts[t], r.dram,
-                      100 * r.dram / triad[t], r.hot);
+          if (json)
+            std::printf("%s\n  {\"weights\": \"%s\", \"layout\": \"%s\", \"mb\": %d, \"threads\": %d, "
+                        "\"dram_gbs\": %.3f, \"pct_triad\": %.2f, \"hot_gbs\": %.3f}",
+                        first ? "" : ",", names[int(wd)], transposed ? "[N,K]" : "[K,N]", mb,
+                        threadCounts[t], r.dram, 100 * r.dram / triad[t], r.hot);
+          else
+            std::printf("| %s | %s | %d | %d | %.1f | %.0f%% | %.1f |\n", names[int(wd)],
+                        transposed ? "[N,K]" : "[K,N]", mb, threadCounts[t], r.dram,
+                        100 * r.dram / triad[t], r.hot);
+          first = false;
           std::fflush(stdout);
         }
+  if (json)
+    std::printf("\n]}\n");
   return 0;
 }
