@@ -4,13 +4,18 @@
 #
 #   scripts/install-deps.sh            build + test dependencies (no torch)
 #   scripts/install-deps.sh --corpus   also the exporters used to regenerate test/models (torch, transformers)
+#   scripts/install-deps.sh --bench    also what bench/compare_bench.py needs: the --corpus exporters,
+#                                      sentencepiece, and llama.cpp (llama-bench + libllama) built from the
+#                                      llama-cpp-python sdist on PyPI into bench/.cache/llama.cpp/
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 want_corpus=0
+want_bench=0
 for a in "$@"; do
   case "$a" in
     --corpus) want_corpus=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --bench) want_corpus=1; want_bench=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown flag '$a' (try --help)" >&2; exit 1 ;;
   esac
 done
@@ -49,5 +54,9 @@ pip="$here/.venv/bin/pip"
 "$pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
 if [ "$want_corpus" = 1 ]; then
   "$pip" install -q --disable-pip-version-check -r "$here/scripts/requirements-corpus.txt"
+fi
+if [ "$want_bench" = 1 ]; then
+  "$pip" install -q --disable-pip-version-check -r "$here/scripts/requirements-bench.txt"
+  "$here/bench/build-llama-cpp.sh"
 fi
 echo "[install-deps] done"
