@@ -24,15 +24,23 @@ struct LinearProblem {
   int64_t M, K, N;
 };
 
+/// Rows of x one micro-kernel call handles (larger M is processed in blocks of this many).
+constexpr int64_t kGemvMaxRows = 8;
+
 /// Scratch each thread passes to the [K, N] kernels (its column accumulators), in floats.
 constexpr int64_t kGemvScratchFloats = 8192;
 
 /// Computes y[:, n0:n1]. `scratch` holds kGemvScratchFloats floats (64-byte aligned).
 using LinearRangeFn = void (*)(const LinearProblem &p, int64_t n0, int64_t n1, float *scratch);
 
+/// acc[m, n] = sum over k in [k0, k1) of x[m, k] * W[k, n] for all M (<= 8) rows and all N
+/// columns of a [K, N] weight: one slice of K, for the caller to reduce across slices.
+using LinearKSliceFn = void (*)(const LinearProblem &p, int64_t k0, int64_t k1, float *acc);
+
 struct LinearKernels {
   LinearRangeFn nk[3]; // W [N, K], indexed by the weight DType
   LinearRangeFn kn[3]; // W [K, N]
+  LinearKSliceFn knSlice[3];
 };
 
 const LinearKernels &linearKernelsScalar();

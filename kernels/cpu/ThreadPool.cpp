@@ -2,10 +2,35 @@
 #include "kernels/cpu/ThreadPool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <system_error>
 
 namespace helm::kernels {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Polls `ready` for up to ThreadPool::kSpinMicros; true if it became true meanwhile.
+template <typename Ready> bool spinUntil(Ready ready) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready())
+        return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() - start >
+        std::chrono::microseconds(ThreadPool::kSpinMicros))
+      return ready();
+  }
+}
+
+} // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(1, threads); ++i) {
@@ -18,37 +43,33 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  stop_ = true;
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.notify_all();
   for (auto &w : workers_)
     w.join();
 }
 
 void ThreadPool::workerLoop(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)> *body;
-    int64_t begin, end;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_)
-        return;
-      seen = generation_;
-      body = body_;
-      begin = std::min(n_, index * chunk_);
-      end = std::min(n_, begin + chunk_);
+    if (!spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+      // Announce the sleep before re-checking (inside wait): parallelFor bumps the generation and
+      // then reads sleepingWorkers_, both seq_cst, so one of the two sides sees the other.
+      sleepingWorkers_.fetch_add(1, std::memory_order_seq_cst);
+      generation_.wait(seen, std::memory_order_seq_cst);
+      sleepingWorkers_.fetch_sub(1, std::memory_order_relaxed);
     }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_)
+      return;
+    int64_t begin = std::min(n_, index * chunk_);
+    int64_t end = std::min(n_, begin + chunk_);
     if (begin < end)
-      (*body)(begin, end);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0)
-        done_.notify_one();
-    }
+      (*body_)(begin, end);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        callerSleeping_.load(std::memory_order_seq_cst))
+      pending_.notify_one();
   }
 }
 
@@ -64,18 +85,20 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain,
   }
   int64_t chunk = (n + threads - 1) / threads;
   chunk = (chunk + grain - 1) / grain * grain;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    body_ = &body;
-    n_ = n;
-    chunk_ = chunk;
-    pending_ = int(workers_.size());
-    ++generation_;
-  }
-  wake_.notify_all();
+  body_ = &body;
+  n_ = n;
+  chunk_ = chunk;
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepingWorkers_.load(std::memory_order_seq_cst) > 0)
+    generation_.notify_all();
   body(0, std::min(n, chunk));
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  if (!spinUntil([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    callerSleeping_.store(true, std::memory_order_seq_cst);
+    for (int left; (left = pending_.load(std::memory_order_seq_cst)) != 0;)
+      pending_.wait(left, std::memory_order_seq_cst);
+    callerSleeping_.store(false, std::memory_order_relaxed);
+  }
 }
 
 namespace {
