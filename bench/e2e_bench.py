@@ -28,6 +28,7 @@ Needs the corpus tooling once (scripts/install-deps.sh --corpus) for the export.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import fcntl
 import json
@@ -67,29 +68,66 @@ def log(msg):
 
 
 # --------------------------------------------------------------------------------------------------
-# Model export (no lock: torch only)
+# Model export (bench/compare_bench.py reuses these, holding /tmp/helm-build.lock around them)
 # --------------------------------------------------------------------------------------------------
 
-def build_model(outdir: pathlib.Path):
+@contextlib.contextmanager
+def _bf16_example_inputs(generate, dtype):
+    """generate.example_inputs makes fp16 or fp32 past tensors (numpy has no bfloat16); a bf16
+    export needs bf16 ones, so its to_torch is wrapped to cast floating tensors for that export."""
+    if dtype != "bfloat16":
+        yield
+        return
+    import torch
+
+    orig = generate.to_torch
+    generate.to_torch = lambda feeds: tuple(
+        t.to(torch.bfloat16) if t.is_floating_point() else t for t in orig(feeds))
+    try:
+        yield
+    finally:
+        generate.to_torch = orig
+
+
+def build_hf(base=None, dtype="float16", max_pos=MAX_POS):
+    """The seeded transformers model of test/models/generate.py (build_hf_model) for the base spec,
+    in fp16, fp32 or bf16 (bf16: built in fp32 and cast, the fp32 RoPE inv_freq kept as for fp16)."""
     sys.path.insert(0, str(ROOT / "test" / "models"))
     import generate  # noqa: E402  (sets OMP/MKL threads to 1, quiet transformers)
-    import onnx
     import torch
 
     torch.set_num_threads(2)
-    generate.MAX_POS = MAX_POS  # read by generate.hf_config; the dynamo export has no rotary table
-    s = dict(name=outdir.name, base="qwen3-0.6b", kind="dynamo", opset=18, attn="sdpa", kv=True,
-             dtype="float16", post=None, rope="half", external_data=True, inputs=generate.ALL_INPUTS,
-             b=BASE)
+    generate.MAX_POS = max_pos  # read by generate.hf_config; the dynamo export has no rotary table
+    base = base or BASE
+    model, cfg = generate.build_hf_model(base, attn="sdpa",
+                                         dtype="float32" if dtype == "bfloat16" else dtype)
+    if dtype == "bfloat16":
+        inv_freq = model.model.rotary_emb.inv_freq.detach().clone()
+        model = model.to(torch.bfloat16)
+        model.model.rotary_emb.inv_freq = inv_freq
+    return model, cfg
+
+
+def export_onnx(outdir: pathlib.Path, model, cfg, base=None, dtype="float16", name="qwen3-0.6b",
+                max_pos=MAX_POS):
+    """Exports `model` with a KV cache the way generate.py exports its `*-kv-*` models and writes
+    outdir/model.onnx (+ model.onnx.data, config.json): written to a temporary folder, then moved in
+    (other files in outdir, such as a package or a GGUF, stay)."""
+    sys.path.insert(0, str(ROOT / "test" / "models"))
+    import generate  # noqa: E402
+    import onnx
+
+    base = base or BASE
+    generate.MAX_POS = max_pos
+    s = dict(name=outdir.name, base=name, kind="dynamo", opset=18, attn="sdpa", kv=True,
+             dtype=dtype, post=None, rope="half", external_data=True, inputs=generate.ALL_INPUTS,
+             b=base)
     t0 = time.time()
-    model, cfg = generate.build_hf_model(BASE, attn="sdpa", dtype="float16")
-    log(f"built the torch model ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, "
-        f"{time.time() - t0:.0f} s)")
-    t0 = time.time()
-    proto, _ = generate.export_dynamo(s, model, cfg)
+    with _bf16_example_inputs(generate, dtype):
+        proto, _ = generate.export_dynamo(s, model, cfg)
     proto.producer_name = proto.producer_name or "helm-e2e-bench"
-    proto.doc_string = ("HELM e2e benchmark model: Qwen3-0.6B-shaped, random weights "
-                        f"(seed {BASE['seed']}), fp16, KV cache (bench/e2e_bench.py)")
+    proto.doc_string = (f"HELM benchmark model: {name}-shaped, random weights (seed {base['seed']}), "
+                        f"{dtype}, KV cache (bench/e2e_bench.py)")
     log(f"exported ({time.time() - t0:.0f} s)")
     work = outdir.with_name(outdir.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
@@ -98,12 +136,22 @@ def build_model(outdir: pathlib.Path):
     generate.save_external(proto, str(path))
     del proto
     generate.write_config(s, cfg, onnx.load(str(path), load_external_data=False), str(work),
-                          {"note": "not verified against torch (fp16, see bench/e2e_bench.py)"},
+                          {"note": f"not verified against torch ({dtype}, see bench/e2e_bench.py)"},
                           "not run")
     for f in work.iterdir():
         f.chmod(0o644)
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.replace(work, outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    for f in work.iterdir():  # keep other files of outdir (a package, a GGUF)
+        os.replace(f, outdir / f.name)
+    work.rmdir()
+
+
+def build_model(outdir: pathlib.Path):
+    t0 = time.time()
+    model, cfg = build_hf()
+    log(f"built the torch model ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, "
+        f"{time.time() - t0:.0f} s)")
+    export_onnx(outdir, model, cfg)
 
 
 def model_ready(d: pathlib.Path) -> bool:
@@ -125,9 +173,10 @@ def run_helmc(helmc, model, package):
     return {"wall_s": seconds, "peak_rss_bytes": int(rss.group(1)) * 1024}
 
 
-def run_helm_rt(helm_rt, package, threads, workdir, lock, retries=3):
+def run_helm_rt(helm_rt, package, threads, workdir, lock, retries=3, prompt=None, n_new=N_NEW):
+    prompt = prompt or PROMPT
     stats = os.path.join(workdir, f"helm-rt-{threads}.json")
-    cmd = [helm_rt, str(package), "--prompt-ids", ",".join(map(str, PROMPT)), "-n", str(N_NEW),
+    cmd = [helm_rt, str(package), "--prompt-ids", ",".join(map(str, prompt)), "-n", str(n_new),
            "--temperature", "0", "--ignore-eos", "-t", str(threads), "--stats-json", stats,
            "--emit-ids"]
     for attempt in range(retries):
@@ -149,18 +198,23 @@ def run_helm_rt(helm_rt, package, threads, workdir, lock, retries=3):
             "decode_tok_s": s["decode_tok_s"], "peak_rss_bytes": s["peak_rss_bytes"], "ids": ids}
 
 
-def run_ort(model, threads):
+def run_ort(model, threads, prompt=None, n_new=N_NEW, check=True):
+    """ort_worker in a fresh process. check=False returns {"error": ...} instead of exiting."""
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--ort-worker", str(model),
-           "--threads", str(threads)]
+           "--threads", str(threads), "--n-new", str(n_new)]
+    if prompt:
+        cmd += ["--prompt-ids", ",".join(map(str, prompt))]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
+        if not check:
+            return {"error": (out.stderr.strip().splitlines() or ["exit code %d" % out.returncode])[-1]}
         sys.exit(f"ONNX Runtime worker failed: {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ort_worker(model, threads):
-    """One ONNX Runtime process: load, prefill, 31 decode steps. Prints one JSON line. Feeding the
-    graph (mask, positions, empty past, present -> past) is test/e2e/ort_oracle.py's OrtModel."""
+def ort_worker(model, threads, prompt=None, n_new=N_NEW):
+    """One ONNX Runtime process: load, prefill, n_new - 1 decode steps. Prints one JSON line. Feeding
+    the graph (mask, positions, empty past, present -> past) is test/e2e/ort_oracle.py's OrtModel."""
     import numpy as np
     import onnxruntime as ort
     sys.path.insert(0, str(ROOT / "test" / "e2e"))
@@ -170,16 +224,17 @@ def ort_worker(model, threads):
     sess = ort_oracle.OrtModel(model, threads=threads)
     load_ms = (time.perf_counter() - t0) * 1000
 
+    prompt = prompt or PROMPT
     ids, rows = [], []
     t0 = time.perf_counter()
-    logits, past = sess.run(PROMPT)
+    logits, past = sess.run(prompt)
     t_prefill = time.perf_counter() - t0
     ids.append(int(np.argmax(logits[-1])))
     ttft_ms = (time.perf_counter() - t0) * 1000
     rows.append(logits[-1])
-    pos = len(PROMPT)
+    pos = len(prompt)
     t0 = time.perf_counter()
-    for _ in range(N_NEW - 1):
+    for _ in range(n_new - 1):
         logits, past = sess.run([ids[-1]], past, pos)
         pos += 1
         ids.append(int(np.argmax(logits[-1])))
@@ -188,8 +243,8 @@ def ort_worker(model, threads):
     # top-1 minus top-2 logit of every step (how close a near tie is)
     gaps = [float(np.diff(np.partition(r, -2)[-2:])[0]) for r in rows]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    print(json.dumps({"load_ms": load_ms, "ttft_ms": ttft_ms, "prefill_tok_s": len(PROMPT) / t_prefill,
-                      "decode_tok_s": (N_NEW - 1) / t_decode, "peak_rss_bytes": rss, "ids": ids,
+    print(json.dumps({"load_ms": load_ms, "ttft_ms": ttft_ms, "prefill_tok_s": len(prompt) / t_prefill,
+                      "decode_tok_s": (n_new - 1) / t_decode, "peak_rss_bytes": rss, "ids": ids,
                       "top2_gap": gaps,
                       "onnxruntime": ort.__version__}))
 
@@ -283,9 +338,12 @@ def main(argv=None):
     ap.add_argument("--export-only", action="store_true", help="only build the cached model")
     ap.add_argument("--ort-worker", metavar="MODEL", help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--prompt-ids", help=argparse.SUPPRESS)
+    ap.add_argument("--n-new", type=int, default=N_NEW, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.ort_worker:
-        ort_worker(args.ort_worker, args.threads)
+        prompt = [int(x) for x in args.prompt_ids.split(",")] if args.prompt_ids else None
+        ort_worker(args.ort_worker, args.threads, prompt, args.n_new)
         return 0
     runs = 1 if args.quick else max(1, args.runs)
     for tool in (args.helmc, args.helm_rt):

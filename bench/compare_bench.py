@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+"""helm-rt vs llama.cpp vs ONNX Runtime on the same weights, against the memory-bandwidth roofline.
+
+One run measures, on this machine:
+
+  1. a STREAM-style triad and helm_k_linear GEMV rates for 8-64 MB matrices on 1 and 2 threads
+     (`build/bin/helm-gemv-bench --json`), GEMV given as % of the triad of the same thread count;
+  2. end to end, batch 1, a fixed prompt of 128 token ids then 128 greedy tokens, on 1 and 2 threads,
+     median of --runs runs, for each model x dtype:
+       helm-rt      `helm-rt model.helmpkg --prompt-ids <128 ids> -n 128 --temperature 0 --ignore-eos
+                    -t T --stats-json s.json --emit-ids`, a fresh process per run; decode tok/s =
+                    127 tokens / time of the 127 decode steps, prefill tok/s = 128 / prefill time;
+       llama.cpp    `llama-bench -m model.gguf -t T -p 128 -n 0 -r R -o json` (prefill) and
+                    `llama-bench -m model.gguf -t T -p 0 -n 128 -d 128 -r R -o json` (128 decode steps
+                    after a 128-token context); the median of its per-repetition samples_ts;
+       ONNX Runtime CPU EP, default graph optimizations, intra_op_num_threads = T, the same model.onnx
+                    (bench/e2e_bench.py's ORT worker: a fresh process per run, present -> past).
+  3. the roofline of each model: triad GB/s (same thread count) / bytes of weights read per decode
+     token (every linear weight of the blocks + the output head, in the model's dtype; norms, the
+     embedding gather and the KV cache, ~1% here, are left out), and each system's decode tok/s as a
+     % of it.
+
+Models (random seeded weights, test/models/generate.py's build_hf_model, KV-cache ONNX export as in
+bench/e2e_bench.py):
+  qwen3-0.6b   Qwen3-0.6B's configuration (28 layers, hidden 1024, 16/8 heads, vocab 151936, tied)
+  llama-1b     Llama-3.2-1B's configuration (16 layers, hidden 2048, 32/8 heads, head_dim 64,
+               intermediate 8192, vocab 128256, tied) without its llama3 RoPE scaling, which helmc
+               refuses
+dtypes: fp16, fp32, bf16 (bf16: the fp32 model cast to bf16; rows a system cannot run say n/a + why).
+
+The same weights reach llama.cpp this way: the seeded transformers model, in the row's dtype, is
+written with save_pretrained together with a tokenizer made from llama.cpp's own vocabulary file of the
+matching family (models/ggml-vocab-qwen2.gguf or ggml-vocab-llama-bpe.gguf in the llama.cpp tree, same
+vocabulary size; the benchmark never tokenizes text, but the converter and llama-bench need a vocab),
+and converted by the llama.cpp tree's convert_hf_to_gguf.py --outtype f16|f32|bf16 (it applies
+llama's q/k row permutation; norm weights stay f32 in GGUF). A greedy run of bench/llama_greedy.c
+(libllama, the same prompt ids) is compared with helm-rt's ids: the count of identical leading ids is
+printed (a warning, not a failure: random fp16 weights have near ties).
+
+Everything is cached in bench/.cache/ (<model>-kv-<dtype>/: model.onnx + .data, model.helmpkg,
+model.gguf). The package is rebuilt when helmc is newer than it. Each measurement cell (and every
+export, conversion and helmc run) holds /tmp/helm-build.lock so that no build shares the cores.
+llama.cpp comes from scripts/install-deps.sh --bench (bench/build-llama-cpp.sh).
+
+  .venv/bin/python bench/compare_bench.py                       # everything (hours on 2 cores)
+  .venv/bin/python bench/compare_bench.py --models qwen3-0.6b --dtypes fp16 --runs 5
+  .venv/bin/python bench/compare_bench.py --quick               # 1 run, qwen3-0.6b fp16, short GEMV
+  ... --systems helm,llama.cpp,ort --threads 1,2 --json out.json --no-gemv
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import fcntl
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import e2e_bench as e2e  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache"
+LLAMA_DIR = CACHE / "llama.cpp"
+LLAMA_TREE = LLAMA_DIR / "src" / "vendor" / "llama.cpp"
+LLAMA_BENCH = LLAMA_DIR / "build" / "bin" / "llama-bench"
+LLAMA_GREEDY = LLAMA_DIR / "bin" / "llama-greedy"
+LOCK = e2e.LOCK
+
+MODELS = {
+    "qwen3-0.6b": dict(desc="Qwen3-0.6B-shaped", base=e2e.BASE, max_pos=e2e.MAX_POS, vocab_file="qwen2"),
+    "llama-1b": dict(desc="Llama-3.2-1B-shaped (no RoPE scaling)", max_pos=131072, vocab_file="llama-bpe",
+                     base=dict(arch="llama", seed=1000, layers=16, hidden=2048, heads=32, kv_heads=8,
+                               head_dim=64, inter=8192, vocab=128256, theta=500000.0, eps=1e-5,
+                               tie=True)),
+}
+DTYPES = {"fp16": ("float16", "f16", 2), "fp32": ("float32", "f32", 4), "bf16": ("bfloat16", "bf16", 2)}
+SYSTEMS = ("helm", "llama.cpp", "ort")
+SYSTEM_NAMES = {"helm": "helm-rt", "llama.cpp": "llama.cpp", "ort": "ONNX Runtime"}
+
+
+def log(msg):
+    print(f"[compare-bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# The build lock
+# --------------------------------------------------------------------------------------------------
+
+class Lock:
+    """/tmp/helm-build.lock (fcntl.flock), held around every heavy step; `held()` nests."""
+
+    def __init__(self, path=LOCK):
+        self.f = open(path, "a")
+        self.depth = 0
+
+    @contextlib.contextmanager
+    def held(self, what):
+        if self.depth == 0:
+            try:
+                fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log(f"waiting for {LOCK} ({what})")
+                fcntl.flock(self.f, fcntl.LOCK_EX)
+        self.depth += 1
+        try:
+            yield self.f
+        finally:
+            self.depth -= 1
+            if self.depth == 0:
+                fcntl.flock(self.f, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------------------------------
+# Models: ONNX (e2e_bench's export), helm package, GGUF
+# --------------------------------------------------------------------------------------------------
+
+def model_dir(model, dtype):
+    return CACHE / f"{model}-kv-{dtype}"
+
+
+def weight_bytes_per_token(base, elem):
+    """Bytes of weights one decode token reads: every block's linear weights plus the output head."""
+    h, hd, inter = base["hidden"], base["head_dim"], base["inter"]
+    q, kv = base["heads"] * hd, base["kv_heads"] * hd
+    per_layer = h * q + 2 * h * kv + q * h + 3 * h * inter
+    return (base["layers"] * per_layer + base["vocab"] * h) * elem
+
+
+def prompt_ids(vocab, n):
+    """n fixed prompt ids (a seeded generator; the same for every system)."""
+    import numpy as np
+
+    return [int(x) for x in np.random.default_rng(4).integers(0, vocab, n)]
+
+
+def tokenizer_dir(vocab_file, vocab_size):
+    """An HF tokenizer (tokenizer.json + config) made once from the llama.cpp tree's
+    models/ggml-vocab-<vocab_file>.gguf: convert_hf_to_gguf.py needs one to write the GGUF vocab, and
+    it recognises these (its pre-tokenizer hash check). Added tokens past vocab_size are dropped
+    (transformers' GGUF reader appends an <|endoftext|> to the llama-bpe vocabulary)."""
+    out = CACHE / "tokenizers" / vocab_file
+    if (out / "tokenizer.json").is_file():
+        return out
+    from transformers import AutoTokenizer
+
+    log(f"making a tokenizer from ggml-vocab-{vocab_file}.gguf (once, ~1 min)")
+    tok = AutoTokenizer.from_pretrained(str(LLAMA_TREE / "models"), gguf_file=f"ggml-vocab-{vocab_file}.gguf")
+    work = out.with_name(out.name + ".tmp")
+    shutil.rmtree(work, ignore_errors=True)
+    tok.save_pretrained(str(work))
+    tj = json.loads((work / "tokenizer.json").read_text())
+    tj["added_tokens"] = [a for a in tj.get("added_tokens", []) if a["id"] < vocab_size]
+    vocab = tj.get("model", {}).get("vocab")
+    if isinstance(vocab, dict):
+        tj["model"]["vocab"] = {k: v for k, v in vocab.items() if v < vocab_size}
+    (work / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
+    cfg_path = work / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    if isinstance(cfg.get("added_tokens_decoder"), dict):
+        cfg["added_tokens_decoder"] = {k: v for k, v in cfg["added_tokens_decoder"].items()
+                                       if int(k) < vocab_size}
+    for key in ("pad_token", "unk_token"):
+        if cfg.get(key) and cfg[key] not in {a["content"] for a in tj["added_tokens"]} \
+                and not (isinstance(vocab, dict) and cfg[key] in tj["model"]["vocab"]):
+            cfg[key] = None
+    cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False))
+    check = AutoTokenizer.from_pretrained(str(work))
+    if max(check.get_vocab().values()) >= vocab_size:
+        sys.exit(f"tokenizer from ggml-vocab-{vocab_file}.gguf has ids >= {vocab_size}")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(work, out)
+    return out
+
+
+def prepare_worker(model, dtype, want_onnx, want_gguf):
+    """In a subprocess (torch memory is returned when it exits): build the seeded model once, then
+    write whatever is missing: the GGUF (save_pretrained + convert_hf_to_gguf.py) and/or the ONNX."""
+    spec = MODELS[model]
+    torch_dtype, outtype, _ = DTYPES[dtype]
+    d = model_dir(model, dtype)
+    d.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    net, cfg = e2e.build_hf(spec["base"], torch_dtype, spec["max_pos"])
+    log(f"{model} {dtype}: built the torch model ({sum(p.numel() for p in net.parameters()) / 1e6:.0f}M "
+        f"parameters, {time.time() - t0:.0f} s)")
+    if want_gguf:
+        tok = tokenizer_dir(spec["vocab_file"], spec["base"]["vocab"])
+        hf = d / "hf.tmp"
+        shutil.rmtree(hf, ignore_errors=True)
+        net.save_pretrained(str(hf))
+        for f in tok.iterdir():
+            shutil.copy(f, hf / f.name)
+        out = d / "model.gguf"
+        tmp = d / "model.gguf.tmp"
+        cmd = [sys.executable, str(LLAMA_TREE / "convert_hf_to_gguf.py"), str(hf), "--outtype", outtype,
+               "--outfile", str(tmp), "--model-name", f"helm-bench-{model}-{dtype}"]
+        t0 = time.time()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        shutil.rmtree(hf, ignore_errors=True)
+        if r.returncode != 0:
+            sys.exit(f"convert_hf_to_gguf.py failed: {r.stderr.strip()[-3000:]}")
+        os.replace(tmp, out)
+        log(f"{model} {dtype}: wrote {out.relative_to(ROOT)} ({out.stat().st_size / 1e9:.2f} GB, "
+            f"{time.time() - t0:.0f} s)")
+    if want_onnx:
+        e2e.export_onnx(d, net, cfg, spec["base"], torch_dtype, model, spec["max_pos"])
+        log(f"{model} {dtype}: wrote {(d / 'model.onnx').relative_to(ROOT)}")
+
+
+def package_ok(helm_rt, pkg):
+    return subprocess.run([helm_rt, str(pkg), "--info"], capture_output=True).returncode == 0
+
+
+def ensure_model(model, dtype, systems, helmc, helm_rt, lock, rebuild):
+    """Creates what the selected systems need; returns {onnx, package, gguf, helmc_s} (paths or None)."""
+    d = model_dir(model, dtype)
+    onnx_path, pkg, gguf = d / "model.onnx", d / "model.helmpkg", d / "model.gguf"
+    need_onnx = ("helm" in systems or "ort" in systems) and not e2e.model_ready(d)
+    need_gguf = "llama.cpp" in systems and not gguf.is_file()
+    if need_onnx or need_gguf:
+        what = " and ".join(x for x, w in (("the ONNX export", need_onnx), ("the GGUF", need_gguf)) if w)
+        log(f"{model} {dtype}: building {what} (torch; minutes)")
+        with lock.held(f"{model} {dtype} export"):
+            r = subprocess.run([sys.executable, __file__, "--prepare-worker", model, dtype,
+                                "--want", ",".join(x for x, w in (("onnx", need_onnx), ("gguf", need_gguf)) if w)])
+        if r.returncode != 0:
+            sys.exit(f"{model} {dtype}: preparing the model failed")
+    res = {"onnx": onnx_path if onnx_path.is_file() else None, "gguf": gguf if gguf.is_file() else None,
+           "package": None, "helmc": None}
+    if "helm" in systems:
+        stale = pkg.is_file() and (pkg.stat().st_mtime < pathlib.Path(helmc).stat().st_mtime
+                                   or not package_ok(helm_rt, pkg))
+        if rebuild or not pkg.is_file() or stale:
+            log(f"{model} {dtype}: helmc {onnx_path.name} --target=host -o {pkg.name}"
+                f"{' (helmc is newer than the package, or helm-rt --info refuses it)' if stale else ''}")
+            with lock.held(f"{model} {dtype} helmc"):
+                t0 = time.time()
+                # helmc writes the package only on success (temporary file + rename)
+                r = subprocess.run([helmc, str(onnx_path), "--target=host", "--emit=package", "-q",
+                                    "-o", str(pkg)], capture_output=True, text=True)
+                secs = time.time() - t0
+            if r.returncode != 0:
+                res["package"] = "n/a (helmc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160] + ")"
+                log(f"{model} {dtype}: {res['package']}")
+            else:
+                res["helmc"] = {"wall_s": secs}
+                log(f"{model} {dtype}: package {pkg.stat().st_size / 1e9:.2f} GB in {secs:.0f} s")
+        if pkg.is_file() and res["package"] is None:
+            res["package"] = pkg
+    return res
+
+
+# --------------------------------------------------------------------------------------------------
+# Measurements
+# --------------------------------------------------------------------------------------------------
+
+def gemv_bench(binary, threads, quick, lock):
+    cmd = [binary, "--threads", ",".join(map(str, threads)), "--json"]
+    if quick:
+        cmd += ["--sizes", "8,64", "--min-time", "0.3"]
+    log("GEMV + triad: " + " ".join(os.path.relpath(c, ROOT) if c == binary else c for c in cmd))
+    with lock.held("helm-gemv-bench"):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"helm-gemv-bench failed: {r.stderr.strip()[-1000:]}")
+    return json.loads(r.stdout)
+
+
+def median_or_none(xs):
+    return statistics.median(xs) if xs else None
+
+
+def measure_helm(helm_rt, pkg, t, runs, prompt, n_new, lock, workdir):
+    rr = []
+    for i in range(runs):
+        r = e2e.run_helm_rt(helm_rt, pkg, t, workdir, lock.f, prompt=prompt, n_new=n_new)
+        rr.append(r)
+        log(f"  helm-rt -t {t} run {i + 1}/{runs}: prefill {r['prefill_tok_s']:.2f} tok/s, decode "
+            f"{r['decode_tok_s']:.2f} tok/s, load {r['load_ms']:.0f} ms")
+    return {"decode": median_or_none([r["decode_tok_s"] for r in rr]),
+            "prefill": median_or_none([r["prefill_tok_s"] for r in rr]), "ids": rr[0]["ids"], "all": rr}
+
+
+def measure_ort(onnx_path, t, runs, prompt, n_new):
+    rr = []
+    for i in range(runs):
+        r = e2e.run_ort(str(onnx_path), t, prompt=prompt, n_new=n_new, check=False)
+        if "error" in r:
+            return {"na": f"n/a (ONNX Runtime: {r['error'][:160]})"}
+        rr.append(r)
+        log(f"  onnxruntime -t {t} run {i + 1}/{runs}: prefill {r['prefill_tok_s']:.2f} tok/s, decode "
+            f"{r['decode_tok_s']:.2f} tok/s, load {r['load_ms']:.0f} ms")
+    return {"decode": median_or_none([r["decode_tok_s"] for r in rr]),
+            "prefill": median_or_none([r["prefill_tok_s"] for r in rr]), "ids": rr[0]["ids"],
+            "top2_gap": rr[0]["top2_gap"], "all": rr, "version": rr[0]["onnxruntime"]}
+
+
+def llama_bench(gguf, t, runs, p, n, depth):
+    cmd = [str(LLAMA_BENCH), "-m", str(gguf), "-t", str(t), "-p", str(p), "-n", str(n), "-r", str(runs),
+           "-o", "json"]
+    if depth:
+        cmd += ["-d", str(depth)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, "llama-bench: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160]
+    tests = json.loads(r.stdout)
+    return tests[0], None
+
+
+def measure_llama(gguf, t, runs, prompt_len, n_new):
+    pre, err = llama_bench(gguf, t, runs, prompt_len, 0, 0)
+    if err:
+        return {"na": f"n/a ({err})"}
+    log(f"  llama-bench -t {t} -p {prompt_len}: samples {', '.join(f'{x:.2f}' for x in pre['samples_ts'])} tok/s")
+    dec, err = llama_bench(gguf, t, runs, 0, n_new, prompt_len)
+    if err:
+        return {"na": f"n/a ({err})"}
+    log(f"  llama-bench -t {t} -n {n_new} -d {prompt_len}: samples "
+        f"{', '.join(f'{x:.2f}' for x in dec['samples_ts'])} tok/s")
+    return {"decode": statistics.median(dec["samples_ts"]), "prefill": statistics.median(pre["samples_ts"]),
+            "bench": {"prefill": pre, "decode": dec}}
+
+
+def llama_greedy(gguf, prompt, n_new, t):
+    r = subprocess.run([str(LLAMA_GREEDY), str(gguf), ",".join(map(str, prompt)), str(n_new), str(t)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip()[-300:]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def leading_agreement(a, b):
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------------
+
+def fmt(v, spec=".2f"):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return format(v, spec)
+
+
+def cell(res, system, key):
+    r = res.get(system)
+    if r is None:
+        return None
+    if "na" in r:
+        return r["na"]
+    return r.get(key)
+
+
+def ratio(a, b, spec=".2f"):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+        return format(a / b, spec)
+    return "-"
+
+
+def pct(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+        return f"{100 * a / b:.0f}%"
+    return "-"
+
+
+def report(res):
+    m = res["machine"]
+    print()
+    print(f"date: {res['date']}")
+    print(f"cpu: {m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}"
+          f"{', virtual machine' if m['hypervisor'] else ''}), {m['cores']} cores, "
+          f"{m['ram_bytes'] / 2**30:.1f} GiB RAM; kernel {m['kernel']}")
+    v = res["versions"]
+    print(f"versions: helm {v.get('helm')}, llama.cpp {v.get('llama.cpp')} (llama-cpp-python "
+          f"{v.get('llama-cpp-python')} sdist), onnxruntime {v.get('onnxruntime')}")
+    print(f"workload: batch 1, prompt {res['prompt_len']} ids, {res['n_new']} greedy tokens, "
+          f"median of {res['runs']} runs")
+    g = res.get("gemv")
+    if g:
+        print()
+        print(f"STREAM-style triad (24 B/element) and helm_k_linear GEMV, M = 1, K = 2048, isa {g['isa']}:")
+        for t in g["threads"]:
+            tr = g["triad"][str(t)]
+            print(f"  {t} thread{'s' if t > 1 else ''}: triad {tr['triad_gbs']:.1f} GB/s, read-only stream "
+                  f"{tr['read_gbs']:.1f} GB/s")
+        sizes = sorted({r["mb"] for r in g["rows"]})
+        print()
+        print("| weights | layout | threads | " + " | ".join(f"{s} MB GB/s (% triad)" for s in sizes) + " |")
+        print("|---|---|---:|" + "---:|" * len(sizes))
+        keys = []
+        for r in g["rows"]:
+            k = (r["weights"], r["layout"], r["threads"])
+            if k not in keys:
+                keys.append(k)
+        for k in keys:
+            vals = []
+            for s in sizes:
+                r = next((r for r in g["rows"] if (r["weights"], r["layout"], r["threads"]) == k
+                          and r["mb"] == s), None)
+                vals.append(f"{r['dram_gbs']:.1f} ({r['pct_triad']:.0f}%)" if r else "-")
+            print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(vals) + " |")
+    rows = res["rows"]
+    if not rows:
+        return
+    print()
+    print(f"Decode tok/s ({res['n_new']} tokens after the {res['prompt_len']}-token prompt); roofline = "
+          "triad GB/s / weight bytes per token:")
+    print()
+    print("| model | dtype | threads | GB/token | roofline tok/s (read stream) | helm-rt | llama.cpp "
+          "| ONNX Runtime | helm/llama.cpp | helm/ORT | helm % roof | llama.cpp % roof | ORT % roof |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        h, l, o = (cell(r, s, "decode") for s in SYSTEMS)
+        roof = r.get("roofline_tok_s")
+        roofs = fmt(roof, ".1f") + (f" ({r['read_roofline_tok_s']:.1f})" if r.get("read_roofline_tok_s") else "")
+        print(f"| {r['model']} | {r['dtype']} | {r['threads']} | {r['gb_per_token']:.2f} | {roofs} "
+              f"| {fmt(h)} | {fmt(l)} | {fmt(o)} | {ratio(h, l)} | {ratio(h, o)} | {pct(h, roof)} "
+              f"| {pct(l, roof)} | {pct(o, roof)} |")
+    print()
+    print(f"Prefill tok/s ({res['prompt_len']}-token prompt, batch 1):")
+    print()
+    print("| model | dtype | threads | helm-rt | llama.cpp | ONNX Runtime | helm/llama.cpp | helm/ORT |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        h, l, o = (cell(r, s, "prefill") for s in SYSTEMS)
+        print(f"| {r['model']} | {r['dtype']} | {r['threads']} | {fmt(h)} | {fmt(l)} | {fmt(o)} "
+              f"| {ratio(h, l)} | {ratio(h, o)} |")
+    print()
+    print("(tok/s: median of the runs; helm/x: quotient of the medians, > 1 means helm-rt is faster; "
+          "% roof: decode tok/s / roofline tok/s, both at that thread count; the triad counts 24 B per "
+          "element as STREAM does, so a system reading near the read-only stream rate can exceed 100%; "
+          "'-': not measured)")
+    for note in res["notes"]:
+        print(f"note: {note}")
+
+
+# --------------------------------------------------------------------------------------------------
+
+def helm_version():
+    r = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def llama_version():
+    r = subprocess.run(["git", "-C", str(LLAMA_TREE), "log", "-1", "--format=%h"], capture_output=True,
+                       text=True)
+    return r.stdout.strip() or "?"
+
+
+def parse_list(s, allowed, what):
+    items = [x.strip() for x in s.split(",") if x.strip()]
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        sys.exit(f"--{what}: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(allowed)}")
+    return items
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
+    ap.add_argument("--dtypes", default="fp16,fp32,bf16", help="comma-separated: fp16, fp32, bf16")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--systems", default="helm,llama.cpp,ort", help="comma-separated: helm, llama.cpp, ort")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--prompt-len", type=int, default=128)
+    ap.add_argument("--n-new", type=int, default=128)
+    ap.add_argument("--quick", action="store_true",
+                    help="1 run, qwen3-0.6b fp16 unless --models/--dtypes say otherwise, short GEMV")
+    ap.add_argument("--no-gemv", action="store_true", help="skip the triad/GEMV part (and the roofline)")
+    ap.add_argument("--rebuild-packages", action="store_true", help="run helmc even if the package is fresh")
+    ap.add_argument("--helmc", default=str(ROOT / "build" / "bin" / "helmc"))
+    ap.add_argument("--helm-rt", default=str(ROOT / "build" / "bin" / "helm-rt"))
+    ap.add_argument("--gemv-bench", default=str(ROOT / "build" / "bin" / "helm-gemv-bench"))
+    ap.add_argument("--json", metavar="OUT", help="also write every number (all runs) to OUT")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="only print the tables of earlier --json files (rows and notes merged, the "
+                         "first file's GEMV part and header)")
+    ap.add_argument("--prepare-worker", nargs=2, metavar=("MODEL", "DTYPE"), help=argparse.SUPPRESS)
+    ap.add_argument("--want", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.prepare_worker:
+        want = args.want.split(",")
+        prepare_worker(*args.prepare_worker, "onnx" in want, "gguf" in want)
+        return 0
+
+    if args.report:
+        merged = None
+        for path in args.report:
+            with open(path) as f:
+                r = json.load(f)
+            if merged is None:
+                merged = r
+            else:
+                merged["rows"] += r["rows"]
+                merged["notes"] += r["notes"]
+                merged["versions"].update({k: v for k, v in r["versions"].items() if v})
+        report(merged)
+        return 0
+
+    given = set(a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]))
+    if args.quick:
+        args.runs = 1
+        if "--models" not in given:
+            args.models = "qwen3-0.6b"
+        if "--dtypes" not in given:
+            args.dtypes = "fp16"
+    models = parse_list(args.models, MODELS, "models")
+    dtypes = parse_list(args.dtypes, DTYPES, "dtypes")
+    systems = parse_list(args.systems, SYSTEMS, "systems")
+    threads = [int(x) for x in parse_list(args.threads, [str(i) for i in range(1, 1025)], "threads")]
+    runs = max(1, args.runs)
+    tools = []
+    if "helm" in systems:
+        tools += [args.helmc, args.helm_rt]
+    if not args.no_gemv:
+        tools.append(args.gemv_bench)
+    if "llama.cpp" in systems:
+        tools += [str(LLAMA_BENCH), str(LLAMA_GREEDY)]
+    for tool in tools:
+        if not os.access(tool, os.X_OK):
+            hint = ("scripts/install-deps.sh --bench" if "llama.cpp" in tool
+                    else "build HELM first (ninja -C build)")
+            sys.exit(f"{tool}: not an executable ({hint})")
+
+    lock = Lock()
+    res = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+           "machine": e2e.machine(), "runs": runs, "prompt_len": args.prompt_len, "n_new": args.n_new,
+           "threads": threads, "versions": {"helm": helm_version()}, "rows": [], "notes": []}
+    if "llama.cpp" in systems:
+        res["versions"]["llama.cpp"] = llama_version()
+        sd = sorted(LLAMA_DIR.glob("llama_cpp_python-*.tar.gz"))
+        res["versions"]["llama-cpp-python"] = sd[-1].name[len("llama_cpp_python-"):-len(".tar.gz")] if sd else "?"
+
+    if not args.no_gemv:
+        res["gemv"] = gemv_bench(args.gemv_bench, threads, args.quick, lock)
+        for t in threads:
+            log(f"triad {t} thread(s): {res['gemv']['triad'][str(t)]['triad_gbs']:.1f} GB/s")
+
+    t_start = time.time()
+    with tempfile.TemporaryDirectory(prefix="helm-compare-bench-") as work:
+        for model in models:
+            spec = MODELS[model]
+            prompt = prompt_ids(spec["base"]["vocab"], args.prompt_len)
+            for dtype in dtypes:
+                art = ensure_model(model, dtype, systems, args.helmc, args.helm_rt, lock, args.rebuild_packages)
+                elem = DTYPES[dtype][2]
+                gbt = weight_bytes_per_token(spec["base"], elem) / 1e9
+                ids = {}
+                for t in threads:
+                    row = {"model": model, "dtype": dtype, "threads": t, "gb_per_token": gbt}
+                    if "gemv" in res:
+                        row["roofline_tok_s"] = res["gemv"]["triad"][str(t)]["triad_gbs"] / gbt
+                        row["read_roofline_tok_s"] = res["gemv"]["triad"][str(t)]["read_gbs"] / gbt
+                    log(f"{model} {dtype} -t {t}" + (f" (roofline {row['roofline_tok_s']:.1f} tok/s)"
+                                                    if "roofline_tok_s" in row else ""))
+                    for system in systems:
+                        with lock.held(f"{system} {model} {dtype} -t {t}"):
+                            if system == "helm":
+                                p = art["package"]
+                                row[system] = ({"na": p} if isinstance(p, str) else
+                                               measure_helm(args.helm_rt, p, t, runs, prompt, args.n_new,
+                                                            lock, work))
+                            elif system == "ort":
+                                row[system] = measure_ort(art["onnx"], t, runs, prompt, args.n_new)
+                                if "version" in row[system]:
+                                    res["versions"]["onnxruntime"] = row[system]["version"]
+                            else:
+                                row[system] = measure_llama(art["gguf"], t, runs, args.prompt_len, args.n_new)
+                        if "ids" in row[system]:
+                            ids.setdefault(system, row[system]["ids"])
+                    res["rows"].append(row)
+                    if args.json:
+                        _write_json(args.json, res)
+                # Same weights? greedy ids of llama.cpp (libllama) and ONNX Runtime against helm-rt's.
+                if "llama.cpp" in systems and art["gguf"]:
+                    with lock.held("llama-greedy"):
+                        g = llama_greedy(art["gguf"], prompt, args.n_new, threads[-1])
+                    if "error" in g:
+                        res["notes"].append(f"{model} {dtype}: llama-greedy failed: {g['error']}")
+                    else:
+                        ids["llama.cpp"] = g["ids"]
+                        res.setdefault("greedy", {})[f"{model}-{dtype}"] = g
+                ref = "helm" if "helm" in ids else next(iter(ids), None)
+                for other in ids:
+                    if other == ref:
+                        continue
+                    n = leading_agreement(ids[ref], ids[other])
+                    same = sum(a == b for a, b in zip(ids[ref], ids[other]))
+                    msg = (f"{model} {dtype}: greedy ids {SYSTEM_NAMES[ref]} vs {SYSTEM_NAMES[other]}: first "
+                           f"{n} of {args.n_new} identical ({same} equal positions)")
+                    if n < args.n_new:
+                        gaps = (res.get("greedy", {}).get(f"{model}-{dtype}", {}).get("top2_gap")
+                                if other == "llama.cpp" else row.get("ort", {}).get("top2_gap"))
+                        if gaps and n < len(gaps):
+                            msg += (f"; at step {n} the top-2 logit gap is {gaps[n]:.3g} (median "
+                                    f"{statistics.median(gaps):.3g})")
+                        if n < 8:
+                            msg = "WARNING: " + msg + " (random weights can have near ties; check the GGUF)"
+                    log(msg)
+                    res["notes"].append(msg)
+    log(f"measured in {(time.time() - t_start) / 60:.1f} min")
+    if args.json:
+        _write_json(args.json, res)
+        log(f"wrote {args.json}")
+    report(res)
+    return 0
+
+
+def _write_json(path, res):
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, default=str)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
