@@ -295,7 +295,10 @@ def measure_ort(onnx_path, t, runs, prompt, n_new):
     for i in range(runs):
         r = e2e.run_ort(str(onnx_path), t, prompt=prompt, n_new=n_new, check=False)
         if "error" in r:
-            return {"na": f"n/a (ONNX Runtime: {r['error'][:160]})"}
+            # "...NOT_IMPLEMENTED : Could not find an implementation for Mul(14) node with name ..."
+            err = re.sub(r"^.*?\[ONNXRuntimeError\] : \d+ : ", "", r["error"])
+            err = re.sub(r" node with name.*$", "", err)
+            return {"na": f"n/a (ONNX Runtime: {err[:120]})", "error": r["error"]}
         rr.append(r)
         log(f"  onnxruntime -t {t} run {i + 1}/{runs}: prefill {r['prefill_tok_s']:.2f} tok/s, decode "
             f"{r['decode_tok_s']:.2f} tok/s, load {r['load_ms']:.0f} ms")
@@ -364,7 +367,8 @@ def cell(res, system, key):
     if r is None:
         return None
     if "na" in r:
-        return r["na"]
+        na = re.sub(r"onnxruntime\.capi\.\S+: \[ONNXRuntimeError\] : \d+ : ", "", r["na"])
+        return re.sub(r" node with na.*$", ")", na)
     return r.get(key)
 
 
@@ -507,10 +511,21 @@ def main(argv=None):
                 r = json.load(f)
             if merged is None:
                 merged = r
-            else:
-                merged["rows"] += r["rows"]
-                merged["notes"] += r["notes"]
-                merged["versions"].update({k: v for k, v in r["versions"].items() if v})
+                continue
+            # a later file's row for the same model/dtype/threads replaces the systems it measured
+            # (e.g. a --systems helm rerun); other rows are appended
+            for row in r["rows"]:
+                key = (row["model"], row["dtype"], row["threads"])
+                old = next((o for o in merged["rows"] if (o["model"], o["dtype"], o["threads"]) == key), None)
+                if old is None:
+                    merged["rows"].append(row)
+                else:
+                    old.update({k: v for k, v in row.items() if k in SYSTEMS or k not in old})
+                    for k in ("helm_commit", "helm_rt_mtime"):
+                        if k in row and "helm" in row:
+                            old[k] = row[k]
+            merged["notes"] += [n for n in r["notes"] if n not in merged["notes"]]
+            merged["versions"].update({k: v for k, v in r["versions"].items() if v})
         report(merged)
         return 0
 
@@ -564,7 +579,10 @@ def main(argv=None):
                 gbt = weight_bytes_per_token(spec["base"], elem) / 1e9
                 ids = {}
                 for t in threads:
-                    row = {"model": model, "dtype": dtype, "threads": t, "gb_per_token": gbt}
+                    # helm-rt may be rebuilt between cells on a shared machine: record which one ran
+                    row = {"model": model, "dtype": dtype, "threads": t, "gb_per_token": gbt,
+                           "helm_commit": helm_version(),
+                           "helm_rt_mtime": time.ctime(os.path.getmtime(args.helm_rt))}
                     if "gemv" in res:
                         row["roofline_tok_s"] = res["gemv"]["triad"][str(t)]["triad_gbs"] / gbt
                         row["read_roofline_tok_s"] = res["gemv"]["triad"][str(t)]["read_gbs"] / gbt
