@@ -1,11 +1,13 @@
 //===- StageAbi.cpp - runtime side of the stage ABI: weights and attention --------===//
 //
-// Attention is computed per (row, query, head) in two passes over the cached keys: scores, then a
-// softmax and the weighted sum of values. For half-precision models every step is rounded to the
-// model's dtype where the reference framework rounds (scores, probabilities, output), so greedy
-// tokens follow ONNX Runtime's. The streaming (online-softmax) form is the paged cache's work.
+// helm_rt_attention appends the call's keys and values to the KV cache (widened to f32), then
+// runs the attention kernel (kernels/cpu/Attention.h) over the spans the cache keeps each
+// sequence's rows in. For half-precision models the kernel rounds to the model's dtype where the
+// reference framework rounds (scores, probabilities, output), so greedy tokens follow ONNX
+// Runtime's. The streaming (online-softmax) form is the paged cache's work.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/cpu/Attention.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
 #include "kernels/cpu/helm_kernels.h"
@@ -67,54 +69,31 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
     widen(vb, dt, vf.data(), S * kvWidth);
     c->kv->write(layer, c->sequence[b], c->past[b], S, kf.data(), vf.data());
   }
-  // 2. Attend: one work item per (row, query, head).
-  int64_t group = heads / kvHeads;
-  pool().parallelFor(B * S * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> qv(static_cast<size_t>(headDim)), scores, acc(static_cast<size_t>(headDim));
-    for (int64_t item = begin; item < end; ++item) {
-      int64_t h = item % heads, s = (item / heads) % S, b = item / (heads * S);
-      int64_t pos = c->past[b] + s;
-      int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-      int64_t g = h / group;
-      size_t qOffset = size_t((b * S + s) * qWidth + h * headDim);
-      for (int64_t d = 0; d < headDim; ++d)
-        qv[size_t(d)] = loadAs(q, dt, int64_t(qOffset) + d);
-      scores.assign(static_cast<size_t>(pos + 1 - first), 0.0f);
-      float maxScore = -std::numeric_limits<float>::infinity();
-      c->kv->forEachSpan(layer, c->sequence[b], first, pos + 1,
-                         [&](const float *ks, const float *, int64_t start, int64_t count) {
-                           for (int64_t t = 0; t < count; ++t) {
-                             const float *kr = ks + t * kvWidth + g * headDim;
-                             float dot = 0;
-                             for (int64_t d = 0; d < headDim; ++d)
-                               dot += qv[size_t(d)] * kr[d];
-                             float sc = roundTo(dot * scale, dt);
-                             scores[size_t(start + t - first)] = sc;
-                             maxScore = std::max(maxScore, sc);
-                           }
-                         });
-      float sum = 0;
-      for (float &sc : scores) {
-        sc = std::exp(sc - maxScore);
-        sum += sc;
-      }
-      float inv = 1.0f / sum;
-      for (float &sc : scores)
-        sc = roundTo(sc * inv, dt);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      c->kv->forEachSpan(layer, c->sequence[b], first, pos + 1,
-                         [&](const float *, const float *vs, int64_t start, int64_t count) {
-                           for (int64_t t = 0; t < count; ++t) {
-                             float p = scores[size_t(start + t - first)];
-                             const float *vr = vs + t * kvWidth + g * headDim;
-                             for (int64_t d = 0; d < headDim; ++d)
-                               acc[size_t(d)] += p * vr[d];
-                           }
-                         });
-      for (int64_t d = 0; d < headDim; ++d)
-        storeAs(out, dt, int64_t(qOffset) + d, acc[size_t(d)]);
-    }
-  });
+  // 2. Attend, one sequence at a time (kernels/cpu/Attention.h threads over kv heads and query
+  // blocks), over the spans the cache keeps this sequence's rows in.
+  std::vector<KvSpan> spans;
+  size_t qBytes = size_t(S * qWidth) * elem;
+  for (int64_t b = 0; b < B; ++b) {
+    spans.clear();
+    c->kv->forEachSpan(layer, c->sequence[b], 0, c->past[b] + S,
+                       [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                         spans.push_back({ks, vs, start, count});
+                       });
+    AttentionProblem problem{static_cast<const char *>(q) + b * qBytes,
+                             static_cast<char *>(out) + b * qBytes,
+                             dt,
+                             S,
+                             heads,
+                             kvHeads,
+                             headDim,
+                             kvWidth,
+                             scale,
+                             c->past[b],
+                             window,
+                             spans.data(),
+                             int64_t(spans.size())};
+    attendCausal(problem);
+  }
 }
 
 namespace helm::rt {

@@ -1,0 +1,388 @@
+//===- Attention.cpp - causal grouped-query attention over a KV cache -------------===//
+//
+// Work item = (kv head g, block of up to kQueryBlock query rows). The item's queries are the
+// block's rows times the `group` heads that read kv head g, so every cached key and value row is
+// loaded once per item and used for all of them (GQA sharing). Two passes over the cached rows:
+//   1. scores[t][i] = q_i . k_t (all queries of the item against each key row), then per query
+//      scale, round, causal/window mask, max, exp, sum, normalise, round;
+//   2. out_i = sum_t p[t][i] v_t with out_i's head_dim accumulators held in registers while the
+//      value rows stream past (from L1/L2: one item's rows are at most a few hundred KB).
+// The vector primitives exist for AVX-512, AVX2+FMA+F16C and scalar, picked like the GEMV's
+// (Isa.h). See docs/kernels.md, "Attention".
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/cpu/Attention.h"
+
+// GCC 12's AVX-512 headers build some intrinsics (reductions, extracts) from deliberately
+// undefined vectors and then warn about them; the warnings are about the headers, not this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/ThreadPool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <immintrin.h>
+#include <limits>
+#include <vector>
+
+namespace helm::kernels {
+namespace {
+
+/// Query rows per work item in prefill: 16 rows x group heads queries share each key row load,
+/// and the item's score block (queries x keys) stays in L2 for prompts of a few thousand tokens.
+constexpr int64_t kQueryBlock = 16;
+
+/// The per-ISA vector primitives.
+struct AttentionOps {
+  /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
+  void (*dotMany)(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D, float *out);
+  /// o[d] = sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D (o overwritten).
+  void (*weightedSum)(const float *p, int64_t pStride, const float *v, int64_t vStride, int64_t T,
+                      int64_t D, float *o);
+  /// x[i] = f16(x[i]) widened back, i < n (round to nearest even).
+  void (*roundF16)(float *x, int64_t n);
+};
+
+// ---- scalar ------------------------------------------------------------------------------
+
+void dotManyScalar(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+                   float *out) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float s = 0;
+    for (int64_t d = 0; d < D; ++d)
+      s += q[i * ld + d] * k[d];
+    out[i] = s;
+  }
+}
+
+void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t vStride,
+                       int64_t T, int64_t D, float *o) {
+  std::fill(o, o + D, 0.0f);
+  for (int64_t t = 0; t < T; ++t) {
+    float w = p[t * pStride];
+    if (w == 0.0f)
+      continue;
+    for (int64_t d = 0; d < D; ++d)
+      o[d] += w * v[t * vStride + d];
+  }
+}
+
+void roundF16Scalar(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = halfToFloat(floatToHalf(x[i]));
+}
+
+// ---- AVX2 + FMA + F16C --------------------------------------------------------------------
+
+#define HELM_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+HELM_AVX2 inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+                           float *out) {
+  const int64_t Dv = D / 8 * 8;
+  int64_t i = 0;
+  for (; i + 4 <= nq; i += 4) {
+    const float *q0 = q + i * ld, *q1 = q0 + ld, *q2 = q1 + ld, *q3 = q2 + ld;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t d = 0; d < Dv; d += 8) {
+      __m256 kv = _mm256_loadu_ps(k + d);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + d), kv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + d), kv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + d), kv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + d), kv, a3);
+    }
+    float s0 = hsum256(a0), s1 = hsum256(a1), s2 = hsum256(a2), s3 = hsum256(a3);
+    for (int64_t d = Dv; d < D; ++d) {
+      s0 += q0[d] * k[d];
+      s1 += q1[d] * k[d];
+      s2 += q2[d] * k[d];
+      s3 += q3[d] * k[d];
+    }
+    out[i] = s0, out[i + 1] = s1, out[i + 2] = s2, out[i + 3] = s3;
+  }
+  for (; i < nq; ++i) {
+    const float *qi = q + i * ld;
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t d = 0; d < Dv; d += 8)
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(qi + d), _mm256_loadu_ps(k + d), a);
+    float s = hsum256(a);
+    for (int64_t d = Dv; d < D; ++d)
+      s += qi[d] * k[d];
+    out[i] = s;
+  }
+}
+
+HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, int64_t vStride,
+                               int64_t T, int64_t D, float *o) {
+  // Up to 8 vectors (64 floats) of o in registers per sweep over the rows.
+  for (int64_t d0 = 0; d0 < D; d0 += 64) {
+    const int64_t width = std::min<int64_t>(64, D - d0), nv = width / 8;
+    __m256 acc[8];
+    for (int c = 0; c < 8; ++c)
+      acc[c] = _mm256_setzero_ps();
+    float tail[8] = {};
+    for (int64_t t = 0; t < T; ++t) {
+      float w = p[t * pStride];
+      if (w == 0.0f)
+        continue;
+      const float *vr = v + t * vStride + d0;
+      __m256 wv = _mm256_set1_ps(w);
+      for (int64_t c = 0; c < nv; ++c)
+        acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(vr + 8 * c), acc[c]);
+      for (int64_t d = nv * 8; d < width; ++d)
+        tail[d - nv * 8] += w * vr[d];
+    }
+    for (int64_t c = 0; c < nv; ++c)
+      _mm256_storeu_ps(o + d0 + 8 * c, acc[c]);
+    for (int64_t d = nv * 8; d < width; ++d)
+      o[d0 + d] = tail[d - nv * 8];
+  }
+}
+
+HELM_AVX2 void roundF16Avx2(float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+  }
+  roundF16Scalar(x + i, n - i);
+}
+
+// ---- AVX-512 ------------------------------------------------------------------------------
+
+#define HELM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+                               float *out) {
+  const int64_t Dv = D / 16 * 16;
+  const __mmask16 tailMask = __mmask16((1u << (D - Dv)) - 1u);
+  int64_t i = 0;
+  for (; i + 4 <= nq; i += 4) {
+    const float *q0 = q + i * ld, *q1 = q0 + ld, *q2 = q1 + ld, *q3 = q2 + ld;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t d = 0; d < Dv; d += 16) {
+      __m512 kv = _mm512_loadu_ps(k + d);
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + d), kv, a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + d), kv, a1);
+      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + d), kv, a2);
+      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q3 + d), kv, a3);
+    }
+    if (tailMask) {
+      __m512 kv = _mm512_maskz_loadu_ps(tailMask, k + Dv);
+      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q0 + Dv), kv, a0);
+      a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q1 + Dv), kv, a1);
+      a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q2 + Dv), kv, a2);
+      a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q3 + Dv), kv, a3);
+    }
+    out[i] = _mm512_reduce_add_ps(a0);
+    out[i + 1] = _mm512_reduce_add_ps(a1);
+    out[i + 2] = _mm512_reduce_add_ps(a2);
+    out[i + 3] = _mm512_reduce_add_ps(a3);
+  }
+  for (; i < nq; ++i) {
+    const float *qi = q + i * ld;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t d = 0; d < Dv; d += 16)
+      a = _mm512_fmadd_ps(_mm512_loadu_ps(qi + d), _mm512_loadu_ps(k + d), a);
+    if (tailMask)
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, qi + Dv),
+                          _mm512_maskz_loadu_ps(tailMask, k + Dv), a);
+    out[i] = _mm512_reduce_add_ps(a);
+  }
+}
+
+HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float *v,
+                                   int64_t vStride, int64_t T, int64_t D, float *o) {
+  // Up to 8 vectors (128 floats) of o in registers per sweep over the rows; the last vector of
+  // a sweep may be partial (masked).
+  for (int64_t d0 = 0; d0 < D; d0 += 128) {
+    const int64_t width = std::min<int64_t>(128, D - d0), nv = (width + 15) / 16;
+    const __mmask16 lastMask =
+        width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
+    __m512 acc[8];
+    for (int c = 0; c < 8; ++c)
+      acc[c] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < T; ++t) {
+      float w = p[t * pStride];
+      if (w == 0.0f)
+        continue;
+      const float *vr = v + t * vStride + d0;
+      __m512 wv = _mm512_set1_ps(w);
+      for (int64_t c = 0; c + 1 < nv; ++c)
+        acc[c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(vr + 16 * c), acc[c]);
+      acc[nv - 1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(lastMask, vr + 16 * (nv - 1)),
+                                    acc[nv - 1]);
+    }
+    for (int64_t c = 0; c + 1 < nv; ++c)
+      _mm512_storeu_ps(o + d0 + 16 * c, acc[c]);
+    _mm512_mask_storeu_ps(o + d0 + 16 * (nv - 1), lastMask, acc[nv - 1]);
+  }
+}
+
+HELM_AVX512 void roundF16Avx512(float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm512_storeu_ps(x + i, _mm512_cvtph_ps(h));
+  }
+  roundF16Scalar(x + i, n - i);
+}
+
+const AttentionOps &opsFor(Isa isa) {
+  static const AttentionOps scalar{&dotManyScalar, &weightedSumScalar, &roundF16Scalar};
+  static const AttentionOps avx2{&dotManyAvx2, &weightedSumAvx2, &roundF16Avx2};
+  static const AttentionOps avx512{&dotManyAvx512, &weightedSumAvx512, &roundF16Avx512};
+  switch (isa) {
+  case Isa::avx512: return avx512;
+  case Isa::avx2: return avx2;
+  case Isa::scalar: break;
+  }
+  return scalar;
+}
+
+void roundArray(const AttentionOps &ops, float *x, int64_t n, DType dt) {
+  if (dt == DType::f16)
+    ops.roundF16(x, n);
+  else if (dt == DType::bf16)
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = bf16ToFloat(floatToBf16(x[i]));
+}
+
+/// Per-thread buffers that only grow (no allocation per item once warm).
+struct Scratch {
+  std::vector<float> q, scores;
+};
+Scratch &scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+/// One work item: kv head g, query rows [s0, s1).
+void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
+                int64_t s1) {
+  const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
+  const int64_t rows = s1 - s0, nq = rows * group;
+  auto firstKey = [&](int64_t pos) {
+    return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : int64_t(0);
+  };
+  // Keys any query of the block can see: [keyBegin, keyEnd).
+  const int64_t keyBegin = firstKey(p.past + s0), keyEnd = p.past + s1;
+  const int64_t L = keyEnd - keyBegin;
+
+  Scratch &buf = scratch();
+  if (buf.q.size() < size_t(nq * D))
+    buf.q.resize(size_t(nq * D));
+  if (buf.scores.size() < size_t(L * nq))
+    buf.scores.resize(size_t(L * nq));
+  float *qf = buf.q.data(), *sc = buf.scores.data(); // sc[t * nq + i]
+
+  // Query i = (row r, head j of the group): head h = g * group + j.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < group; ++j) {
+      int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
+      float *dst = qf + (r * group + j) * D;
+      if (p.dt == DType::f32)
+        std::copy_n(static_cast<const float *>(p.q) + offset, D, dst);
+      else
+        widen(static_cast<const uint16_t *>(p.q) + offset, p.dt, dst, D);
+    }
+
+  // Pass 1: raw scores of every query against every visible key row.
+  for (int64_t si = 0; si < p.numSpans; ++si) {
+    const KvSpan &span = p.spans[si];
+    int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
+    for (int64_t t = t0; t < t1; ++t)
+      ops.dotMany(qf, D, nq, span.k + (t - span.start) * p.kvStride + g * D, D,
+                  sc + (t - keyBegin) * nq);
+  }
+  for (int64_t n = 0; n < L * nq; ++n)
+    sc[n] *= p.scale;
+  roundArray(ops, sc, L * nq, p.dt);
+
+  // Softmax per query over its own visible keys; everything else becomes probability 0.
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t pos = p.past + s0 + r;
+    const int64_t lo = firstKey(pos) - keyBegin, hi = pos + 1 - keyBegin; // [lo, hi)
+    for (int64_t j = 0; j < group; ++j) {
+      const int64_t i = r * group + j;
+      float maxScore = -std::numeric_limits<float>::infinity();
+      for (int64_t t = lo; t < hi; ++t)
+        maxScore = std::max(maxScore, sc[t * nq + i]);
+      float sum = 0;
+      for (int64_t t = lo; t < hi; ++t) {
+        float e = std::exp(sc[t * nq + i] - maxScore);
+        sc[t * nq + i] = e;
+        sum += e;
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t t = 0; t < lo; ++t)
+        sc[t * nq + i] = 0.0f;
+      for (int64_t t = lo; t < hi; ++t)
+        sc[t * nq + i] *= inv;
+      for (int64_t t = hi; t < L; ++t)
+        sc[t * nq + i] = 0.0f;
+    }
+  }
+  roundArray(ops, sc, L * nq, p.dt);
+
+  // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32 (reusing qf as output).
+  float *acc = qf;
+  std::fill(acc, acc + nq * D, 0.0f);
+  thread_local std::vector<float> part;
+  if (part.size() < size_t(D))
+    part.resize(size_t(D));
+  for (int64_t i = 0; i < nq; ++i) {
+    float *o = acc + i * D;
+    for (int64_t si = 0; si < p.numSpans; ++si) {
+      const KvSpan &span = p.spans[si];
+      int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
+      if (t0 >= t1)
+        continue;
+      const float *v = span.v + (t0 - span.start) * p.kvStride + g * D;
+      if (p.numSpans == 1) { // the common case: no partial sums to add
+        ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o);
+        continue;
+      }
+      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, part.data());
+      for (int64_t d = 0; d < D; ++d)
+        o[d] += part[size_t(d)];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < group; ++j) {
+      int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
+      const float *src = acc + (r * group + j) * D;
+      for (int64_t d = 0; d < D; ++d)
+        storeAs(p.out, p.dt, offset + d, src[d]);
+    }
+}
+
+} // namespace
+
+void attendCausal(const AttentionProblem &p) {
+  if (p.S <= 0 || p.heads <= 0)
+    return;
+  const AttentionOps &ops = opsFor(activeIsa());
+  const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
+  const int64_t items = p.kvHeads * blocks;
+  // Causal blocks cost more the later they are. Items run in the order 0, B-1, 1, B-2, ... of
+  // blocks so that the pool's contiguous halves get about equal work.
+  pool().parallelFor(items, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      int64_t g = item % p.kvHeads, k = item / p.kvHeads;
+      int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+      int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
+      attendItem(p, ops, g, s0, s1);
+    }
+  });
+}
+
+} // namespace helm::kernels
