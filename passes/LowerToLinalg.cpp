@@ -430,20 +430,24 @@ private:
     return results;
   }
 
-  FailureOr<SmallVector<Value>> lowerRope(RopeOp r) {
-    Value x = r.getInput();
-    auto type = cast<RankedTensorType>(x.getType());
-    if (type.getRank() != 3)
-      return r.emitError() << "rope: input must be [batch, sequence, heads*head_dim]";
-    if (!r.getPositions())
-      return r.emitError() << "rope: positions missing (run helm-stage-split first)";
-    if (!r.getTheta())
-      return r.emitError() << "rope: theta unknown (the model was imported without weight data)";
-    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim(), half = rotary / 2;
-    bool interleaved = r.getStyle() == RopeStyle::interleaved;
-    double theta = r.getTheta()->convertToDouble();
-    Type elem = type.getElementType();
+  struct RopeTables {
+    Value positions;
+    double theta;
+    int64_t rotary;
+    Type elem;
+    Value cos, sin;
+  };
+  SmallVector<RopeTables> ropeTableCache;
 
+  /// The [B, S, rotary/2] cos and sin tables for `pos` (f32, rounded to `elem`), built at the
+  /// first rope that needs them; `x` (that rope's input) gives B and S. All ops of the stage are
+  /// in one block, so the first rope's tables dominate every later rope.
+  std::pair<Value, Value> ropeTables(Value pos, Value x, RankedTensorType type, double theta,
+                                     int64_t rotary, Type elem) {
+    for (const RopeTables &t : ropeTableCache)
+      if (t.positions == pos && t.theta == theta && t.rotary == rotary && t.elem == elem)
+        return {t.cos, t.sin};
+    int64_t half = rotary / 2;
     // inv_freq[j] = theta^(-2j/rotary), as the reference computes it in f32.
     SmallVector<float> invFreq;
     for (int64_t j = 0; j < half; ++j)
@@ -452,9 +456,6 @@ private:
     auto freqType = RankedTensorType::get({half}, b.getF32Type());
     Value freqs = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(invFreq)));
-
-    // cos/sin tables [B, S, half] in f32 (rounded to the model dtype like the reference).
-    Value pos = r.getPositions();
     auto tableType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), half},
                                            b.getF32Type());
     SmallVector<Value> dyn;
@@ -479,7 +480,31 @@ private:
           Value s = roundTo(nb, l, math::SinOp::create(nb, l, angle), elem);
           linalg::YieldOp::create(nb, l, ValueRange{c, s});
         });
-    Value cosT = tables.getResult(0), sinT = tables.getResult(1);
+    ropeTableCache.push_back({pos, theta, rotary, elem, tables.getResult(0), tables.getResult(1)});
+    return {tables.getResult(0), tables.getResult(1)};
+  }
+
+  FailureOr<SmallVector<Value>> lowerRope(RopeOp r) {
+    Value x = r.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getRank() != 3)
+      return r.emitError() << "rope: input must be [batch, sequence, heads*head_dim]";
+    if (!r.getPositions())
+      return r.emitError() << "rope: positions missing (run helm-stage-split first)";
+    if (!r.getTheta())
+      return r.emitError() << "rope: theta unknown (the model was imported without weight data)";
+    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim(), half = rotary / 2;
+    bool interleaved = r.getStyle() == RopeStyle::interleaved;
+    double theta = r.getTheta()->convertToDouble();
+    Type elem = type.getElementType();
+
+    // cos/sin tables [B, S, half] in f32 (rounded to the model dtype like the reference). Every
+    // rope of the stage with the same positions, theta, rotary size and dtype shares one pair of
+    // tables: computed once per call of the stage instead of twice per layer (q and k), which
+    // removes 2 * layers - 1 passes of cos/sin over [B, S, half].
+    Value pos = r.getPositions();
+    auto [cosT, sinT] = ropeTables(pos, x, type, theta, rotary, elem);
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
 
     Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizesOf(x));
     auto rotated = linalg::GenericOp::create(

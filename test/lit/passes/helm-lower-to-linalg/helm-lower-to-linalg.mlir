@@ -34,10 +34,13 @@
 // CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [%{{.*}}, %{{.*}}, 16] [1, 1, 1]
 // CHECK: tensor.extract_slice %{{.*}}[0, 0, 16] [%{{.*}}, %{{.*}}, 8] [1, 1, 1]
 // CHECK: tensor.extract_slice %{{.*}}[0, 0, 24] [%{{.*}}, %{{.*}}, 8] [1, 1, 1]
-// Rope: cos/sin tables from positions, then the rotation.
+// Rope: cos/sin tables from positions, then the rotation. q and k share one pair of tables
+// (same positions, theta and rotary size): cos and sin are computed once.
 // CHECK: arith.sitofp
 // CHECK: math.cos
 // CHECK: math.sin
+// CHECK-NOT: math.cos
+// CHECK-NOT: math.sin
 // Attention: the runtime's kernel with the layer, heads, scale and window.
 // CHECK: bufferization.alloc_tensor() copy(
 // CHECK: call @helm_rt_attention(%[[CTX]], %c0_i64, {{.*}}, %c0_i32, {{.*}}, %c2_i64, %c1_i64, %c8_i64, %{{.*}}, %c0_i64)
