@@ -299,20 +299,68 @@ private:
         .getResult(0);
   }
 
-  FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {
+  /// The rope that an RMSNorm can be fused into: Qwen3's per-head q/k norm (group = head_dim)
+  /// whose only user is a rope over its result. Fusing saves the normalised tensor's write and
+  /// re-read: the rotation normalises its two input elements itself.
+  RopeOp fusableRope(RmsNormOp n) {
+    if (!n.getResult().hasOneUse())
+      return nullptr;
+    auto rope = dyn_cast<RopeOp>(*n.getResult().getUsers().begin());
+    if (!rope || rope.getInput() != n.getResult() || !rope.getPositions() || !rope.getTheta())
+      return nullptr;
+    auto type = cast<RankedTensorType>(n.getInput().getType());
+    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
+    int64_t width = type.getRank() == 3 ? type.getDimSize(2) : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(width) || gammaType.getRank() != 1 ||
+        gammaType.getNumElements() != int64_t(rope.getHeadDim()) ||
+        width % int64_t(rope.getHeadDim()) != 0)
+      return nullptr;
+    return rope;
+  }
+
+  /// RMSNorm (group = head_dim) and the rope after it as two passes: the sums of squares per
+  /// head, then the rotation, which normalises self and partner on the fly with the same
+  /// rounding steps as the separate ops (round(x * rsqrt(mean + eps)), times gamma, rounded to
+  /// the dtype, then rotated).
+  Value lowerRmsNormIntoRope(RmsNormOp n, RopeOp r) {
     Value x = n.getInput();
     auto type = cast<RankedTensorType>(x.getType());
-    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
-    int64_t rank = type.getRank();
-    int64_t width = type.getDimSize(rank - 1);
-    int64_t group = gammaType.getNumElements();
-    if (ShapedType::isDynamic(width) || group <= 0 || width % group != 0)
-      return n.emitError() << "rms_norm: last dimension must be a static multiple of gamma's size";
-    int64_t groups = width / group;
     Type elem = type.getElementType();
-    double eps = n.getEpsilon().convertToDouble();
+    int64_t headDim = r.getHeadDim();
+    Value sumsq = sumOfSquares(x, headDim);
+    Value gamma = n.getGamma();
+    float eps = float(n.getEpsilon().convertToDouble());
+    auto normalise = [&](OpBuilder &nb, Location l, Value v, Value bi, Value si, Value d) {
+      Value hd = arith::ConstantIndexOp::create(nb, l, headDim);
+      Value head = arith::DivUIOp::create(nb, l, d, hd);
+      Value i = arith::RemUIOp::create(nb, l, d, hd);
+      Value ss = tensor::ExtractOp::create(nb, l, sumsq, ValueRange{bi, si, head});
+      Value mean = arith::DivFOp::create(
+          nb, l, ss, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
+      Value var =
+          arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
+      Value inv = math::RsqrtOp::create(nb, l, var);
+      Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
+      Value g = toF32(nb, l, tensor::ExtractOp::create(nb, l, gamma, ValueRange{i}));
+      return roundTo(nb, l, arith::MulFOp::create(nb, l, y, g), elem);
+    };
+    double theta = r.getTheta()->convertToDouble();
+    auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
+    Value rotated = buildRotation(x, type, headDim, r.getRotaryDim(),
+                                  r.getStyle() == RopeStyle::interleaved, elem, cosT, sinT,
+                                  normalise);
+    fusedRopes[r.getOperation()] = rotated;
+    return rotated;
+  }
+  llvm::DenseMap<Operation *, Value> fusedRopes;
 
-    // [..., width] -> [..., groups, group]
+  /// Sum of squares of x over consecutive groups of `group` elements of its last dimension, in
+  /// f32: [..., width] -> [..., width / group]. `xe` receives x viewed as [..., groups, group].
+  Value sumOfSquares(Value x, int64_t group, Value *xe = nullptr) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    int64_t groups = type.getDimSize(rank - 1) / group;
+    Type elem = type.getElementType();
     SmallVector<ReassociationIndices> reassoc;
     for (int64_t i = 0; i < rank - 1; ++i)
       reassoc.push_back({i});
@@ -324,9 +372,10 @@ private:
     SmallVector<OpFoldResult> outShape = sizesOf(x);
     outShape.back() = b.getIndexAttr(groups);
     outShape.push_back(b.getIndexAttr(group));
-    Value xe = tensor::ExpandShapeOp::create(b, loc, expandedType, x, reassoc, outShape);
+    Value expanded = tensor::ExpandShapeOp::create(b, loc, expandedType, x, reassoc, outShape);
+    if (xe)
+      *xe = expanded;
 
-    // Sum of squares per group, in f32.
     SmallVector<int64_t> sumShape(shape.begin(), shape.end() - 1);
     auto sumType = RankedTensorType::get(sumShape, b.getF32Type());
     SmallVector<Value> sumDyn;
@@ -343,16 +392,45 @@ private:
     AffineMap dropLast = AffineMap::get(erank, 0, lead, b.getContext());
     SmallVector<utils::IteratorType> redIters(erank - 1, utils::IteratorType::parallel);
     redIters.push_back(utils::IteratorType::reduction);
-    Value sumsq =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{sumType}, ValueRange{xe}, ValueRange{sumInit},
-            SmallVector<AffineMap>{b.getMultiDimIdentityMap(erank), dropLast}, redIters,
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Value v = toF32(nb, l, args[0]);
-              Value sq = arith::MulFOp::create(nb, l, v, v);
-              linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, args[1], sq).getResult());
-            })
-            .getResult(0);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{sumType}, ValueRange{expanded}, ValueRange{sumInit},
+               SmallVector<AffineMap>{b.getMultiDimIdentityMap(erank), dropLast}, redIters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value v = toF32(nb, l, args[0]);
+                 Value sq = arith::MulFOp::create(nb, l, v, v);
+                 linalg::YieldOp::create(nb, l,
+                                         arith::AddFOp::create(nb, l, args[1], sq).getResult());
+               })
+        .getResult(0);
+  }
+
+  FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {
+    Value x = n.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
+    int64_t rank = type.getRank();
+    int64_t width = type.getDimSize(rank - 1);
+    int64_t group = gammaType.getNumElements();
+    if (ShapedType::isDynamic(width) || group <= 0 || width % group != 0)
+      return n.emitError() << "rms_norm: last dimension must be a static multiple of gamma's size";
+    if (RopeOp rope = fusableRope(n))
+      return SmallVector<Value>{lowerRmsNormIntoRope(n, rope)};
+    Type elem = type.getElementType();
+    double eps = n.getEpsilon().convertToDouble();
+
+    // x as [..., groups, group] and the sum of squares per group, in f32.
+    Value xe;
+    Value sumsq = sumOfSquares(x, group, &xe);
+    auto expandedType = cast<RankedTensorType>(xe.getType());
+    int64_t erank = rank + 1;
+    SmallVector<AffineExpr> lead;
+    for (int64_t i = 0; i < erank - 1; ++i)
+      lead.push_back(b.getAffineDimExpr(i));
+    AffineMap dropLast = AffineMap::get(erank, 0, lead, b.getContext());
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      reassoc.push_back({i});
+    reassoc.push_back({rank - 1, rank});
 
     // y = round(x * rsqrt(mean + eps)) * gamma
     AffineMap gammaMap = AffineMap::get(erank, 0, {b.getAffineDimExpr(erank - 1)}, b.getContext());
@@ -493,7 +571,9 @@ private:
       return r.emitError() << "rope: positions missing (run helm-stage-split first)";
     if (!r.getTheta())
       return r.emitError() << "rope: theta unknown (the model was imported without weight data)";
-    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim(), half = rotary / 2;
+    if (Value fused = fusedRopes.lookup(r.getOperation()))
+      return SmallVector<Value>{fused};
+    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim();
     bool interleaved = r.getStyle() == RopeStyle::interleaved;
     double theta = r.getTheta()->convertToDouble();
     Type elem = type.getElementType();
@@ -504,6 +584,22 @@ private:
     // removes 2 * layers - 1 passes of cos/sin over [B, S, half].
     Value pos = r.getPositions();
     auto [cosT, sinT] = ropeTables(pos, x, type, theta, rotary, elem);
+    return SmallVector<Value>{
+        buildRotation(x, type, headDim, rotary, interleaved, elem, cosT, sinT, nullptr)};
+  }
+
+  /// Computes the f32 value the rotation reads for element `d` of its input, given that
+  /// element's stored value widened to f32 (the identity for a plain rope; a per-head RMSNorm
+  /// when the norm is fused into the rope).
+  using RotationInput = llvm::function_ref<Value(OpBuilder &, Location, Value value, Value b,
+                                                 Value s, Value d)>;
+
+  /// The rope rotation of x [B, S, heads*head_dim] as one generic. `transform` (may be null)
+  /// maps each input element before it is rotated, self and partner alike.
+  Value buildRotation(Value x, RankedTensorType type, int64_t headDim, int64_t rotary,
+                      bool interleaved, Type elem, Value cosT, Value sinT,
+                      RotationInput transform) {
+    int64_t half = rotary / 2;
     SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
 
     Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizesOf(x));
@@ -518,6 +614,8 @@ private:
           Value i = arith::RemUIOp::create(nb, l, d, cidx(headDim));
           Value inRotary = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i, cidx(rotary));
           Value self = toF32(nb, l, args[0]);
+          if (transform)
+            self = transform(nb, l, self, bi, si, d);
           // Every lane computes the rotation (vectorizer friendly); lanes past rotary_dim keep x.
           Value j, partner, first;
           if (interleaved) {
@@ -541,6 +639,8 @@ private:
           Value s = tensor::ExtractOp::create(nb, l, sinT, ValueRange{bi, si, j});
           Value other =
               toF32(nb, l, tensor::ExtractOp::create(nb, l, x, ValueRange{bi, si, partner}));
+          if (transform)
+            other = transform(nb, l, other, bi, si, partner);
           // First of a pair: x*cos - x_partner*sin; second: x*cos + x_partner*sin.
           Value t1 = roundTo(nb, l, arith::MulFOp::create(nb, l, self, c), elem);
           Value t2 = roundTo(nb, l, arith::MulFOp::create(nb, l, other, s), elem);
@@ -550,7 +650,7 @@ private:
           Value result = arith::SelectOp::create(nb, l, inRotary, rot, self);
           linalg::YieldOp::create(nb, l, fromF32(nb, l, result, elem));
         });
-    return SmallVector<Value>{rotated.getResult(0)};
+    return rotated.getResult(0);
   }
 
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
