@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace helm::kernels {
 namespace {
@@ -118,18 +119,43 @@ template <class T> struct GemvImpl {
     float out[MB * R];
     // The R rows of one block are a 1/R of the range apart, so each of the R streams runs
     // sequentially through its part of W instead of restarting every K elements (see knChunk).
-    const int64_t rs = (nb1 - nb0) / R;
+    const int64_t rs = (nb1 - nb0) / R, width = nb1 - nb0;
+    // f32 results go to a per-thread row buffer first, then each row is rounded to y's type in
+    // one vectorised pass (narrow) instead of one scalar conversion per output.
+    float *rows = p.yd == DType::f32 ? nullptr : rowBuffer(MB * width);
+    auto put = [&](int m, int64_t n, float v) {
+      if (rows)
+        rows[m * width + (n - nb0)] = v;
+      else
+        static_cast<float *>(p.y)[(m0 + m) * p.N + n] = v;
+    };
     for (int64_t n = nb0; n < nb0 + rs; ++n) {
       nkBlock<WD, MB, R, U>(x, p.K, p.w, n, rs, out);
       for (int m = 0; m < MB; ++m)
         for (int r = 0; r < R; ++r)
-          storeAs(p.y, p.yd, (m0 + m) * p.N + n + r * rs, out[m * R + r]);
+          put(m, n + r * rs, out[m * R + r]);
     }
     for (int64_t n = nb0 + rs * R; n < nb1; ++n) {
       nkBlock<WD, MB, 1, U>(x, p.K, p.w, n, 1, out);
       for (int m = 0; m < MB; ++m)
-        storeAs(p.y, p.yd, (m0 + m) * p.N + n, out[m]);
+        put(m, n, out[m]);
     }
+    if (rows)
+      for (int m = 0; m < MB; ++m)
+        narrow(rows + m * width, p.yd, outAddress(p, m0 + m, nb0), width);
+  }
+
+  /// The calling thread's buffer of at least n floats (grows, never shrinks).
+  static float *rowBuffer(int64_t n) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < size_t(n))
+      buffer.resize(size_t(n));
+    return buffer.data();
+  }
+  /// Address of y[m, n].
+  static void *outAddress(const LinearProblem &p, int64_t m, int64_t n) {
+    size_t elem = p.yd == DType::f32 ? 4 : 2;
+    return static_cast<char *>(p.y) + size_t(m * p.N + n) * elem;
   }
 
   template <DType WD>
@@ -219,8 +245,7 @@ template <class T> struct GemvImpl {
                                        int64_t cols, float *acc) {
     knAccumulate<WD, MB>(p, m0, c0, cols, 0, p.K, acc);
     for (int m = 0; m < MB; ++m)
-      for (int64_t j = 0; j < cols; ++j)
-        storeAs(p.y, p.yd, (m0 + m) * p.N + c0 + j, acc[m * cols + j]);
+      narrow(acc + m * cols, p.yd, outAddress(p, m0 + m, c0), cols);
   }
 
   template <DType WD>

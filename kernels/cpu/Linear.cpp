@@ -100,12 +100,11 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
         job.fn(p, p.K * s / job.slices, p.K * (s + 1) / job.slices,
                job.partials + s * p.M * p.N);
     });
-    for (int64_t i = 0; i < M * N; ++i) {
-      float sum = partials[size_t(i)];
-      for (int s = 1; s < slices; ++s)
-        sum += partials[size_t(s * M * N + i)];
-      storeAs(y, DType(yDtype), i, sum);
-    }
+    float *total = partials.data();
+    for (int s = 1; s < slices; ++s)
+      for (int64_t i = 0; i < M * N; ++i)
+        total[i] += partials[size_t(s * M * N + i)];
+    narrow(total, DType(yDtype), y, M * N);
     return;
   }
   // Chunks of whole cache lines of weights: 16 rows of [N, K], 64 columns of [K, N].

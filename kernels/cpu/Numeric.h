@@ -70,6 +70,8 @@ inline float roundTo(float v, DType dtype) {
 }
 /// Widens n elements of `dtype` to f32.
 void widen(const void *src, DType dtype, float *dst, int64_t n);
+/// Rounds n f32 values to `dtype` (nearest even, as storeAs), e.g. a row of kernel outputs.
+void narrow(const float *src, DType dtype, void *dst, int64_t n);
 
 } // namespace helm::kernels
 
