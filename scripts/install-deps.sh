@@ -15,7 +15,7 @@ for a in "$@"; do
   case "$a" in
     --corpus) want_corpus=1 ;;
     --bench) want_corpus=1; want_bench=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown flag '$a' (try --help)" >&2; exit 1 ;;
   esac
 done
