@@ -393,7 +393,7 @@ def report(res):
           f"{m['ram_bytes'] / 2**30:.1f} GiB RAM; kernel {m['kernel']}")
     v = res["versions"]
     print(f"versions: helm {v.get('helm')}, llama.cpp {v.get('llama.cpp')} (llama-cpp-python "
-          f"{v.get('llama-cpp-python')} sdist), onnxruntime {v.get('onnxruntime')}")
+          f"{v.get('llama-cpp-python')} sdist), onnxruntime {v.get('onnxruntime') or '? (no run succeeded)'}")
     print(f"workload: batch 1, prompt {res['prompt_len']} ids, {res['n_new']} greedy tokens, "
           f"median of {res['runs']} runs")
     g = res.get("gemv")
