@@ -7,6 +7,7 @@
 // accumulators live in per-thread buffers that only grow. Design: docs/kernels.md.
 //
 //===----------------------------------------------------------------------===//
+#include "kernels/cpu/Gemm.h"
 #include "kernels/cpu/Gemv.h"
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
@@ -61,6 +62,10 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
   if (M <= 0 || N <= 0)
     return;
   auto xd = DType(xDtype), wd = DType(wDtype);
+  if (gemmWanted(activeIsa(), xd, wd, wTransposed != 0, M, K, N)) { // prefill: oneDNN (Gemm.h)
+    linearGemm(x, xd, w, wd, wTransposed != 0, y, DType(yDtype), M, K, N);
+    return;
+  }
   const LinearKernels &kernels = kernelsFor(activeIsa());
 
   const float *xf = static_cast<const float *>(x);

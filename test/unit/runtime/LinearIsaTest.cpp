@@ -5,7 +5,8 @@
 // (setIsaForTesting, the hook behind HELM_KERNEL_ISA) and runs the same float64-reference matrix on
 // it: all 27 dtype combinations, both weight layouts, 1-3 threads, and shapes chosen for the
 // kernels' blocking: K and N off every vector width and unroll (1..5000), M = 1..8 (each
-// micro-kernel row count) and M > 8 (the blocked prefill loop), N across the column chunks.
+// micro-kernel row count) and M > 8 (the blocked prefill loop, and the oneDNN GEMM past the
+// thresholds of Gemm.h on the vector paths), N across the column chunks.
 // The reference and error bound are LinearCheck.h's (gamma_(K+1) * sum |x w|, plus half an ulp for
 // f16/bf16 output).
 //
@@ -46,6 +47,9 @@ const std::vector<LinearShape> kShapes = [] {
       {1, 5000, 37}, {1, 4999, 70}, {1, 3, 8500}, {2, 2, 4500}, {3, 5, 2900},
       // M > 8: blocks of 8 rows plus a remainder, cache-blocked loops
       {9, 63, 45}, {17, 130, 99}, {33, 40, 70}, {12, 700, 300},
+      // past the GEMM thresholds of Gemm.h (bf16 x bf16, [N, K], [K, N]): the oneDNN path on the
+      // vector ISAs, the GEMV kernels on scalar
+      {9, 500, 70}, {16, 301, 200}, {40, 257, 129},
   });
   return shapes;
 }();

@@ -1,0 +1,448 @@
+//===- GemmOnednn.cpp - the prefill GEMM of helm_k_linear on oneDNN --------------------===//
+//
+// helm's pool splits the N output columns; each thread walks its columns in panels and runs one
+// single-threaded oneDNN matmul per panel:
+//   - f32 W, and bf16 W against bf16 x, are passed to oneDNN in place (strided descriptors);
+//   - f16 W, and bf16 W against f32/f16 x, are first widened (exactly) into a per-thread f32 panel,
+//     so oneDNN multiplies f32 by f32 and never rounds x;
+//   - oneDNN writes a dense f32 panel, which is rounded once to y's type.
+// oneDNN's OpenMP runtime is held to one thread in every thread that calls it, so helm's pool is
+// the only source of parallelism (helm-rt -t 1 keeps one core busy).
+//
+//===----------------------------------------------------------------------===//
+// GCC 12 reports its own _mm512_undefined_* helpers (used inside the intrinsics) as
+// (possibly) uninitialized; the values are never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/cpu/Gemm.h"
+#include "kernels/cpu/Gemv.h"
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/Numeric.h"
+#include "kernels/cpu/ThreadPool.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace helm::kernels {
+namespace {
+
+// ---- Vectorised conversions: widen W panels and x to f32, round the f32 result to y's type ----
+// Bit-identical to Numeric.h's scalar conversions (round to nearest even, denormals kept, NaN
+// quieted the same way), so the GEMM and GEMV paths round outputs identically.
+
+using WidenFn = void (*)(const void *src, float *dst, int64_t n);
+using NarrowFn = void (*)(const float *src, void *dst, int64_t n);
+
+struct Converters {
+  WidenFn widen[3];   // by source DType
+  NarrowFn narrow[3]; // by destination DType
+};
+
+void copyF32(const void *src, float *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
+void storeF32(const float *src, void *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
+
+template <DType D> void widenScalar(const void *src, float *dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = loadElem<D>(src, i);
+}
+template <DType D> void narrowScalar(const float *src, void *dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    storeAs(dst, D, i, src[i]);
+}
+
+#define HELM_GEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define HELM_GEMM_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+HELM_GEMM_AVX512 void widenF16Avx512(const void *src, float *dst, int64_t n) {
+  auto *s = static_cast<const uint16_t *>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                  reinterpret_cast<const __m256i *>(s + i))));
+  if (i < n) {
+    __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + i)));
+  }
+}
+HELM_GEMM_AVX512 inline __m512 bf16ToF32Avx512(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+HELM_GEMM_AVX512 void widenBf16Avx512(const void *src, float *dst, int64_t n) {
+  auto *s = static_cast<const uint16_t *>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i,
+                     bf16ToF32Avx512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i))));
+  if (i < n) {
+    __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, bf16ToF32Avx512(_mm256_maskz_loadu_epi16(m, s + i)));
+  }
+}
+HELM_GEMM_AVX512 void narrowF16Avx512(const float *src, void *dst, int64_t n) {
+  auto *d = static_cast<uint16_t *>(dst);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (i < n) {
+    __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(d + i, m,
+                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
+/// floatToBf16 on 16 lanes: round to nearest even; NaN keeps its top bits and is made quiet.
+HELM_GEMM_AVX512 inline __m256i f32ToBf16Avx512(__m512 v) {
+  __m512i u = _mm512_castps_si512(v);
+  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+  __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                          _mm512_set1_epi32(0x7f800000));
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+HELM_GEMM_AVX512 void narrowBf16Avx512(const float *src, void *dst, int64_t n) {
+  auto *d = static_cast<uint16_t *>(dst);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i),
+                        f32ToBf16Avx512(_mm512_loadu_ps(src + i)));
+  if (i < n) {
+    __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(d + i, m, f32ToBf16Avx512(_mm512_maskz_loadu_ps(m, src + i)));
+  }
+}
+
+HELM_GEMM_AVX2 void widenF16Avx2(const void *src, float *dst, int64_t n) {
+  auto *s = static_cast<const uint16_t *>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
+  for (; i < n; ++i)
+    dst[i] = halfToFloat(s[i]);
+}
+HELM_GEMM_AVX2 void widenBf16Avx2(const void *src, float *dst, int64_t n) {
+  auto *s = static_cast<const uint16_t *>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+  }
+  for (; i < n; ++i)
+    dst[i] = bf16ToFloat(s[i]);
+}
+HELM_GEMM_AVX2 void narrowF16Avx2(const float *src, void *dst, int64_t n) {
+  auto *d = static_cast<uint16_t *>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i)
+    d[i] = floatToHalf(src[i]);
+}
+HELM_GEMM_AVX2 void narrowBf16Avx2(const float *src, void *dst, int64_t n) {
+  auto *d = static_cast<uint16_t *>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    // |u| > inf as signed 32-bit compare: both sides are below 2^31.
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; ++i)
+    d[i] = floatToBf16(src[i]);
+}
+
+const Converters &convertersFor(Isa isa) {
+  static const Converters scalar = {
+      {&copyF32, &widenScalar<DType::f16>, &widenScalar<DType::bf16>},
+      {&storeF32, &narrowScalar<DType::f16>, &narrowScalar<DType::bf16>}};
+  static const Converters avx2 = {{&copyF32, &widenF16Avx2, &widenBf16Avx2},
+                                  {&storeF32, &narrowF16Avx2, &narrowBf16Avx2}};
+  static const Converters avx512 = {{&copyF32, &widenF16Avx512, &widenBf16Avx512},
+                                    {&storeF32, &narrowF16Avx512, &narrowBf16Avx512}};
+  switch (isa) {
+  case Isa::avx512: return avx512;
+  case Isa::avx2: return avx2;
+  case Isa::scalar: break;
+  }
+  return scalar;
+}
+
+const LinearKernels &gemvKernelsFor(Isa isa) {
+  switch (isa) {
+  case Isa::avx512: return linearKernelsAvx512();
+  case Isa::avx2: return linearKernelsAvx2();
+  case Isa::scalar: break;
+  }
+  return linearKernelsScalar();
+}
+
+// ---- oneDNN ------------------------------------------------------------------------------------
+
+/// oneDNN parallelises with OpenMP (Debian builds it against libgomp). Its thread count is the
+/// calling thread's OpenMP nthreads setting, which is per thread; set it to 1 in every thread that
+/// calls oneDNN, so that each call runs on that thread only and helm's pool (`helm-rt -t`) is the
+/// only parallelism. Looked up at run time so that no OpenMP runtime is linked in by name: it is
+/// whichever one the oneDNN library brought.
+void holdOneDnnToThisThread() {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  thread_local bool done = false;
+  if (done)
+    return;
+  done = true;
+  using SetThreads = void (*)(int);
+  static const auto setNumThreads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (setNumThreads)
+    setNumThreads(1);
+#endif
+}
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// A 64-byte aligned view of at least n elements of a per-thread buffer that only grows.
+template <class T> T *alignedBuffer(std::vector<T> &buffer, size_t n) {
+  size_t extra = 64 / sizeof(T);
+  if (buffer.size() < n + extra)
+    buffer.resize(n + extra);
+  auto addr = reinterpret_cast<uintptr_t>(buffer.data());
+  return reinterpret_cast<T *>((addr + 63) & ~uintptr_t(63));
+}
+
+struct PrimKey {
+  int64_t M, K, cols, ldw;
+  bool bf16, transposed;
+  bool operator==(const PrimKey &o) const {
+    return M == o.M && K == o.K && cols == o.cols && ldw == o.ldw && bf16 == o.bf16 &&
+           transposed == o.transposed;
+  }
+};
+struct PrimKeyHash {
+  size_t operator()(const PrimKey &k) const {
+    uint64_t h = uint64_t(k.M);
+    for (uint64_t v : {uint64_t(k.K), uint64_t(k.cols), uint64_t(k.ldw),
+                       uint64_t(k.bf16) * 2 + uint64_t(k.transposed)})
+      h = (h ^ v) * 0x100000001b3ull;
+    return size_t(h);
+  }
+};
+
+/// dst[M, cols] (f32, dense) = src[M, K] (dense) . W, W seen as [K, cols] with leading dimension
+/// ldw, stored row-major ([K, N] layout) or column-major ([N, K] layout, transposed).
+struct Prim {
+  std::optional<dnnl::matmul> matmul; // empty: oneDNN has no implementation (use the fallback)
+  dnnl::memory::desc src, weights, dst, scratchpad;
+};
+
+Prim makePrim(const PrimKey &k, bool warn) {
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  Prim p;
+  dt type = k.bf16 ? dt::bf16 : dt::f32;
+  p.src = dnnl::memory::desc(dims{k.M, k.K}, type, dims{k.K, 1});
+  p.weights = dnnl::memory::desc(dims{k.K, k.cols}, type,
+                                 k.transposed ? dims{1, k.ldw} : dims{k.ldw, 1});
+  p.dst = dnnl::memory::desc(dims{k.M, k.cols}, dt::f32, dims{k.cols, 1});
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.src, p.weights, p.dst), attr,
+                                    cpuEngine());
+    p.scratchpad = pd.scratchpad_desc();
+    p.matmul.emplace(pd);
+  } catch (const dnnl::error &e) {
+    static std::atomic<bool> warned{false};
+    if (warn && !warned.exchange(true))
+      std::fprintf(stderr,
+                   "helm: oneDNN has no %s matmul here (%s); those calls use the GEMV kernels\n",
+                   k.bf16 ? "bf16" : "f32", e.what());
+  }
+  return p;
+}
+
+/// This thread's primitives, one per shape. A prefill reuses a handful of shapes for every layer;
+/// a new prompt length brings new ones, so the cache is dropped when it grows past a bound.
+const Prim &primFor(const PrimKey &key) {
+  thread_local std::unordered_map<PrimKey, Prim, PrimKeyHash> cache;
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  if (cache.size() >= 64)
+    cache.clear();
+  return cache.emplace(key, makePrim(key, /*warn=*/true)).first->second;
+}
+
+/// Whether oneDNN runs bf16 x bf16 -> f32 matmul on this machine (probed once).
+bool bf16MatmulAvailable() {
+  static const bool ok = [] {
+    holdOneDnnToThisThread();
+    return makePrim(PrimKey{16, 32, 32, 32, true, false}, /*warn=*/false).matmul.has_value();
+  }();
+  return ok;
+}
+
+/// Widened weight panels are kept to about this size (f32), so a panel stays in L2 while oneDNN
+/// sweeps the M rows of x over it.
+constexpr int64_t kWidenPanelBytes = int64_t(1) << 20;
+/// Panels of weights used in place are bounded only by the f32 output panel they produce.
+constexpr int64_t kOutputPanelBytes = int64_t(4) << 20;
+
+std::atomic<int> forcedPath{int(PrefillPath::automatic)};
+
+/// One call, shared by the threads that compute its column ranges.
+struct GemmCall {
+  const void *x;   // as passed: used by the bf16 x bf16 matmul
+  const float *xf; // x widened to f32 (x itself when f32)
+  const void *w;
+  void *y;
+  DType wd, yd;
+  bool transposed, bf16Direct;
+  int64_t M, K, N;
+  Isa isa;
+};
+
+/// y[:, n0:n1] of the call, on this thread.
+void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
+  holdOneDnnToThisThread();
+  const Converters &conv = convertersFor(c.isa);
+  const bool inPlace = c.wd == DType::f32 || c.bf16Direct;
+  const int64_t align = c.transposed ? 16 : 64; // whole cache lines of W per panel
+  int64_t panel = inPlace ? kOutputPanelBytes / (4 * c.M) : kWidenPanelBytes / (4 * c.K);
+  panel = std::max(align, panel / align * align);
+  thread_local std::vector<float> widened, out;
+  thread_local std::vector<unsigned char> scratchpad;
+  thread_local dnnl::stream stream(cpuEngine());
+  const int64_t wBytes = c.wd == DType::f32 ? 4 : 2, yBytes = c.yd == DType::f32 ? 4 : 2;
+  for (int64_t c0 = n0; c0 < n1; c0 += panel) {
+    const int64_t cols = std::min(panel, n1 - c0);
+    const char *wBase = static_cast<const char *>(c.w);
+    const void *wp;
+    int64_t ldw;
+    if (inPlace) {
+      wp = wBase + (c.transposed ? c0 * c.K : c0) * wBytes;
+      ldw = c.transposed ? c.K : c.N;
+    } else {
+      float *buf = alignedBuffer(widened, size_t(cols * c.K));
+      if (c.transposed) { // rows c0.. of [N, K]: one contiguous block
+        conv.widen[int(c.wd)](wBase + c0 * c.K * wBytes, buf, cols * c.K);
+        ldw = c.K;
+      } else { // a column panel of [K, N]: K row segments
+        for (int64_t k = 0; k < c.K; ++k)
+          conv.widen[int(c.wd)](wBase + (k * c.N + c0) * wBytes, buf + k * cols, cols);
+        ldw = cols;
+      }
+      wp = buf;
+    }
+    const Prim &prim = primFor(PrimKey{c.M, c.K, cols, ldw, c.bf16Direct, c.transposed});
+    if (!prim.matmul) {
+      // No oneDNN implementation: the GEMV kernels compute these columns instead.
+      thread_local std::vector<float> gemvScratch;
+      LinearProblem p{c.xf, c.w, c.y, c.yd, c.M, c.K, c.N};
+      const LinearKernels &gemv = gemvKernelsFor(c.isa);
+      (c.transposed ? gemv.nk : gemv.kn)[int(c.wd)](
+          p, c0, c0 + cols, alignedBuffer(gemvScratch, size_t(kGemvScratchFloats)));
+      continue;
+    }
+    float *dst = alignedBuffer(out, size_t(c.M * cols));
+    dnnl::engine &engine = cpuEngine();
+    prim.matmul->execute(
+        stream,
+        {{DNNL_ARG_SRC, dnnl::memory(prim.src, engine, const_cast<void *>(c.bf16Direct ? c.x : c.xf))},
+         {DNNL_ARG_WEIGHTS, dnnl::memory(prim.weights, engine, const_cast<void *>(wp))},
+         {DNNL_ARG_DST, dnnl::memory(prim.dst, engine, dst)},
+         {DNNL_ARG_SCRATCHPAD,
+          dnnl::memory(prim.scratchpad, engine,
+                       alignedBuffer(scratchpad, prim.scratchpad.get_size()))}});
+    stream.wait();
+    char *yBase = static_cast<char *>(c.y);
+    for (int64_t m = 0; m < c.M; ++m)
+      conv.narrow[int(c.yd)](dst + m * cols, yBase + (m * c.N + c0) * yBytes, cols);
+  }
+}
+
+} // namespace
+
+void setPrefillPathForTesting(PrefillPath path) {
+  forcedPath.store(int(path), std::memory_order_relaxed);
+}
+PrefillPath prefillPathForTesting() {
+  return PrefillPath(forcedPath.load(std::memory_order_relaxed));
+}
+
+int64_t gemmMinRows(DType xd, DType wd, bool wTransposed) {
+  if (xd == DType::bf16 && wd == DType::bf16 && bf16MatmulAvailable())
+    return kGemmMinRowsBf16;
+  return wTransposed ? kGemmMinRowsNK : kGemmMinRowsKN;
+}
+
+bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_t K, int64_t N) {
+  if (isa == Isa::scalar)
+    return false;
+  switch (prefillPathForTesting()) {
+  case PrefillPath::gemv: return false;
+  case PrefillPath::gemm: return true;
+  case PrefillPath::automatic: break;
+  }
+  // Tiny products stay on the GEMV kernels, which have no per-call setup.
+  if (M * K * N < (int64_t(1) << 18))
+    return false;
+  return M >= gemmMinRows(xd, wd, wTransposed);
+}
+
+void linearGemm(const void *x, DType xd, const void *w, DType wd, bool wTransposed, void *y,
+                DType yd, int64_t M, int64_t K, int64_t N) {
+  const Isa isa = activeIsa();
+  const Converters &conv = convertersFor(isa);
+  if (K == 0) { // an empty sum: zeros (oneDNN would leave the output unwritten)
+    std::vector<float> zeros(size_t(N), 0.0f);
+    for (int64_t m = 0; m < M; ++m)
+      conv.narrow[int(yd)](zeros.data(), static_cast<char *>(y) + m * N * (yd == DType::f32 ? 4 : 2), N);
+    return;
+  }
+  const float *xf = static_cast<const float *>(x);
+  if (xd != DType::f32) {
+    thread_local std::vector<float> xBuffer;
+    float *buf = alignedBuffer(xBuffer, size_t(M * K));
+    conv.widen[int(xd)](x, buf, M * K);
+    xf = buf;
+  }
+  const bool bf16Direct = xd == DType::bf16 && wd == DType::bf16 && bf16MatmulAvailable();
+  const GemmCall call{x, xf, w, y, wd, yd, wTransposed, bf16Direct, M, K, N, isa};
+  ThreadPool &threads = pool();
+  if (threads.threads() == 1) {
+    gemmRange(call, 0, N);
+    return;
+  }
+  const GemmCall *job = &call;
+  threads.parallelFor(N, wTransposed ? 16 : 64,
+                      [job](int64_t n0, int64_t n1) { gemmRange(*job, n0, n1); });
+}
+
+} // namespace helm::kernels
