@@ -17,7 +17,17 @@
 //   {"isa", "m", "k", "threads": [...], "triad": {"T": {"triad_gbs", "read_gbs"}},
 //    "rows": [{"weights", "layout", "mb", "threads", "dram_gbs", "pct_triad", "hot_gbs"}]}
 //
+// --prefill measures the prefill GEMM instead: GFLOP/s (2 M K N per call) for the projection shapes
+// of Qwen3-0.6B and a ~1B Llama (--shapes KxN,...), M rows (--m 32,128,512), weights f16/f32/bf16
+// (--dtypes) with x and y of the same type, both layouts, on the GEMV micro-kernels ("gemv": the
+// M <= 8 kernels over blocks of 8 rows) and on the oneDNN GEMM ("gemm"); --path picks one.
+// Weights cycle through >= 256 MiB of copies, so every call reads them from memory.
+//
+//   helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] [--dtypes f16,f32,bf16]
+//                   [--path gemv|gemm|auto] [--threads 1,2] [--isa ...] [--min-time SECONDS]
+//
 //===----------------------------------------------------------------------===//
+#include "kernels/cpu/Gemm.h"
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
@@ -183,13 +193,118 @@ Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads,
   return {b / dram, b / hot};
 }
 
+/// `elems` random weights in [-1, 1], encoded as `wd`.
+std::vector<unsigned char> randomEncoded(DType wd, int64_t elems, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t elem = wd == DType::f32 ? 4 : 2;
+  std::vector<unsigned char> out(size_t(elems * elem));
+  for (int64_t i = 0; i < elems; ++i) {
+    float v = uni(rng);
+    if (wd == DType::f32)
+      std::memcpy(&out[size_t(i * 4)], &v, 4);
+    else {
+      uint16_t h = wd == DType::f16 ? floatToHalf(v) : floatToBf16(v);
+      std::memcpy(&out[size_t(i * 2)], &h, 2);
+    }
+  }
+  return out;
+}
+
+/// GFLOP/s of y[M, N] = x[M, K] . W with x, W and y all of type `wd`.
+double prefillGflops(DType wd, bool transposed, int64_t M, int64_t K, int64_t N, int threads,
+                     double minTime) {
+  setThreads(threads);
+  const int64_t elem = wd == DType::f32 ? 4 : 2, bytes = K * N * elem;
+  const int64_t copies = std::max<int64_t>(1, ((int64_t(256) << 20) + bytes - 1) / bytes);
+  std::mt19937 rng(7);
+  const std::vector<unsigned char> master = randomEncoded(wd, K * N, rng);
+  std::vector<std::vector<unsigned char>> w(size_t(copies), master);
+  std::vector<unsigned char> x = randomEncoded(wd, M * K, rng), y(size_t(M * N * elem));
+  size_t next = 0;
+  double sec = timeIt(
+      [&] {
+        helm_k_linear(x.data(), int32_t(wd), w[next].data(), int32_t(wd), transposed, y.data(),
+                      int32_t(wd), M, K, N);
+        next = (next + 1) % w.size();
+      },
+      minTime);
+  return 2.0 * double(M) * double(K) * double(N) / sec / 1e9;
+}
+
+/// "1024x2048,3072x1024": K x N pairs; anything else is a one-line error.
+std::vector<std::pair<int64_t, int64_t>> parseShapes(const char *s) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  std::string str(s);
+  for (size_t pos = 0; pos < str.size();) {
+    size_t comma = str.find(',', pos);
+    if (comma == std::string::npos)
+      comma = str.size();
+    std::string item = str.substr(pos, comma - pos);
+    long k = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%ldx%ld%c", &k, &n, &tail) != 2 || k <= 0 || n <= 0) {
+      std::fprintf(stderr, "helm-gemv-bench: --shapes wants KxN pairs, got '%s'\n", item.c_str());
+      std::exit(1);
+    }
+    out.emplace_back(k, n);
+    pos = comma + 1;
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "helm-gemv-bench: --shapes is empty\n");
+    std::exit(1);
+  }
+  return out;
+}
+
+const char *pathName(PrefillPath p) {
+  return p == PrefillPath::gemv ? "gemv" : p == PrefillPath::gemm ? "gemm" : "auto";
+}
+
+int prefillMain(const std::vector<int> &ms, const std::vector<int> &threadCounts,
+                const std::vector<std::pair<int64_t, int64_t>> &shapes,
+                const std::vector<DType> &dtypes, const std::vector<PrefillPath> &paths,
+                double minTime) {
+  std::printf("helm-gemv-bench --prefill: isa %s; x, W and y of the weight type; GFLOP/s "
+              "(2 M K N per call)\n\n| weights | layout | K | N | M | threads |",
+              isaName(activeIsa()));
+  for (PrefillPath p : paths)
+    std::printf(" %s |", pathName(p));
+  std::printf("\n|---|---|---:|---:|---:|---:|");
+  for (size_t i = 0; i < paths.size(); ++i)
+    std::printf("---:|");
+  std::printf("\n");
+  const char *names[] = {"f32", "f16", "bf16"};
+  for (DType wd : dtypes)
+    for (bool transposed : {false, true})
+      for (auto [K, N] : shapes)
+        for (int M : ms)
+          for (int t : threadCounts) {
+            std::printf("| %s | %s | %lld | %lld | %d | %d |", names[int(wd)],
+                        transposed ? "[N,K]" : "[K,N]", (long long)K, (long long)N, M, t);
+            for (PrefillPath p : paths) {
+              setPrefillPathForTesting(p);
+              std::printf(" %.1f |", prefillGflops(wd, transposed, M, K, N, t, minTime));
+              std::fflush(stdout);
+            }
+            std::printf("\n");
+          }
+  setPrefillPathForTesting(PrefillPath::automatic);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::vector<int> sizes = {8, 16, 32, 64}, threadCounts = {1, 2};
   int64_t M = 1;
   double minTime = 0.6;
-  bool json = false;
+  bool json = false, prefill = false;
+  std::vector<int> ms = {32, 128, 512};
+  std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1024, 2048}, {1024, 1024}, {1024, 3072}, {3072, 1024}, // Qwen3-0.6B q, k/v, gate/up, down
+      {2048, 5632}, {5632, 2048}};                            // ~1B Llama gate/up, down
+  std::vector<DType> dtypes = {DType::f16, DType::f32};
+  std::vector<PrefillPath> paths = {PrefillPath::gemv, PrefillPath::gemm};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -199,8 +314,35 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
-    if (a == "--m")
-      M = std::max(1, std::atoi(value()));
+    if (a == "--m") {
+      ms = parseList("--m", value());
+      M = ms[0];
+    } else if (a == "--prefill")
+      prefill = true;
+    else if (a == "--shapes")
+      shapes = parseShapes(value());
+    else if (a == "--dtypes") {
+      std::string v(",");
+      v.append(value()).append(",");
+      dtypes.clear();
+      for (auto [name, d] : {std::pair{",f32,", DType::f32}, {",f16,", DType::f16}, {",bf16,", DType::bf16}})
+        if (v.find(name) != std::string::npos)
+          dtypes.push_back(d);
+      if (dtypes.empty()) {
+        std::fprintf(stderr, "helm-gemv-bench: --dtypes wants f32, f16 and/or bf16\n");
+        return 1;
+      }
+    } else if (a == "--path") {
+      std::string v = value();
+      paths.clear();
+      for (PrefillPath p : {PrefillPath::gemv, PrefillPath::gemm, PrefillPath::automatic})
+        if (v == pathName(p))
+          paths.push_back(p);
+      if (paths.empty()) {
+        std::fprintf(stderr, "helm-gemv-bench: --path wants gemv, gemm or auto, got '%s'\n", v.c_str());
+        return 1;
+      }
+    }
     else if (a == "--sizes")
       sizes = parseList("--sizes", value());
     else if (a == "--threads")
@@ -222,10 +364,14 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
-                   "[--isa scalar|avx2|avx512] [--min-time SECONDS] [--json]\n");
+                   "[--isa scalar|avx2|avx512] [--min-time SECONDS] [--json]\n"
+                   "       helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] "
+                   "[--dtypes f16,f32,bf16] [--path gemv|gemm|auto] [--threads 1,2]\n");
       return a == "--help" ? 0 : 1;
     }
   }
+  if (prefill)
+    return prefillMain(ms, threadCounts, shapes, dtypes, paths, minTime);
   if (json) {
     std::printf("{\"isa\": \"%s\", \"m\": %lld, \"k\": 2048, \"threads\": [", isaName(activeIsa()),
                 (long long)M);
@@ -254,9 +400,9 @@ int main(int argc, char **argv) {
     std::printf("\n| weights | layout | MB | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
                 "|---|---|---:|---:|---:|---:|---:|\n");
   bool first = true;
-  const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+  const DType gemvDtypes[] = {DType::f16, DType::bf16, DType::f32};
   const char *names[] = {"f32", "f16", "bf16"};
-  for (DType wd : dtypes)
+  for (DType wd : gemvDtypes)
     for (bool transposed : {true, false})
       for (int mb : sizes)
         for (size_t t = 0; t < threadCounts.size(); ++t) {
