@@ -31,7 +31,8 @@ int64_t gemmMinRows(DType xd, DType wd, bool wTransposed);
 /// Which path helm_k_linear takes: chosen by shape, or forced (tests, benchmarks).
 enum class PrefillPath : int { automatic = 0, gemv = 1, gemm = 2 };
 /// Forces a path for every later call (any M; the scalar ISA still never uses the GEMM);
-/// automatic restores the choice by shape.
+/// automatic restores the choice by shape. Without a call, HELM_KERNEL_GEMM=auto|always|never
+/// (read once) picks automatic, gemm or gemv.
 void setPrefillPathForTesting(PrefillPath path);
 PrefillPath prefillPathForTesting();
 

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -314,7 +315,23 @@ constexpr int64_t kWidenPanelBytes = int64_t(1) << 20;
 /// Panels of weights used in place are bounded only by the f32 output panel they produce.
 constexpr int64_t kOutputPanelBytes = int64_t(4) << 20;
 
-std::atomic<int> forcedPath{int(PrefillPath::automatic)};
+/// HELM_KERNEL_GEMM=auto|always|never: the default path (always/never force the GEMM or the GEMV
+/// kernels for every call, e.g. to run a whole model on one of them).
+PrefillPath pathFromEnvironment() {
+  const char *env = std::getenv("HELM_KERNEL_GEMM");
+  if (!env || !*env || std::strcmp(env, "auto") == 0)
+    return PrefillPath::automatic;
+  if (std::strcmp(env, "always") == 0)
+    return PrefillPath::gemm;
+  if (std::strcmp(env, "never") == 0)
+    return PrefillPath::gemv;
+  std::fprintf(stderr, "helm: unknown HELM_KERNEL_GEMM=%s (expected auto, always or never); using auto\n",
+               env);
+  return PrefillPath::automatic;
+}
+
+/// The testing override (-1: none, use the environment's choice).
+std::atomic<int> forcedPath{-1};
 
 /// One call, shared by the threads that compute its column ranges.
 struct GemmCall {
@@ -393,7 +410,11 @@ void setPrefillPathForTesting(PrefillPath path) {
   forcedPath.store(int(path), std::memory_order_relaxed);
 }
 PrefillPath prefillPathForTesting() {
-  return PrefillPath(forcedPath.load(std::memory_order_relaxed));
+  int forced = forcedPath.load(std::memory_order_relaxed);
+  if (forced >= 0)
+    return PrefillPath(forced);
+  static const PrefillPath fromEnvironment = pathFromEnvironment();
+  return fromEnvironment;
 }
 
 int64_t gemmMinRows(DType xd, DType wd, bool wTransposed) {

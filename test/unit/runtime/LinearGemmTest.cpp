@@ -8,7 +8,8 @@
 // the gamma_(K+1) * sum |x w| bound of LinearCheck.h: all 27 dtype combinations, both weight
 // layouts, 1-3 threads, random shapes with M from 9 to 300 and K, N from 1 to 5000 (mostly not
 // multiples of 16), plus shapes at the panel and chunk edges. Also: exact small-integer products,
-// K = 0, the automatic choice of path, and that oneDNN starts no threads of its own.
+// K = 0, the automatic choice of path and HELM_KERNEL_GEMM, and that oneDNN starts no threads of
+// its own.
 //
 //===----------------------------------------------------------------------===//
 #include "LinearCheck.h"
@@ -21,9 +22,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace helm::test;
@@ -134,6 +138,7 @@ TEST(LinearGemm, PathChoice) {
   using helm::kernels::kGemmMinRowsKN;
   using helm::kernels::kGemmMinRowsNK;
   const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  helm::kernels::setPrefillPathForTesting(PrefillPath::automatic); // whatever HELM_KERNEL_GEMM says
   EXPECT_EQ(gemmMinRows(f16, f16, true), kGemmMinRowsNK);
   EXPECT_EQ(gemmMinRows(f32, f32, false), kGemmMinRowsKN);
   EXPECT_EQ(gemmMinRows(f32, bf16, false), kGemmMinRowsKN); // widened: not the bf16 matmul
@@ -153,6 +158,29 @@ TEST(LinearGemm, PathChoice) {
   EXPECT_TRUE(gemmWanted(Isa::avx512, f32, f32, false, 1, 8, 8));
   EXPECT_FALSE(gemmWanted(Isa::scalar, f32, f32, false, 512, 1024, 1024));
   helm::kernels::setPrefillPathForTesting(PrefillPath::automatic);
+}
+
+// HELM_KERNEL_GEMM=auto|always|never sets the default path (read once per process, so each case
+// runs in a fresh child); an unknown value warns and means auto.
+TEST(LinearGemmDeathTest, EnvironmentPicksThePath) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::pair<const char *, PrefillPath> cases[] = {{"always", PrefillPath::gemm},
+                                                        {"never", PrefillPath::gemv},
+                                                        {"auto", PrefillPath::automatic},
+                                                        {"bogus", PrefillPath::automatic}};
+  for (auto [value, path] : cases) {
+    ASSERT_EQ(setenv("HELM_KERNEL_GEMM", value, 1), 0);
+    EXPECT_EXIT(
+        {
+          std::fprintf(stderr, "path %d\n", int(helm::kernels::prefillPathForTesting()));
+          std::exit(0);
+        },
+        ::testing::ExitedWithCode(0),
+        std::string(value) == "bogus" ? "unknown HELM_KERNEL_GEMM=bogus.*\n.*path 0"
+                                      : "path " + std::to_string(int(path)))
+        << value;
+  }
+  unsetenv("HELM_KERNEL_GEMM");
 }
 
 int threadsOfThisProcess() {
