@@ -20,11 +20,12 @@ namespace helm::kernels {
 
 /// Rows of x from which the GEMM beats the GEMV micro-kernels, measured on 1 and 2 threads
 /// (Zen 4; docs/kernels.md): bf16 x against bf16 W (oneDNN's bf16 matmul, twice the f32 rate) from
-/// just past the decode sizes, [N, K] weights from 16 rows, [K, N] weights (where the GEMV
-/// kernels are strongest) from 32.
+/// just past the decode sizes; [N, K] weights from 16 rows; [K, N] weights, where the GEMV kernels
+/// are strongest, from 32 rows for f32 and from 48 for f16/bf16 (widened first).
 constexpr int64_t kGemmMinRowsBf16 = 9;
 constexpr int64_t kGemmMinRowsNK = 16;
 constexpr int64_t kGemmMinRowsKN = 32;
+constexpr int64_t kGemmMinRowsKN16 = 48;
 /// The threshold that applies to a call with these element types and layout.
 int64_t gemmMinRows(DType xd, DType wd, bool wTransposed);
 

@@ -420,7 +420,9 @@ PrefillPath prefillPathForTesting() {
 int64_t gemmMinRows(DType xd, DType wd, bool wTransposed) {
   if (xd == DType::bf16 && wd == DType::bf16 && bf16MatmulAvailable())
     return kGemmMinRowsBf16;
-  return wTransposed ? kGemmMinRowsNK : kGemmMinRowsKN;
+  if (wTransposed)
+    return kGemmMinRowsNK;
+  return wd == DType::f32 ? kGemmMinRowsKN : kGemmMinRowsKN16;
 }
 
 bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_t K, int64_t N) {

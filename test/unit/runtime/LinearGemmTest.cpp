@@ -141,9 +141,11 @@ TEST(LinearGemm, PathChoice) {
   helm::kernels::setPrefillPathForTesting(PrefillPath::automatic); // whatever HELM_KERNEL_GEMM says
   EXPECT_EQ(gemmMinRows(f16, f16, true), kGemmMinRowsNK);
   EXPECT_EQ(gemmMinRows(f32, f32, false), kGemmMinRowsKN);
-  EXPECT_EQ(gemmMinRows(f32, bf16, false), kGemmMinRowsKN); // widened: not the bf16 matmul
+  EXPECT_EQ(gemmMinRows(f16, f16, false), helm::kernels::kGemmMinRowsKN16);
+  EXPECT_EQ(gemmMinRows(f32, bf16, false), helm::kernels::kGemmMinRowsKN16); // widened, not bf16
+  EXPECT_EQ(gemmMinRows(f16, f32, false), kGemmMinRowsKN);
   EXPECT_EQ(gemmMinRows(f16, bf16, true), kGemmMinRowsNK);
-  EXPECT_LE(gemmMinRows(bf16, bf16, false), kGemmMinRowsKN);
+  EXPECT_LE(gemmMinRows(bf16, bf16, false), helm::kernels::kGemmMinRowsKN16);
   EXPECT_GT(gemmMinRows(bf16, bf16, false), 8); // decode sizes stay on the GEMV kernels
   EXPECT_TRUE(gemmWanted(Isa::avx512, f16, f16, true, kGemmMinRowsNK, 1024, 1024));
   EXPECT_FALSE(gemmWanted(Isa::avx512, f16, f16, true, kGemmMinRowsNK - 1, 1024, 1024));

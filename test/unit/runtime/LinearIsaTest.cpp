@@ -49,7 +49,7 @@ const std::vector<LinearShape> kShapes = [] {
       {9, 63, 45}, {17, 130, 99}, {33, 40, 70}, {12, 700, 300},
       // past the GEMM thresholds of Gemm.h (bf16 x bf16, [N, K], [K, N]): the oneDNN path on the
       // vector ISAs, the GEMV kernels on scalar
-      {9, 500, 70}, {16, 301, 200}, {40, 257, 129},
+      {9, 500, 70}, {16, 301, 200}, {40, 257, 129}, {50, 130, 77},
   });
   return shapes;
 }();
