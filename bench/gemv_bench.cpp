@@ -325,7 +325,8 @@ int main(int argc, char **argv) {
       std::string v(",");
       v.append(value()).append(",");
       dtypes.clear();
-      for (auto [name, d] : {std::pair{",f32,", DType::f32}, {",f16,", DType::f16}, {",bf16,", DType::bf16}})
+      for (auto [name, d] :
+           {std::pair{",f32,", DType::f32}, {",f16,", DType::f16}, {",bf16,", DType::bf16}})
         if (v.find(name) != std::string::npos)
           dtypes.push_back(d);
       if (dtypes.empty()) {
@@ -339,7 +340,8 @@ int main(int argc, char **argv) {
         if (v == pathName(p))
           paths.push_back(p);
       if (paths.empty()) {
-        std::fprintf(stderr, "helm-gemv-bench: --path wants gemv, gemm or auto, got '%s'\n", v.c_str());
+        std::fprintf(stderr, "helm-gemv-bench: --path wants gemv, gemm or auto, got '%s'\n",
+                     v.c_str());
         return 1;
       }
     }

@@ -163,8 +163,8 @@ HELM_GEMM_AVX2 void narrowBf16Avx2(const float *src, void *dst, int64_t n) {
     __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
     __m256i hi = _mm256_srli_epi32(u, 16);
     __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+    __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
     __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
     // |u| > inf as signed 32-bit compare: both sides are below 2^31.
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
@@ -300,6 +300,29 @@ const Prim &primFor(const PrimKey &key) {
   return cache.emplace(key, makePrim(key, /*warn=*/true)).first->second;
 }
 
+/// dst = src . weights on this thread; false (after a one-time warning) if oneDNN reports an error.
+bool runMatmul(const Prim &prim, const void *src, const void *weights, float *dst,
+               dnnl::stream &stream) {
+  thread_local std::vector<unsigned char> scratchpad;
+  dnnl::engine &engine = cpuEngine();
+  try {
+    void *scratch = alignedBuffer(scratchpad, prim.scratchpad.get_size());
+    prim.matmul->execute(
+        stream, {{DNNL_ARG_SRC, dnnl::memory(prim.src, engine, const_cast<void *>(src))},
+                 {DNNL_ARG_WEIGHTS,
+                  dnnl::memory(prim.weights, engine, const_cast<void *>(weights))},
+                 {DNNL_ARG_DST, dnnl::memory(prim.dst, engine, dst)},
+                 {DNNL_ARG_SCRATCHPAD, dnnl::memory(prim.scratchpad, engine, scratch)}});
+    stream.wait();
+    return true;
+  } catch (const dnnl::error &e) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr, "helm: oneDNN matmul failed (%s); using the GEMV kernels\n", e.what());
+    return false;
+  }
+}
+
 /// Whether oneDNN runs bf16 x bf16 -> f32 matmul on this machine (probed once).
 bool bf16MatmulAvailable() {
   static const bool ok = [] {
@@ -325,7 +348,8 @@ PrefillPath pathFromEnvironment() {
     return PrefillPath::gemm;
   if (std::strcmp(env, "never") == 0)
     return PrefillPath::gemv;
-  std::fprintf(stderr, "helm: unknown HELM_KERNEL_GEMM=%s (expected auto, always or never); using auto\n",
+  std::fprintf(stderr,
+               "helm: unknown HELM_KERNEL_GEMM=%s (expected auto, always or never); using auto\n",
                env);
   return PrefillPath::automatic;
 }
@@ -354,7 +378,6 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
   int64_t panel = inPlace ? kOutputPanelBytes / (4 * c.M) : kWidenPanelBytes / (4 * c.K);
   panel = std::max(align, panel / align * align);
   thread_local std::vector<float> widened, out;
-  thread_local std::vector<unsigned char> scratchpad;
   thread_local dnnl::stream stream(cpuEngine());
   const int64_t wBytes = c.wd == DType::f32 ? 4 : 2, yBytes = c.yd == DType::f32 ? 4 : 2;
   for (int64_t c0 = n0; c0 < n1; c0 += panel) {
@@ -378,8 +401,10 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
       wp = buf;
     }
     const Prim &prim = primFor(PrimKey{c.M, c.K, cols, ldw, c.bf16Direct, c.transposed});
-    if (!prim.matmul) {
-      // No oneDNN implementation: the GEMV kernels compute these columns instead.
+    float *dst = alignedBuffer(out, size_t(c.M * cols));
+    if (!prim.matmul || !runMatmul(prim, c.bf16Direct ? c.x : c.xf, wp, dst, stream)) {
+      // oneDNN has no implementation for this shape or failed: the GEMV kernels compute these
+      // columns instead (straight into y).
       thread_local std::vector<float> gemvScratch;
       LinearProblem p{c.xf, c.w, c.y, c.yd, c.M, c.K, c.N};
       const LinearKernels &gemv = gemvKernelsFor(c.isa);
@@ -387,17 +412,6 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
           p, c0, c0 + cols, alignedBuffer(gemvScratch, size_t(kGemvScratchFloats)));
       continue;
     }
-    float *dst = alignedBuffer(out, size_t(c.M * cols));
-    dnnl::engine &engine = cpuEngine();
-    prim.matmul->execute(
-        stream,
-        {{DNNL_ARG_SRC, dnnl::memory(prim.src, engine, const_cast<void *>(c.bf16Direct ? c.x : c.xf))},
-         {DNNL_ARG_WEIGHTS, dnnl::memory(prim.weights, engine, const_cast<void *>(wp))},
-         {DNNL_ARG_DST, dnnl::memory(prim.dst, engine, dst)},
-         {DNNL_ARG_SCRATCHPAD,
-          dnnl::memory(prim.scratchpad, engine,
-                       alignedBuffer(scratchpad, prim.scratchpad.get_size()))}});
-    stream.wait();
     char *yBase = static_cast<char *>(c.y);
     for (int64_t m = 0; m < c.M; ++m)
       conv.narrow[int(c.yd)](dst + m * cols, yBase + (m * c.N + c0) * yBytes, cols);
@@ -445,8 +459,9 @@ void linearGemm(const void *x, DType xd, const void *w, DType wd, bool wTranspos
   const Converters &conv = convertersFor(isa);
   if (K == 0) { // an empty sum: zeros (oneDNN would leave the output unwritten)
     std::vector<float> zeros(size_t(N), 0.0f);
+    const int64_t rowBytes = N * (yd == DType::f32 ? 4 : 2);
     for (int64_t m = 0; m < M; ++m)
-      conv.narrow[int(yd)](zeros.data(), static_cast<char *>(y) + m * N * (yd == DType::f32 ? 4 : 2), N);
+      conv.narrow[int(yd)](zeros.data(), static_cast<char *>(y) + m * rowBytes, N);
     return;
   }
   const float *xf = static_cast<const float *>(x);

@@ -46,7 +46,7 @@ std::vector<Isa> vectorIsas() {
 }
 
 /// Edge shapes, then random ones: M in [9, 300], K and N log-uniform in [1, 5000], at most 2^22
-/// multiply-adds each (the float64 reference is the slow part). Fixed seed: the same list every run.
+/// multiply-adds each (the float64 reference is the slow part). Fixed seed: the same list each run.
 const std::vector<LinearShape> kGemmShapes = [] {
   std::vector<LinearShape> shapes = {
       {9, 1, 1},      {9, 2, 5000},   {16, 5000, 3},   {300, 1, 300},  {300, 17, 1},
