@@ -38,170 +38,6 @@
 namespace helm::kernels {
 namespace {
 
-// ---- Vectorised conversions: widen W panels and x to f32, round the f32 result to y's type ----
-// Bit-identical to Numeric.h's scalar conversions (round to nearest even, denormals kept, NaN
-// quieted the same way), so the GEMM and GEMV paths round outputs identically.
-
-using WidenFn = void (*)(const void *src, float *dst, int64_t n);
-using NarrowFn = void (*)(const float *src, void *dst, int64_t n);
-
-struct Converters {
-  WidenFn widen[3];   // by source DType
-  NarrowFn narrow[3]; // by destination DType
-};
-
-void copyF32(const void *src, float *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-void storeF32(const float *src, void *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-
-template <DType D> void widenScalar(const void *src, float *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = loadElem<D>(src, i);
-}
-template <DType D> void narrowScalar(const float *src, void *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    storeAs(dst, D, i, src[i]);
-}
-
-#define HELM_GEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-#define HELM_GEMM_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-HELM_GEMM_AVX512 void widenF16Avx512(const void *src, float *dst, int64_t n) {
-  auto *s = static_cast<const uint16_t *>(src);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                  reinterpret_cast<const __m256i *>(s + i))));
-  if (i < n) {
-    __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + i)));
-  }
-}
-HELM_GEMM_AVX512 inline __m512 bf16ToF32Avx512(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-HELM_GEMM_AVX512 void widenBf16Avx512(const void *src, float *dst, int64_t n) {
-  auto *s = static_cast<const uint16_t *>(src);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i,
-                     bf16ToF32Avx512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i))));
-  if (i < n) {
-    __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(dst + i, m, bf16ToF32Avx512(_mm256_maskz_loadu_epi16(m, s + i)));
-  }
-}
-HELM_GEMM_AVX512 void narrowF16Avx512(const float *src, void *dst, int64_t n) {
-  auto *d = static_cast<uint16_t *>(dst);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  if (i < n) {
-    __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm256_mask_storeu_epi16(d + i, m,
-                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-}
-/// floatToBf16 on 16 lanes: round to nearest even; NaN keeps its top bits and is made quiet.
-HELM_GEMM_AVX512 inline __m256i f32ToBf16Avx512(__m512 v) {
-  __m512i u = _mm512_castps_si512(v);
-  __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
-  __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                          _mm512_set1_epi32(0x7f800000));
-  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
-}
-HELM_GEMM_AVX512 void narrowBf16Avx512(const float *src, void *dst, int64_t n) {
-  auto *d = static_cast<uint16_t *>(dst);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i),
-                        f32ToBf16Avx512(_mm512_loadu_ps(src + i)));
-  if (i < n) {
-    __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm256_mask_storeu_epi16(d + i, m, f32ToBf16Avx512(_mm512_maskz_loadu_ps(m, src + i)));
-  }
-}
-
-HELM_GEMM_AVX2 void widenF16Avx2(const void *src, float *dst, int64_t n) {
-  auto *s = static_cast<const uint16_t *>(src);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
-  for (; i < n; ++i)
-    dst[i] = halfToFloat(s[i]);
-}
-HELM_GEMM_AVX2 void widenBf16Avx2(const void *src, float *dst, int64_t n) {
-  auto *s = static_cast<const uint16_t *>(src);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)));
-    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
-  }
-  for (; i < n; ++i)
-    dst[i] = bf16ToFloat(s[i]);
-}
-HELM_GEMM_AVX2 void narrowF16Avx2(const float *src, void *dst, int64_t n) {
-  auto *d = static_cast<uint16_t *>(dst);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  for (; i < n; ++i)
-    d[i] = floatToHalf(src[i]);
-}
-HELM_GEMM_AVX2 void narrowBf16Avx2(const float *src, void *dst, int64_t n) {
-  auto *d = static_cast<uint16_t *>(dst);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
-    __m256i hi = _mm256_srli_epi32(u, 16);
-    __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
-    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
-    // |u| > inf as signed 32-bit compare: both sides are below 2^31.
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                     _mm256_set1_epi32(0x7f800000));
-    __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i), _mm256_castsi256_si128(packed));
-  }
-  for (; i < n; ++i)
-    d[i] = floatToBf16(src[i]);
-}
-
-const Converters &convertersFor(Isa isa) {
-  static const Converters scalar = {
-      {&copyF32, &widenScalar<DType::f16>, &widenScalar<DType::bf16>},
-      {&storeF32, &narrowScalar<DType::f16>, &narrowScalar<DType::bf16>}};
-  static const Converters avx2 = {{&copyF32, &widenF16Avx2, &widenBf16Avx2},
-                                  {&storeF32, &narrowF16Avx2, &narrowBf16Avx2}};
-  static const Converters avx512 = {{&copyF32, &widenF16Avx512, &widenBf16Avx512},
-                                    {&storeF32, &narrowF16Avx512, &narrowBf16Avx512}};
-  switch (isa) {
-  case Isa::avx512: return avx512;
-  case Isa::avx2: return avx2;
-  case Isa::scalar: break;
-  }
-  return scalar;
-}
-
-const LinearKernels &gemvKernelsFor(Isa isa) {
-  switch (isa) {
-  case Isa::avx512: return linearKernelsAvx512();
-  case Isa::avx2: return linearKernelsAvx2();
-  case Isa::scalar: break;
-  }
-  return linearKernelsScalar();
-}
-
 // ---- oneDNN ------------------------------------------------------------------------------------
 
 /// oneDNN parallelises with OpenMP (Debian builds it against libgomp). Its thread count is the
@@ -372,7 +208,6 @@ struct GemmCall {
 /// y[:, n0:n1] of the call, on this thread.
 void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
   holdOneDnnToThisThread();
-  const Converters &conv = convertersFor(c.isa);
   const bool inPlace = c.wd == DType::f32 || c.bf16Direct;
   const int64_t align = c.transposed ? 16 : 64; // whole cache lines of W per panel
   int64_t panel = inPlace ? kOutputPanelBytes / (4 * c.M) : kWidenPanelBytes / (4 * c.K);
@@ -391,11 +226,11 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
     } else {
       float *buf = alignedBuffer(widened, size_t(cols * c.K));
       if (c.transposed) { // rows c0.. of [N, K]: one contiguous block
-        conv.widen[int(c.wd)](wBase + c0 * c.K * wBytes, buf, cols * c.K);
+        widen(wBase + c0 * c.K * wBytes, c.wd, buf, cols * c.K);
         ldw = c.K;
       } else { // a column panel of [K, N]: K row segments
         for (int64_t k = 0; k < c.K; ++k)
-          conv.widen[int(c.wd)](wBase + (k * c.N + c0) * wBytes, buf + k * cols, cols);
+          widen(wBase + (k * c.N + c0) * wBytes, c.wd, buf + k * cols, cols);
         ldw = cols;
       }
       wp = buf;
@@ -407,14 +242,14 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
       // columns instead (straight into y).
       thread_local std::vector<float> gemvScratch;
       LinearProblem p{c.xf, c.w, c.y, c.yd, c.M, c.K, c.N};
-      const LinearKernels &gemv = gemvKernelsFor(c.isa);
+      const LinearKernels &gemv = linearKernelsFor(c.isa);
       (c.transposed ? gemv.nk : gemv.kn)[int(c.wd)](
           p, c0, c0 + cols, alignedBuffer(gemvScratch, size_t(kGemvScratchFloats)));
       continue;
     }
     char *yBase = static_cast<char *>(c.y);
     for (int64_t m = 0; m < c.M; ++m)
-      conv.narrow[int(c.yd)](dst + m * cols, yBase + (m * c.N + c0) * yBytes, cols);
+      narrow(dst + m * cols, c.yd, yBase + (m * c.N + c0) * yBytes, cols);
   }
 }
 
@@ -456,19 +291,18 @@ bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_
 void linearGemm(const void *x, DType xd, const void *w, DType wd, bool wTransposed, void *y,
                 DType yd, int64_t M, int64_t K, int64_t N) {
   const Isa isa = activeIsa();
-  const Converters &conv = convertersFor(isa);
   if (K == 0) { // an empty sum: zeros (oneDNN would leave the output unwritten)
     std::vector<float> zeros(size_t(N), 0.0f);
     const int64_t rowBytes = N * (yd == DType::f32 ? 4 : 2);
     for (int64_t m = 0; m < M; ++m)
-      conv.narrow[int(yd)](zeros.data(), static_cast<char *>(y) + m * rowBytes, N);
+      narrow(zeros.data(), yd, static_cast<char *>(y) + m * rowBytes, N);
     return;
   }
   const float *xf = static_cast<const float *>(x);
   if (xd != DType::f32) {
     thread_local std::vector<float> xBuffer;
     float *buf = alignedBuffer(xBuffer, size_t(M * K));
-    conv.widen[int(xd)](x, buf, M * K);
+    widen(x, xd, buf, M * K);
     xf = buf;
   }
   const bool bf16Direct = xd == DType::bf16 && wd == DType::bf16 && bf16MatmulAvailable();

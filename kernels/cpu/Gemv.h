@@ -10,6 +10,7 @@
 #ifndef HELM_KERNELS_CPU_GEMV_H
 #define HELM_KERNELS_CPU_GEMV_H
 
+#include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 
 #include <cstdint>
@@ -46,6 +47,8 @@ struct LinearKernels {
 const LinearKernels &linearKernelsScalar();
 const LinearKernels &linearKernelsAvx2();   // call only if isaSupported(Isa::avx2)
 const LinearKernels &linearKernelsAvx512(); // call only if isaSupported(Isa::avx512)
+/// The table of `isa` (one of the three above).
+const LinearKernels &linearKernelsFor(Isa isa);
 
 } // namespace helm::kernels
 

@@ -21,9 +21,7 @@
 
 using namespace helm::kernels;
 
-namespace {
-
-const LinearKernels &kernelsFor(Isa isa) {
+const LinearKernels &helm::kernels::linearKernelsFor(Isa isa) {
   switch (isa) {
   case Isa::avx512: return linearKernelsAvx512();
   case Isa::avx2: return linearKernelsAvx2();
@@ -31,6 +29,8 @@ const LinearKernels &kernelsFor(Isa isa) {
   }
   return linearKernelsScalar();
 }
+
+namespace {
 
 bool validDType(int32_t code) { return code >= 0 && code <= int32_t(DType::bf16); }
 
@@ -66,7 +66,7 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
     linearGemm(x, xd, w, wd, wTransposed != 0, y, DType(yDtype), M, K, N);
     return;
   }
-  const LinearKernels &kernels = kernelsFor(activeIsa());
+  const LinearKernels &kernels = linearKernelsFor(activeIsa());
 
   const float *xf = static_cast<const float *>(x);
   if (xd != DType::f32) {

@@ -68,9 +68,10 @@ inline float roundTo(float v, DType dtype) {
   }
   return v;
 }
-/// Widens n elements of `dtype` to f32.
+/// Widens n elements of `dtype` to f32 (exact). Vectorised for the active ISA (Convert.cpp).
 void widen(const void *src, DType dtype, float *dst, int64_t n);
-/// Rounds n f32 values to `dtype` (nearest even, as storeAs), e.g. a row of kernel outputs.
+/// Rounds n f32 values to `dtype` (nearest even, bit-identical to storeAs), e.g. a row of kernel
+/// outputs. Vectorised for the active ISA (Convert.cpp).
 void narrow(const float *src, DType dtype, void *dst, int64_t n);
 
 } // namespace helm::kernels

@@ -1,6 +1,7 @@
 //===- NumericTest.cpp - f16/bf16 conversions against a by-definition reference ---===//
 #include "Reference.h"
 
+#include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 
 #include <gtest/gtest.h>
@@ -175,40 +176,51 @@ TEST(Bf16, MatchesReferenceOnRandomFloats) {
   }
 }
 
-// widen and narrow take the F16C path on CPUs that have it (and a table / scalar code
-// otherwise): every half value widens exactly, and 2^20 random floats (plus odd lengths, so the
-// 8-wide loop's scalar tail runs) narrow to the reference's bits.
-TEST(Numeric, WidenAndNarrowArraysMatchReference) {
+// widen and narrow (Convert.cpp) on every instruction-set path this CPU has: every half value
+// widens exactly, and 2^20 random floats narrow to the reference's bits, at lengths that leave
+// masked / scalar tails (13, 7, 1) as well as the full vector loops.
+TEST(Numeric, WidenAndNarrowArraysMatchReferenceOnEveryPath) {
   std::vector<uint16_t> every(65536);
   for (size_t i = 0; i < every.size(); ++i)
     every[i] = uint16_t(i);
-  std::vector<float> wide(every.size());
-  k::widen(every.data(), k::DType::f16, wide.data(), int64_t(every.size()));
-  for (size_t i = 0; i < every.size(); ++i) {
-    if (isHalfNaN(every[i])) {
-      ASSERT_TRUE(std::isnan(wide[i])) << i;
-      continue;
-    }
-    ASSERT_EQ(double(wide[i]), refHalfToDouble(every[i])) << std::hex << i;
-  }
   std::vector<float> values = randomFloats(1 << 20, 777);
-  for (int64_t n : {int64_t(values.size()), int64_t(13), int64_t(7), int64_t(1)}) {
-    std::vector<uint16_t> half(static_cast<size_t>(n)), bf(static_cast<size_t>(n));
-    std::vector<float> same(static_cast<size_t>(n));
-    k::narrow(values.data(), k::DType::f16, half.data(), n);
-    k::narrow(values.data(), k::DType::bf16, bf.data(), n);
-    k::narrow(values.data(), k::DType::f32, same.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      float f = values[size_t(i)];
-      if (std::isnan(f)) {
-        ASSERT_TRUE(isHalfNaN(half[size_t(i)]) && isBf16NaN(bf[size_t(i)])) << i;
-        continue;
+  for (k::Isa isa : {k::Isa::scalar, k::Isa::avx2, k::Isa::avx512}) {
+    if (!k::setIsaForTesting(isa))
+      continue;
+    SCOPED_TRACE(k::isaName(isa));
+    std::vector<float> wide(every.size());
+    k::widen(every.data(), k::DType::f16, wide.data(), int64_t(every.size()));
+    std::vector<float> wideBf(every.size());
+    k::widen(every.data(), k::DType::bf16, wideBf.data(), int64_t(every.size()));
+    for (size_t i = 0; i < every.size(); ++i) {
+      if (isHalfNaN(every[i]))
+        ASSERT_TRUE(std::isnan(wide[i])) << i;
+      else
+        ASSERT_EQ(double(wide[i]), refHalfToDouble(every[i])) << std::hex << i;
+      if (isBf16NaN(every[i]))
+        ASSERT_TRUE(std::isnan(wideBf[i])) << i;
+      else
+        ASSERT_EQ(double(wideBf[i]), refBf16ToDouble(every[i])) << std::hex << i;
+    }
+    for (int64_t n : {int64_t(values.size()), int64_t(13), int64_t(7), int64_t(1)}) {
+      std::vector<uint16_t> half(static_cast<size_t>(n)), bf(static_cast<size_t>(n));
+      std::vector<float> same(static_cast<size_t>(n));
+      k::narrow(values.data(), k::DType::f16, half.data(), n);
+      k::narrow(values.data(), k::DType::bf16, bf.data(), n);
+      k::narrow(values.data(), k::DType::f32, same.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        float f = values[size_t(i)];
+        if (std::isnan(f)) {
+          ASSERT_TRUE(isHalfNaN(half[size_t(i)]) && isBf16NaN(bf[size_t(i)])) << i;
+          continue;
+        }
+        ASSERT_EQ(half[size_t(i)], refFloatToHalf(f)) << "float bits 0x" << std::hex << toBits(f);
+        ASSERT_EQ(bf[size_t(i)], refFloatToBf16(f)) << "float bits 0x" << std::hex << toBits(f);
+        ASSERT_EQ(toBits(same[size_t(i)]), toBits(f));
       }
-      ASSERT_EQ(half[size_t(i)], refFloatToHalf(f)) << "float bits 0x" << std::hex << toBits(f);
-      ASSERT_EQ(bf[size_t(i)], refFloatToBf16(f)) << "float bits 0x" << std::hex << toBits(f);
-      ASSERT_EQ(toBits(same[size_t(i)]), toBits(f));
     }
   }
+  k::resetIsaForTesting();
 }
 
 TEST(Numeric, WidenAndRoundTo) {
