@@ -258,7 +258,7 @@ void roundArray(const AttentionOps &ops, float *x, int64_t n, DType dt) {
 
 /// Per-thread buffers that only grow (no allocation per item once warm).
 struct Scratch {
-  std::vector<float> q, scores;
+  std::vector<float> q, scores, part;
 };
 Scratch &scratch() {
   thread_local Scratch s;
@@ -336,7 +336,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32 (reusing qf as output).
   float *acc = qf;
   std::fill(acc, acc + nq * D, 0.0f);
-  thread_local std::vector<float> part;
+  std::vector<float> &part = buf.part;
   if (part.size() < size_t(D))
     part.resize(size_t(D));
   for (int64_t i = 0; i < nq; ++i) {

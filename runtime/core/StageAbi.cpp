@@ -51,8 +51,11 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
   }
   // 1. Append this call's keys and values to every row's cache (f16/bf16 widened to f32 first;
   // f32 rows go straight in).
-  std::vector<float> kf, vf;
-  if (dt != DType::f32) {
+  // Called once per layer per token: the staging rows and the span list are per-thread buffers
+  // that only grow, so a decode step allocates nothing here.
+  thread_local std::vector<float> kf, vf;
+  thread_local std::vector<KvSpan> spans;
+  if (dt != DType::f32 && kf.size() < size_t(S * kvWidth)) {
     kf.resize(static_cast<size_t>(S * kvWidth));
     vf.resize(static_cast<size_t>(S * kvWidth));
   }
@@ -71,7 +74,6 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
   }
   // 2. Attend, one sequence at a time (kernels/cpu/Attention.h threads over kv heads and query
   // blocks), over the spans the cache keeps this sequence's rows in.
-  std::vector<KvSpan> spans;
   size_t qBytes = size_t(S * qWidth) * elem;
   for (int64_t b = 0; b < B; ++b) {
     spans.clear();
