@@ -388,9 +388,7 @@ def report(res):
     m = res["machine"]
     print()
     print(f"date: {res['date']}")
-    print(f"cpu: {m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}"
-          f"{', virtual machine' if m['hypervisor'] else ''}), {m['cores']} cores, "
-          f"{m['ram_bytes'] / 2**30:.1f} GiB RAM; kernel {m['kernel']}")
+    print(f"{e2e.machine_line(m)}; kernel {m['kernel']}")
     v = res["versions"]
     print(f"versions: helm {v.get('helm')}, llama.cpp {v.get('llama.cpp')} (llama-cpp-python "
           f"{v.get('llama-cpp-python')} sdist), onnxruntime {v.get('onnxruntime') or '? (no run succeeded)'}")

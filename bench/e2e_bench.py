@@ -282,13 +282,18 @@ def _read(path):
         return ""
 
 
+def machine_line(m):
+    """The `cpu: ...` line of a report, from machine_info()'s dict."""
+    return (f"cpu: {m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}"
+            f"{', virtual machine' if m['hypervisor'] else ''}), {m['cores']} cores, "
+            f"{m['ram_bytes'] / 2**30:.1f} GiB RAM")
+
+
 def print_report(res):
     m = res["machine"]
     print()
     print(f"date: {res['date']}")
-    print(f"cpu: {m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}"
-          f"{', virtual machine' if m['hypervisor'] else ''}), {m['cores']} cores, "
-          f"{m['ram_bytes'] / 2**30:.1f} GiB RAM")
+    print(machine_line(m))
     print(f"model: Qwen3-0.6B-shaped fp16, random weights, KV cache, {res['model_gb']:.2f} GB "
           f"(bench/.cache/{CACHE.name}); prompt {len(PROMPT)} ids, {N_NEW} new tokens, greedy")
     print(f"runs: median of {res['runs']}; onnxruntime {res['onnxruntime_version']}")

@@ -156,43 +156,6 @@ struct Result {
   double dram, hot;
 };
 
-Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads, double minTime) {
-  setThreads(threads);
-  const int64_t elem = wd == DType::f32 ? 4 : 2;
-  const int64_t K = 2048, N = bytes / (K * elem);
-  const int64_t copies = std::max<int64_t>(1, ((int64_t(512) << 20) + bytes - 1) / bytes);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  std::vector<std::vector<unsigned char>> w(static_cast<size_t>(copies));
-  std::vector<unsigned char> master(size_t(K * N * elem));
-  for (int64_t i = 0; i < K * N; ++i) {
-    float v = uni(rng);
-    if (wd == DType::f32)
-      std::memcpy(&master[size_t(i * 4)], &v, 4);
-    else {
-      uint16_t h = wd == DType::f16 ? floatToHalf(v) : floatToBf16(v);
-      std::memcpy(&master[size_t(i * 2)], &h, 2);
-    }
-  }
-  for (auto &c : w)
-    c = master;
-  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
-  for (float &v : x)
-    v = uni(rng);
-  size_t next = 0;
-  double dram = timeIt(
-      [&] {
-        helm_k_linear(x.data(), 0, w[next].data(), int32_t(wd), transposed, y.data(), 0, M, K, N);
-        next = (next + 1) % w.size();
-      },
-      minTime);
-  double hot = timeIt(
-      [&] { helm_k_linear(x.data(), 0, w[0].data(), int32_t(wd), transposed, y.data(), 0, M, K, N); },
-      minTime);
-  double b = double(K * N * elem) / 1e9;
-  return {b / dram, b / hot};
-}
-
 /// `elems` random weights in [-1, 1], encoded as `wd`.
 std::vector<unsigned char> randomEncoded(DType wd, int64_t elems, std::mt19937 &rng) {
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -208,6 +171,32 @@ std::vector<unsigned char> randomEncoded(DType wd, int64_t elems, std::mt19937 &
     }
   }
   return out;
+}
+
+Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads, double minTime) {
+  setThreads(threads);
+  const int64_t elem = wd == DType::f32 ? 4 : 2;
+  const int64_t K = 2048, N = bytes / (K * elem);
+  const int64_t copies = std::max<int64_t>(1, ((int64_t(512) << 20) + bytes - 1) / bytes);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const std::vector<unsigned char> master = randomEncoded(wd, K * N, rng);
+  std::vector<std::vector<unsigned char>> w(static_cast<size_t>(copies), master);
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  for (float &v : x)
+    v = uni(rng);
+  size_t next = 0;
+  double dram = timeIt(
+      [&] {
+        helm_k_linear(x.data(), 0, w[next].data(), int32_t(wd), transposed, y.data(), 0, M, K, N);
+        next = (next + 1) % w.size();
+      },
+      minTime);
+  double hot = timeIt(
+      [&] { helm_k_linear(x.data(), 0, w[0].data(), int32_t(wd), transposed, y.data(), 0, M, K, N); },
+      minTime);
+  double b = double(K * N * elem) / 1e9;
+  return {b / dram, b / hot};
 }
 
 /// GFLOP/s of y[M, N] = x[M, K] . W with x, W and y all of type `wd`.
