@@ -38,7 +38,7 @@ constexpr int64_t kQueryBlock = 16;
 struct AttentionOps {
   /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
   void (*dotMany)(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D, float *out);
-  /// o[d] = sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D (o overwritten).
+  /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D.
   void (*weightedSum)(const float *p, int64_t pStride, const float *v, int64_t vStride, int64_t T,
                       int64_t D, float *o);
   /// x[i] = f16(x[i]) widened back, i < n (round to nearest even).
@@ -59,7 +59,6 @@ void dotManyScalar(const float *q, int64_t ld, int64_t nq, const float *k, int64
 
 void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t vStride,
                        int64_t T, int64_t D, float *o) {
-  std::fill(o, o + D, 0.0f);
   for (int64_t t = 0; t < T; ++t) {
     float w = p[t * pStride];
     if (w == 0.0f)
@@ -126,9 +125,11 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, 
   for (int64_t d0 = 0; d0 < D; d0 += 64) {
     const int64_t width = std::min<int64_t>(64, D - d0), nv = width / 8;
     __m256 acc[8];
-    for (int c = 0; c < 8; ++c)
-      acc[c] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < nv; ++c)
+      acc[c] = _mm256_loadu_ps(o + d0 + 8 * c);
     float tail[8] = {};
+    for (int64_t d = nv * 8; d < width; ++d)
+      tail[d - nv * 8] = o[d0 + d];
     for (int64_t t = 0; t < T; ++t) {
       float w = p[t * pStride];
       if (w == 0.0f)
@@ -208,8 +209,9 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float 
     const __mmask16 lastMask =
         width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
     __m512 acc[8];
-    for (int c = 0; c < 8; ++c)
-      acc[c] = _mm512_setzero_ps();
+    for (int64_t c = 0; c + 1 < nv; ++c)
+      acc[c] = _mm512_loadu_ps(o + d0 + 16 * c);
+    acc[nv - 1] = _mm512_maskz_loadu_ps(lastMask, o + d0 + 16 * (nv - 1));
     for (int64_t t = 0; t < T; ++t) {
       float w = p[t * pStride];
       if (w == 0.0f)
@@ -258,7 +260,7 @@ void roundArray(const AttentionOps &ops, float *x, int64_t n, DType dt) {
 
 /// Per-thread buffers that only grow (no allocation per item once warm).
 struct Scratch {
-  std::vector<float> q, scores, part;
+  std::vector<float> q, scores;
 };
 Scratch &scratch() {
   thread_local Scratch s;
@@ -336,9 +338,6 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32 (reusing qf as output).
   float *acc = qf;
   std::fill(acc, acc + nq * D, 0.0f);
-  std::vector<float> &part = buf.part;
-  if (part.size() < size_t(D))
-    part.resize(size_t(D));
   for (int64_t i = 0; i < nq; ++i) {
     float *o = acc + i * D;
     for (int64_t si = 0; si < p.numSpans; ++si) {
@@ -347,21 +346,15 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
       if (t0 >= t1)
         continue;
       const float *v = span.v + (t0 - span.start) * p.kvStride + g * D;
-      if (p.numSpans == 1) { // the common case: no partial sums to add
-        ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o);
-        continue;
-      }
-      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, part.data());
-      for (int64_t d = 0; d < D; ++d)
-        o[d] += part[size_t(d)];
+      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o);
     }
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < group; ++j) {
       int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
-      const float *src = acc + (r * group + j) * D;
-      for (int64_t d = 0; d < D; ++d)
-        storeAs(p.out, p.dt, offset + d, src[d]);
+      size_t elem = p.dt == DType::f32 ? 4 : 2;
+      narrow(acc + (r * group + j) * D, p.dt, static_cast<char *>(p.out) + size_t(offset) * elem,
+             D);
     }
 }
 
