@@ -241,6 +241,10 @@ private:
       return lowerAttention(a);
     if (auto s = dyn_cast<SwigluOp>(op))
       return SmallVector<Value>{lowerSwiglu(s)};
+    // The stage's result is the boundary activation; the runtime moves it across the link
+    // (Device::copyToDevice) after the stage returns, so inside the stage it is the value itself.
+    if (auto t = dyn_cast<TransferOp>(op))
+      return SmallVector<Value>{t.getInput()};
     if (auto a = dyn_cast<AddOp>(op))
       return SmallVector<Value>{elementwise(
           {a.getLhs(), a.getRhs()}, {}, cast<RankedTensorType>(a.getType()), a.getLhs(),
@@ -707,9 +711,28 @@ private:
     Block &entry = stage.getBody().front();
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     if (entry.getNumArguments() != 3 || ret.getNumOperands() != 1)
-      return stage.emitError() << "stage must take (context, input_ids, positions) and return logits";
+      return stage.emitError()
+             << "stage must take (context, input, positions) and return one result";
+    auto inputType = dyn_cast<RankedTensorType>(entry.getArgument(1).getType());
+    auto resultType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+    // Input: token ids [B, S] or an activation [B, S, H]; result: logits [B, 1, V] or an
+    // activation [B, S, H] for the next stage. B and S are the call's; everything else is static.
+    auto batchAndSequence = [](RankedTensorType t, int64_t rank) {
+      if (!t || t.getRank() != rank)
+        return false;
+      for (int64_t i = 2; i < rank; ++i)
+        if (t.isDynamicDim(i))
+          return false;
+      return true;
+    };
+    if (!(batchAndSequence(inputType, 2) && inputType.getElementType().isInteger(64)) &&
+        !batchAndSequence(inputType, 3))
+      return stage.emitError() << "stage input must be token ids [B, S] or an activation [B, S, H]";
+    if (!batchAndSequence(resultType, 3))
+      return stage.emitError() << "stage result must be logits [B, 1, V] or an activation [B, S, H]";
+    bool returnsLogits = resultType.getDimSize(1) == 1;
     Type i64t = b.getI64Type();
-    BlockArgument idsPtr = entry.addArgument(ptrType, loc);
+    BlockArgument inPtr = entry.addArgument(ptrType, loc);
     BlockArgument posPtr = entry.addArgument(ptrType, loc);
     BlockArgument outPtr = entry.addArgument(ptrType, loc);
     BlockArgument batch = entry.addArgument(i64t, loc);
@@ -718,23 +741,33 @@ private:
     b.setInsertionPointToStart(&entry);
     loc = stage.getLoc();
     auto idsMemref = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64t);
-    Value ids = asTensor(memrefFromPointer(idsPtr, idsMemref, {batch, seq}), false);
+    Value input = asTensor(
+        memrefFromPointer(inPtr, MemRefType::get(inputType.getShape(), inputType.getElementType()),
+                          {batch, seq}),
+        false);
     Value pos = asTensor(memrefFromPointer(posPtr, idsMemref, {batch, seq}), false);
-    entry.getArgument(1).replaceAllUsesWith(ids);
+    entry.getArgument(1).replaceAllUsesWith(input);
     entry.getArgument(2).replaceAllUsesWith(pos);
 
     b.setInsertionPoint(ret);
-    Value logits = ret.getOperand(0);
-    auto type = cast<RankedTensorType>(logits.getType());
-    if (!type.getElementType().isF32()) {
-      auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
-      logits = elementwise({logits}, {}, f32Type, logits,
-                           [](OpBuilder &, Location, ValueRange v) { return v[0]; });
-      type = f32Type;
+    Value result = ret.getOperand(0);
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<Value> outSizes{batch};
+    if (returnsLogits) {
+      // Logits leave as f32 [B, V] whatever the model's dtype.
+      if (!type.getElementType().isF32()) {
+        auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
+        result = elementwise({result}, {}, f32Type, result,
+                             [](OpBuilder &, Location, ValueRange v) { return v[0]; });
+        type = f32Type;
+      }
+    } else {
+      // The boundary activation leaves in the model's dtype: these are the bytes on the link.
+      outSizes.push_back(seq);
     }
-    auto outMemrefType = MemRefType::get(type.getShape(), b.getF32Type());
-    Value outMemref = memrefFromPointer(outPtr, outMemrefType, {batch});
-    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, logits, outMemref,
+    auto outMemrefType = MemRefType::get(type.getShape(), type.getElementType());
+    Value outMemref = memrefFromPointer(outPtr, outMemrefType, outSizes);
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, result, outMemref,
                                                       /*restrict=*/true, /*writable=*/true);
     ret->setOperands({});
     stage.removeArgAttrsAttr();

@@ -20,17 +20,22 @@ def CheckRaised : Pass<"helm-check-raised", "mlir::func::FuncOp"> {
 def StageSplit : Pass<"helm-stage-split", "mlir::ModuleOp"> {
   let summary = "Outline the placed units of @main into per-device stage functions";
   let description = [{
-    Static graph reconstruction (thesis 4.1.4): the units of `@main` are cloned, in order, into
-    `@helm_cpu_stage` (units with `helm.device` cpu, or all units when no plan is attached). The
-    stage takes the runtime's context pointer, token ids [B, S] and positions [B, S]; it returns the
-    logits of the last position [B, 1, V]. The model's own KV-cache inputs and outputs are dropped:
-    every `helm.attention` gets a `helm.kv_layer` index and reads and extends the runtime's KV cache.
-    Rotary embeddings read the stage's positions. `@main` is erased. A plan that puts units on the GPU
-    is rejected until the GPU stage exists.
+    Static graph reconstruction (thesis 4.1.4). The plan is a split point k: units [0, k) carry
+    `helm.device` cpu, units [k, N) gpu (no plan: all CPU). The units are cloned, in order, into
+    `@helm_cpu_stage` (k > 0) and `@helm_gpu_stage` (k < N); single-device plans get one stage.
+    A stage takes the runtime's context pointer, its input (token ids [B, S] for the first stage,
+    the boundary activation [B, S, H] for the GPU stage) and positions [B, S]. The last stage
+    returns the logits of the last position [B, 1, V]; the CPU stage of a split plan returns the
+    boundary activation through one `helm.transfer cpu -> gpu`. The boundary must be exactly one
+    value (the hidden state). The model's own KV-cache inputs and outputs are dropped: every
+    `helm.attention` gets a `helm.kv_layer` index, counted per stage, and reads and extends its
+    stage's KV cache. Rotary embeddings read the stage's positions. `@main` is erased.
 
     Before: `func.func @main(%ids, %mask, %pos, %past...) { helm.unit embedding[0] ... }`.
-    After:  `func.func @helm_cpu_stage(%ctx: !llvm.ptr, %ids: tensor<?x?xi64>, %pos: tensor<?x?xi64>)
-             -> tensor<?x1x256xf32> attributes {helm.stage = "cpu", helm.kv_layers = 2 : i64}`.
+    After (k = 2 of 4): `func.func @helm_cpu_stage(%ctx: !llvm.ptr, %ids: tensor<?x?xi64>,
+             %pos: tensor<?x?xi64>) -> tensor<?x?x64xf32>` ending in `helm.transfer %h cpu -> gpu`,
+             and `func.func @helm_gpu_stage(%ctx: !llvm.ptr, %x: tensor<?x?x64xf32>,
+             %pos: tensor<?x?xi64>) -> tensor<?x1x256xf32>`.
   }];
   let dependentDialects = ["::helm::HelmDialect", "mlir::LLVM::LLVMDialect", "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect"];

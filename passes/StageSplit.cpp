@@ -43,14 +43,21 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       main.emitError() << "@main has no partition units; run helm-raise first";
       return signalPassFailure();
     }
-    for (UnitOp unit : units)
-      if (auto device = unit->getAttrOfType<DeviceAttr>("helm.device"))
-        if (device.getValue() != Device::cpu) {
-          unit.emitError() << "unit " << unitName(unit)
-                           << " is placed on the GPU; only all-CPU plans can be compiled so far "
-                              "(compile with --target=host or --force-split=N)";
-          return signalPassFailure();
-        }
+    // The plan is a split point: units [0, k) on the CPU, [k, N) on the GPU (thesis 4.1.4). Units
+    // without a placement (no plan attached) run on the CPU.
+    int64_t numUnits = int64_t(units.size()), split = numUnits;
+    for (int64_t i = 0; i < numUnits; ++i) {
+      auto device = units[i]->getAttrOfType<DeviceAttr>("helm.device");
+      bool onGpu = device && device.getValue() == Device::gpu;
+      if (onGpu && split == numUnits)
+        split = i;
+      if (!onGpu && split != numUnits) {
+        units[i].emitError() << "unit " << unitName(units[i]) << " is placed on the CPU after unit "
+                             << unitName(units[split])
+                             << " on the GPU; a plan is one CPU prefix and one GPU suffix";
+        return signalPassFailure();
+      }
+    }
 
     BlockArgument idsArg = namedArgument(main, {"input_ids"});
     if (!idsArg) {
@@ -59,13 +66,6 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     }
     BlockArgument positionsArg = namedArgument(main, {"position_ids"});
 
-    MLIRContext *ctx = &getContext();
-    OpBuilder b(ctx);
-    Location loc = main.getLoc();
-    Type i64 = b.getI64Type();
-    auto idsType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64);
-
-    // The head's result type gives the logits: [B, 1, V] of the model's dtype.
     UnitOp head = units.back();
     if (head.getKind() != UnitKind::head || head.getNumResults() != 1) {
       head.emitError() << "the last unit must be the output head with one result";
@@ -76,88 +76,146 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       head.emitError() << "the head must return rank-3 logits [batch, sequence, vocab]";
       return signalPassFailure();
     }
-    auto logitsType = RankedTensorType::get({ShapedType::kDynamic, 1, headType.getDimSize(2)},
-                                            headType.getElementType());
 
-    b.setInsertionPoint(main);
-    auto stageType = b.getFunctionType({LLVM::LLVMPointerType::get(ctx), idsType, idsType},
-                                       {logitsType});
-    auto stage = func::FuncOp::create(b, loc, "helm_cpu_stage", stageType);
-    stage->setAttr("helm.stage", b.getStringAttr("cpu"));
-    stage.setArgAttr(0, "helm.name", b.getStringAttr("context"));
-    stage.setArgAttr(1, "helm.name", b.getStringAttr("input_ids"));
-    stage.setArgAttr(2, "helm.name", b.getStringAttr("positions"));
-    Block *entry = stage.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-
-    IRMapping map;
-    map.map(idsArg, entry->getArgument(1));
-    if (positionsArg)
-      map.map(positionsArg, entry->getArgument(2));
-
-    int64_t kvLayer = 0;
-    for (UnitOp unit : units) {
-      Block &body = unit.getBody().front();
-      if (unit == head) {
-        // Only the last position's logits are needed: slice the head's input once.
-        for (Value operand : unitOperandsFromOutside(unit)) {
-          Value mapped = map.lookupOrNull(operand);
-          if (!mapped)
-            continue;
-          auto type = dyn_cast<RankedTensorType>(mapped.getType());
-          if (!type || type.getRank() != 3)
-            continue;
-          Value last = lastPosition(b, loc, mapped);
-          map.map(operand, last);
-        }
+    // The one activation that crosses the boundary: a value of the CPU units that the GPU units
+    // use. The units' own KV-cache outputs never cross (each stage keeps its cache).
+    Value boundary;
+    if (split > 0 && split < numUnits) {
+      llvm::SetVector<Value> crossing;
+      for (int64_t i = split; i < numUnits; ++i)
+        for (Value v : unitOperandsFromOutside(units[i]))
+          if (auto producer = v.getDefiningOp<UnitOp>())
+            if (llvm::find(units, producer) - units.begin() < split)
+              crossing.insert(v);
+      if (crossing.size() != 1) {
+        units[split].emitError() << "the boundary before unit " << unitName(units[split])
+                                 << " carries " << crossing.size()
+                                 << " activations; a split point must carry exactly one";
+        return signalPassFailure();
       }
-      for (Operation &op : body.without_terminator()) {
-        for (Value operand : op.getOperands())
-          if (!map.contains(operand) && operand.getParentBlock() != &body) {
-            if (isReplacedOperand(op, operand))
-              continue;
-            op.emitError() << "operand of " << op.getName()
-                           << " in unit " << unitName(unit)
-                           << " comes from outside the units and is not a known model input";
-            return signalPassFailure();
-          }
-        if (auto attention = dyn_cast<AttentionOp>(op)) {
-          auto cloned = AttentionOp::create(
-              b, attention.getLoc(), TypeRange{attention.getResult().getType()},
-              map.lookup(attention.getQ()), map.lookup(attention.getK()),
-              map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
-              attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(), attention.getScaleAttr(),
-              attention.getSlidingWindowAttr());
-          cloned->setAttr("helm.kv_layer", b.getI64IntegerAttr(kvLayer++));
-          map.map(attention.getResult(), cloned.getResult());
-          continue;
-        }
-        if (auto rope = dyn_cast<RopeOp>(op)) {
-          IRMapping ropeMap = map;
-          if (Value positions = rope.getPositions())
-            ropeMap.map(positions, entry->getArgument(2));
-          auto cloned = cast<RopeOp>(b.clone(op, ropeMap));
-          if (!cloned.getPositions())
-            cloned.getPositionsMutable().append(entry->getArgument(2));
-          map.map(rope.getResult(), cloned.getResult());
-          continue;
-        }
-        b.clone(op, map);
-      }
-      auto yield = cast<YieldOp>(body.getTerminator());
-      for (auto [result, yielded] : llvm::zip(unit.getResults(), yield.getValues()))
-        if (Value mapped = map.lookupOrNull(yielded))
-          map.map(result, mapped);
+      boundary = crossing.front();
     }
-    Value logits = map.lookup(head.getResult(0));
-    if (logits.getType() != logitsType)
-      logits = tensor::CastOp::create(b, loc, logitsType, logits);
-    func::ReturnOp::create(b, loc, logits);
-    stage->setAttr("helm.kv_layers", b.getI64IntegerAttr(kvLayer));
-    stage->setAttr("helm.units", b.getDenseI64ArrayAttr(
-                                     {int64_t(units.front().getIndex()), int64_t(units.back().getIndex())}));
+
+    OpBuilder b(&getContext());
+    b.setInsertionPoint(main);
+    StageBuilder builder{b, idsArg, positionsArg};
+    if (split > 0 && failed(builder.build("helm_cpu_stage", "cpu", SmallVector<UnitOp>(units.begin(), units.begin() + split),
+                                          Value(), boundary)))
+      return signalPassFailure();
+    if (split < numUnits &&
+        failed(builder.build("helm_gpu_stage", "gpu", SmallVector<UnitOp>(units.begin() + split, units.end()), boundary,
+                             Value())))
+      return signalPassFailure();
     main.erase();
   }
+
+  /// Clones a run of units into one stage function `(ctx, input, positions) -> output`. The input
+  /// is the token ids (first stage) or the boundary activation (`input`); the output is the
+  /// last position's logits (last stage) or the boundary activation (`output`), handed over
+  /// through one helm.transfer to the GPU.
+  struct StageBuilder {
+    OpBuilder &b;
+    BlockArgument idsArg, positionsArg;
+
+    LogicalResult build(StringRef name, StringRef device, SmallVector<UnitOp> units, Value input,
+                        Value output) {
+      MLIRContext *ctx = b.getContext();
+      Location loc = units.front().getLoc();
+      auto idsType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                           b.getI64Type());
+      Type inputType = input ? input.getType() : Type(idsType);
+      Type outputType;
+      if (output) {
+        outputType = output.getType();
+      } else {
+        auto headType = cast<RankedTensorType>(units.back().getResult(0).getType());
+        outputType = RankedTensorType::get({ShapedType::kDynamic, 1, headType.getDimSize(2)},
+                                           headType.getElementType());
+      }
+      auto stageType = b.getFunctionType({LLVM::LLVMPointerType::get(ctx), inputType, idsType},
+                                         {outputType});
+      auto stage = func::FuncOp::create(b, loc, name, stageType);
+      stage->setAttr("helm.stage", b.getStringAttr(device));
+      stage.setArgAttr(0, "helm.name", b.getStringAttr("context"));
+      stage.setArgAttr(1, "helm.name", b.getStringAttr(input ? "activation" : "input_ids"));
+      stage.setArgAttr(2, "helm.name", b.getStringAttr("positions"));
+      Block *entry = stage.addEntryBlock();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+
+      IRMapping map;
+      map.map(input ? input : Value(idsArg), entry->getArgument(1));
+      if (positionsArg)
+        map.map(positionsArg, entry->getArgument(2));
+
+      int64_t kvLayer = 0;
+      for (UnitOp unit : units) {
+        Block &body = unit.getBody().front();
+        if (unit.getKind() == UnitKind::head) {
+          // Only the last position's logits are needed: slice the head's input once.
+          for (Value operand : unitOperandsFromOutside(unit)) {
+            Value mapped = map.lookupOrNull(operand);
+            if (!mapped)
+              continue;
+            auto type = dyn_cast<RankedTensorType>(mapped.getType());
+            if (!type || type.getRank() != 3)
+              continue;
+            map.map(operand, lastPosition(b, loc, mapped));
+          }
+        }
+        for (Operation &op : body.without_terminator()) {
+          for (Value operand : op.getOperands())
+            if (!map.contains(operand) && operand.getParentBlock() != &body) {
+              if (isReplacedOperand(op, operand))
+                continue;
+              op.emitError() << "operand of " << op.getName() << " in unit " << unitName(unit)
+                             << " comes from outside the stage's units and is not a known input";
+              return failure();
+            }
+          if (auto attention = dyn_cast<AttentionOp>(op)) {
+            auto cloned = AttentionOp::create(
+                b, attention.getLoc(), TypeRange{attention.getResult().getType()},
+                map.lookup(attention.getQ()), map.lookup(attention.getK()),
+                map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
+                attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(),
+                attention.getScaleAttr(), attention.getSlidingWindowAttr());
+            cloned->setAttr("helm.kv_layer", b.getI64IntegerAttr(kvLayer++));
+            map.map(attention.getResult(), cloned.getResult());
+            continue;
+          }
+          if (auto rope = dyn_cast<RopeOp>(op)) {
+            IRMapping ropeMap = map;
+            if (Value positions = rope.getPositions())
+              ropeMap.map(positions, entry->getArgument(2));
+            auto cloned = cast<RopeOp>(b.clone(op, ropeMap));
+            if (!cloned.getPositions())
+              cloned.getPositionsMutable().append(entry->getArgument(2));
+            map.map(rope.getResult(), cloned.getResult());
+            continue;
+          }
+          b.clone(op, map);
+        }
+        auto yield = cast<YieldOp>(body.getTerminator());
+        for (auto [result, yielded] : llvm::zip(unit.getResults(), yield.getValues()))
+          if (Value mapped = map.lookupOrNull(yielded))
+            map.map(result, mapped);
+      }
+      Value result;
+      if (output) {
+        result = TransferOp::create(b, loc, output.getType(), map.lookup(output), Device::cpu,
+                                    Device::gpu);
+      } else {
+        result = map.lookup(units.back().getResult(0));
+        if (result.getType() != outputType)
+          result = tensor::CastOp::create(b, loc, outputType, result);
+      }
+      func::ReturnOp::create(b, loc, result);
+      stage->setAttr("helm.kv_layers", b.getI64IntegerAttr(kvLayer));
+      stage->setAttr("helm.units", b.getDenseI64ArrayAttr({int64_t(units.front().getIndex()),
+                                                           int64_t(units.back().getIndex())}));
+      return success();
+    }
+  };
 
   /// Values used in `unit` that are defined outside it.
   static SmallVector<Value> unitOperandsFromOutside(UnitOp unit) {

@@ -1,0 +1,161 @@
+//===- Device.cpp - device basics, the cpu device, stage buffer allocation -----------===//
+#include "runtime/device/Device.h"
+#include "runtime/device/StageMemory.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace helm::rt {
+
+llvm::StringRef deviceKindName(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::cpu:
+    return "cpu";
+  case DeviceKind::emu:
+    return "emu";
+  case DeviceKind::cuda:
+    return "cuda";
+  }
+  return "?";
+}
+
+namespace {
+thread_local Device *stageDevice = nullptr;
+/// The first allocation a stage's code could not get from its device (reported after the stage).
+thread_local std::string stageAllocationError;
+/// Blocks handed out from the C heap after such a failure, so the stage can finish harmlessly.
+thread_local std::unordered_set<void *> *heapFallbacks = nullptr;
+
+void *heapFallback(size_t bytes) {
+  if (!heapFallbacks)
+    heapFallbacks = new std::unordered_set<void *>();
+  void *p = std::malloc(bytes ? bytes : 1);
+  heapFallbacks->insert(p);
+  return p;
+}
+} // namespace
+
+Device *currentStageDevice() { return stageDevice; }
+
+llvm::Error Device::runHostStage(llvm::function_ref<llvm::Error()> body) {
+  if (llvm::Error e = synchronizeStream(Stream::compute))
+    return e;
+  Device *outer = stageDevice;
+  stageDevice = this;
+  stageAllocationError.clear();
+  llvm::Error e = body();
+  stageDevice = outer;
+  if (!stageAllocationError.empty()) {
+    llvm::consumeError(std::move(e));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), stageAllocationError);
+  }
+  return e;
+}
+
+namespace {
+/// Host memory; the budget is the machine's.
+class CpuDevice final : public Device {
+public:
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string describe() const override { return "cpu (host memory)"; }
+  uint64_t capacity() const override { return UINT64_MAX; }
+  uint64_t bytesInUse() const override { return inUse_; }
+  uint64_t peakBytesInUse() const override { return peak_; }
+  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
+    void *p = std::aligned_alloc(256, (std::max<uint64_t>(bytes, 1) + 255) / 256 * 256);
+    if (!p)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     llvm::formatv("cpu: cannot allocate {0} bytes for {1}", bytes, what).str());
+    sizes_[p] = bytes;
+    inUse_ += bytes;
+    peak_ = std::max(peak_, inUse_);
+    return p;
+  }
+  void free(void *p) override {
+    auto it = sizes_.find(p);
+    if (it == sizes_.end())
+      return;
+    inUse_ -= it->second;
+    sizes_.erase(it);
+    std::free(p);
+  }
+  llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocate(bytes, "host staging"); }
+  void freeHost(void *p) override { free(p); }
+  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+    std::memcpy(dst, src, bytes);
+    return llvm::Error::success();
+  }
+  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+    std::memcpy(dst, src, bytes);
+    return llvm::Error::success();
+  }
+  llvm::Expected<EventId> createEvent() override { return nextEvent_++; }
+  void destroyEvent(EventId) override {}
+  llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
+  llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
+
+private:
+  std::unordered_map<void *, uint64_t> sizes_;
+  uint64_t inUse_ = 0, peak_ = 0;
+  EventId nextEvent_ = 1;
+};
+} // namespace
+
+std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>(); }
+
+#ifndef HELM_HAVE_CUDA
+bool cudaAvailable(std::string *reason) {
+  if (reason)
+    *reason = "this build of HELM has no CUDA support (configure with -DHELM_ENABLE_CUDA=ON)";
+  return false;
+}
+llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const CudaOptions &) {
+  std::string reason;
+  cudaAvailable(&reason);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), reason);
+}
+#endif
+
+} // namespace helm::rt
+
+using helm::rt::stageDevice;
+
+// Stage code's buffers (finalize-memref-to-llvm with use-generic-functions): served by the device
+// the stage runs on, or by the C heap outside a device stage.
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  if (!stageDevice)
+    return std::malloc(bytes ? bytes : 1);
+  auto p = stageDevice->allocate(bytes, "a buffer of the stage's code");
+  if (p)
+    return *p;
+  std::string message = llvm::toString(p.takeError());
+  if (helm::rt::stageAllocationError.empty())
+    helm::rt::stageAllocationError = message;
+  return helm::rt::heapFallback(bytes);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
+  // Device blocks are 256-byte aligned, which covers every alignment the lowering asks for.
+  if (!stageDevice || alignment > 256)
+    return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  return _mlir_memref_to_llvm_alloc(bytes);
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *p) {
+  if (!p)
+    return;
+  if (helm::rt::heapFallbacks && helm::rt::heapFallbacks->erase(p)) {
+    std::free(p);
+    return;
+  }
+  if (stageDevice)
+    stageDevice->free(p);
+  else
+    std::free(p);
+}

@@ -1,0 +1,141 @@
+//===- Device.h - the runtime's device layer: memory, copies, streams, stage launch -===//
+//
+// One interface over the three devices a package's stages run on:
+//   cpu  - host memory, no link; runs CPU stages.
+//   emu  - an emulated GPU: a host arena capped at the target's VRAM minus its reserve, with its
+//          own allocator; every byte and transfer across the (pretend) link is counted, and copies
+//          can be throttled to the profile's link bandwidth and latency. A test and research
+//          device: it proves the plan, the split and the link traffic, not GPU speed.
+//   cuda - a real NVIDIA GPU through the CUDA runtime/driver API (runtime/device/CudaDevice.cpp,
+//          built with HELM_ENABLE_CUDA).
+//
+// Every device has exactly two streams, compute and copy. Work on one stream runs in order;
+// events order work across streams and against the host. On cpu and emu every operation
+// completes before it returns (an "async" copy is a finished copy with a completed event), which
+// is a valid schedule of the same program.
+//
+// Stage code is host code (the CPU stage, or an emu device stage compiled for the host): it runs
+// on the calling thread through `runHostStage`, which makes this device the one the stage's
+// buffer allocations (the `_mlir_memref_to_llvm_*` functions) are served from.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_RUNTIME_DEVICE_DEVICE_H
+#define HELM_RUNTIME_DEVICE_DEVICE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace helm::rt {
+
+enum class DeviceKind { cpu, emu, cuda };
+llvm::StringRef deviceKindName(DeviceKind kind);
+
+enum class Stream { compute, copy };
+
+/// Link traffic in each direction, counted by emu and cuda (cpu has no link).
+struct LinkCounters {
+  uint64_t hostToDeviceBytes = 0, deviceToHostBytes = 0;
+  uint64_t hostToDeviceTransfers = 0, deviceToHostTransfers = 0;
+  uint64_t bytes() const { return hostToDeviceBytes + deviceToHostBytes; }
+  uint64_t transfers() const { return hostToDeviceTransfers + deviceToHostTransfers; }
+  LinkCounters operator-(const LinkCounters &o) const {
+    return {hostToDeviceBytes - o.hostToDeviceBytes, deviceToHostBytes - o.deviceToHostBytes,
+            hostToDeviceTransfers - o.hostToDeviceTransfers,
+            deviceToHostTransfers - o.deviceToHostTransfers};
+  }
+};
+
+/// A point in a stream's work; created by the device, recorded on a stream, waited for.
+using EventId = int64_t;
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const = 0;
+  /// One line for logs and --info: "emu (rtx4060-laptop): 7.00 GiB arena, link 16 GB/s".
+  virtual std::string describe() const = 0;
+
+  // --- Memory with a byte budget ---------------------------------------------------------
+  /// Bytes this device may hand out in total (the VRAM budget on emu and cuda).
+  virtual uint64_t capacity() const = 0;
+  virtual uint64_t bytesInUse() const = 0;
+  virtual uint64_t peakBytesInUse() const = 0;
+  /// `bytes` of device memory, 256-byte aligned. Past the budget: an error naming `what`, the
+  /// request and what is left ("emu: cannot allocate 512.0 MiB for weights of stage 1: 300.0 MiB
+  /// of 1.00 GiB left").
+  virtual llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) = 0;
+  /// Frees memory from `allocate` (nullptr is ignored).
+  virtual void free(void *p) = 0;
+  /// Host memory that copies to and from this device can use asynchronously (pinned on cuda).
+  virtual llvm::Expected<void *> allocateHost(uint64_t bytes) = 0;
+  virtual void freeHost(void *p) = 0;
+
+  // --- Copies across the link (counted) --------------------------------------------------
+  /// Host -> device. `async`: enqueued on `stream`, may return before the copy is done (the host
+  /// buffer must stay valid until an event recorded after it completes).
+  virtual llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream,
+                                   bool async) = 0;
+  /// Device -> host.
+  virtual llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream,
+                                 bool async) = 0;
+
+  // --- Streams and events ------------------------------------------------------------------
+  virtual llvm::Expected<EventId> createEvent() = 0;
+  virtual void destroyEvent(EventId event) = 0;
+  /// Marks the point after all work enqueued on `stream` so far.
+  virtual llvm::Error recordEvent(EventId event, Stream stream) = 0;
+  /// Later work on `stream` waits for `event` (the host does not block).
+  virtual llvm::Error streamWaitEvent(Stream stream, EventId event) = 0;
+  /// The host blocks until `event` has happened.
+  virtual llvm::Error synchronizeEvent(EventId event) = 0;
+  /// The host blocks until all work on `stream` is done.
+  virtual llvm::Error synchronizeStream(Stream stream) = 0;
+
+  // --- Stage launch ----------------------------------------------------------------------
+  /// Runs host stage code on the calling thread, in order after the compute stream's work, with
+  /// this device serving the stage's buffer allocations. Returns `body`'s error, or an
+  /// allocation failure that happened inside the stage (then the stage's outputs are undefined).
+  virtual llvm::Error runHostStage(llvm::function_ref<llvm::Error()> body);
+
+  const LinkCounters &counters() const { return counters_; }
+
+protected:
+  LinkCounters counters_;
+};
+
+/// The device whose memory stage code allocates from right now (set by runHostStage); nullptr
+/// means the C heap.
+Device *currentStageDevice();
+
+/// Host memory, no budget beyond the machine's, nothing counted.
+std::unique_ptr<Device> createCpuDevice();
+
+struct EmuOptions {
+  std::string targetName;     // the catalogue name or profile the plan was made for
+  uint64_t arenaBytes = 0;    // VRAM - reserve
+  double linkGbs = 16;        // link bandwidth, GB/s (10^9 bytes)
+  double linkLatencyUs = 10;  // per-transfer latency
+  bool throttle = false;      // --emu-throttle: each copy takes latency + bytes / bandwidth
+};
+/// The emulated GPU. Fails (one line) when the arena cannot be reserved.
+llvm::Expected<std::unique_ptr<Device>> createEmuDevice(const EmuOptions &options);
+
+/// Whether this build has the CUDA device and a GPU is present; `reason` says why not.
+bool cudaAvailable(std::string *reason = nullptr);
+struct CudaOptions {
+  int ordinal = 0;
+  uint64_t budgetBytes = 0; // 0: free memory reported by the driver minus reserveBytes
+  uint64_t reserveBytes = 0;
+};
+/// The CUDA device. Without CUDA support in this build, or without a GPU, an error saying so.
+llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const CudaOptions &options);
+
+} // namespace helm::rt
+
+#endif

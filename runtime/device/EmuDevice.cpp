@@ -1,0 +1,204 @@
+//===- EmuDevice.cpp - the emulated GPU: capped arena, counted (throttled) link -------===//
+//
+// The arena is one anonymous mapping of the target's VRAM minus its reserve, reserved but not
+// committed (pages are touched as they are used), so a 7 GiB emulated GPU costs only what the
+// device stage really holds. Its allocator is first fit over 256-byte granules with coalescing on
+// free; nothing falls back to the host heap, so a plan that does not fit fails like it would on
+// the GPU. Copies are memcpy, counted per direction; with throttling each one also takes
+// latency + bytes / bandwidth of the profile's link.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/device/Device.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <sys/mman.h>
+#include <thread>
+
+namespace helm::rt {
+
+namespace {
+
+constexpr uint64_t kGranule = 256;
+
+std::string mib(uint64_t bytes) {
+  if (bytes >= (uint64_t(1) << 30))
+    return llvm::formatv("{0:f2} GiB", double(bytes) / double(uint64_t(1) << 30)).str();
+  return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
+}
+
+class EmuDevice final : public Device {
+public:
+  explicit EmuDevice(const EmuOptions &o) : options_(o) {}
+  ~EmuDevice() override {
+    if (base_)
+      munmap(base_, capacity_);
+  }
+
+  llvm::Error init() {
+    capacity_ = options_.arenaBytes / kGranule * kGranule;
+    if (capacity_ == 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "emu: the target leaves no device memory (VRAM minus reserve is 0)");
+    void *p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "emu: cannot reserve a " + mib(capacity_) + " arena: " + std::strerror(errno));
+    base_ = static_cast<char *>(p);
+    free_[0] = capacity_;
+    return llvm::Error::success();
+  }
+
+  DeviceKind kind() const override { return DeviceKind::emu; }
+  std::string describe() const override {
+    return llvm::formatv("emu ({0}): {1} arena, link {2:f1} GB/s + {3:f1} us{4}", options_.targetName,
+                         mib(capacity_), options_.linkGbs, options_.linkLatencyUs,
+                         options_.throttle ? ", throttled" : "")
+        .str();
+  }
+  uint64_t capacity() const override { return capacity_; }
+  uint64_t bytesInUse() const override { return inUse_; }
+  uint64_t peakBytesInUse() const override { return peak_; }
+
+  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
+    uint64_t size = std::max<uint64_t>(bytes, 1);
+    size = (size + kGranule - 1) / kGranule * kGranule;
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < size)
+        continue;
+      uint64_t offset = it->first, left = it->second - size;
+      free_.erase(it);
+      if (left)
+        free_[offset + size] = left;
+      used_[offset] = size;
+      inUse_ += size;
+      peak_ = std::max(peak_, inUse_);
+      return static_cast<void *>(base_ + offset);
+    }
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("emu ({0}): cannot allocate {1} for {2}: {3} of the {4} arena free{5}",
+                      options_.targetName, mib(bytes), what, mib(capacity_ - inUse_), mib(capacity_),
+                      capacity_ - inUse_ >= size ? " but fragmented" : "")
+            .str());
+  }
+
+  void free(void *p) override {
+    if (!p)
+      return;
+    uint64_t offset = uint64_t(static_cast<char *>(p) - base_);
+    auto it = used_.find(offset);
+    if (static_cast<char *>(p) < base_ || it == used_.end())
+      return; // not ours (the caller's bug); ignoring it keeps the arena consistent
+    uint64_t size = it->second;
+    used_.erase(it);
+    inUse_ -= size;
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && next->first == offset + size) {
+      size += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        return;
+      }
+    }
+    free_[offset] = size;
+  }
+
+  llvm::Expected<void *> allocateHost(uint64_t bytes) override {
+    void *p = std::aligned_alloc(kGranule, (std::max<uint64_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule);
+    if (!p)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "emu: cannot allocate " + mib(bytes) + " of host staging memory");
+    return p;
+  }
+  void freeHost(void *p) override { std::free(p); }
+
+  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+    if (llvm::Error e = checkInArena(dst, bytes, "copy to the device"))
+      return e;
+    linkDelay(bytes);
+    std::memcpy(dst, src, bytes);
+    counters_.hostToDeviceBytes += bytes;
+    ++counters_.hostToDeviceTransfers;
+    return llvm::Error::success();
+  }
+  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+    if (llvm::Error e = checkInArena(src, bytes, "copy from the device"))
+      return e;
+    linkDelay(bytes);
+    std::memcpy(dst, src, bytes);
+    counters_.deviceToHostBytes += bytes;
+    ++counters_.deviceToHostTransfers;
+    return llvm::Error::success();
+  }
+
+  // Every operation has completed when it returns, so events are always reached.
+  llvm::Expected<EventId> createEvent() override { return nextEvent_++; }
+  void destroyEvent(EventId) override {}
+  llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
+  llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
+
+private:
+  /// A copy must stay inside one live block: the same bug on a GPU is a fault.
+  llvm::Error checkInArena(const void *p, uint64_t bytes, llvm::StringRef what) const {
+    const char *c = static_cast<const char *>(p);
+    if (c >= base_ && c + bytes <= base_ + capacity_) {
+      uint64_t offset = uint64_t(c - base_);
+      auto it = used_.upper_bound(offset);
+      if (it != used_.begin()) {
+        --it;
+        if (offset + bytes <= it->first + it->second)
+          return llvm::Error::success();
+      }
+    }
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::formatv("emu: {0} of {1} bytes is outside the device's "
+                                                 "allocated memory",
+                                                 what, bytes)
+                                       .str());
+  }
+
+  void linkDelay(uint64_t bytes) {
+    if (!options_.throttle)
+      return;
+    using Clock = std::chrono::steady_clock;
+    double seconds = options_.linkLatencyUs * 1e-6 + double(bytes) / (options_.linkGbs * 1e9);
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(seconds));
+    // Sleep most of a long wait; spin the last stretch (sleep granularity is ~50-100 us).
+    auto spinFrom = deadline - std::chrono::microseconds(150);
+    if (Clock::now() < spinFrom)
+      std::this_thread::sleep_until(spinFrom);
+    while (Clock::now() < deadline) {
+    }
+  }
+
+  EmuOptions options_;
+  char *base_ = nullptr;
+  uint64_t capacity_ = 0, inUse_ = 0, peak_ = 0;
+  std::map<uint64_t, uint64_t> free_;           // offset -> size
+  std::map<uint64_t, uint64_t> used_;           // offset -> size
+  EventId nextEvent_ = 1;
+};
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Device>> createEmuDevice(const EmuOptions &options) {
+  auto device = std::make_unique<EmuDevice>(options);
+  if (llvm::Error e = device->init())
+    return std::move(e);
+  return std::unique_ptr<Device>(std::move(device));
+}
+
+} // namespace helm::rt
