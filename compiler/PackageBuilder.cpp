@@ -1,8 +1,9 @@
-//===- PackageBuilder.cpp - compile the CPU stage and write the .helmpkg ------------===//
+//===- PackageBuilder.cpp - compile the stages and write the .helmpkg ---------------===//
 //
-// Section layout: "manifest" (JSON, docs/package-format.md "Manifest keys"), "cpu_weights" (every
-// tensor the stage fetches, 64-byte aligned, in id order), "cpu_code" (the stage's shared object),
-// "tokenizer" (tokenizer.json verbatim). Weights go to the file straight from the parsed model's
+// Section layout: "manifest" (JSON, docs/package-format.md "Manifest keys"); per stage its weights
+// ("cpu_weights" / "gpu_weights": every tensor the stage fetches, 64-byte aligned, in id order) and
+// its code ("cpu_code" / "gpu_code": the stage's shared object; a GPU stage is host code for the
+// emu device); "tokenizer" (tokenizer.json verbatim). Weights go to the file straight from the parsed model's
 // inline data, or one tensor at a time from external data, so nothing holds a second copy of the
 // model.
 //
@@ -67,49 +68,84 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
     tokenizerManifest["eos_ids"] = std::move(eos);
   }
 
+  // A GPU stage can be compiled for the host only: that is how the emu device runs it. CUDA code
+  // generation for real GPUs is not built yet.
+  bool emuTarget = options.target && llvm::StringRef(options.target->name).starts_with("emu:");
   auto t0 = std::chrono::steady_clock::now();
-  CpuStage stage;
-  if (!compileCpuStage(module, options.cpu, stage, error, progress)) {
+  std::vector<CpuStage> stages;
+  if (!compileHostStages(module, options.cpu, stages, error, progress)) {
     error = options.modelPath + ": " + error;
     return false;
   }
+  for (const CpuStage &stage : stages)
+    if (stage.device == "gpu" && !emuTarget) {
+      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and code "
+                            "generation for CUDA GPUs is not built yet; compile for "
+                            "--target=emu:{3} (the emulated GPU) or keep everything on the CPU "
+                            "with --force-split={4}",
+                            options.modelPath, stage.firstUnit, stage.lastUnit,
+                            options.target ? options.target->name : std::string("?"),
+                            stage.lastUnit + 1)
+                  .str();
+      return false;
+    }
   report.codegenSeconds = secondsSince(t0);
-  report.codeBytes = stage.sharedObject.size();
 
   auto t1 = std::chrono::steady_clock::now();
   say("writing " + options.outputPath);
   pkg::PackageWriter writer(options.outputPath);
-  llvm::json::Array tensorTable;
-  writer.beginSection(pkg::SectionKind::CpuWeights, "cpu_weights");
+  llvm::json::Array tensorTable, stageTable;
   std::vector<char> storage;
-  for (const StageTensor &t : stage.tensors) {
-    llvm::ArrayRef<char> bytes;
-    if (!weightBytes(weights, t.onnxName, storage, bytes)) {
-      error = options.modelPath + ": cannot read the data of weight '" + t.onnxName + "'";
-      return false;
+  for (size_t index = 0; index < stages.size(); ++index) {
+    const CpuStage &stage = stages[index];
+    bool gpu = stage.device == "gpu";
+    std::string weightsSection = gpu ? "gpu_weights" : "cpu_weights";
+    std::string codeSection = gpu ? "gpu_code" : "cpu_code";
+    writer.beginSection(gpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights,
+                        weightsSection);
+    for (const StageTensor &t : stage.tensors) {
+      llvm::ArrayRef<char> bytes;
+      if (!weightBytes(weights, t.onnxName, storage, bytes)) {
+        error = options.modelPath + ": cannot read the data of weight '" + t.onnxName + "'";
+        return false;
+      }
+      if (int64_t(bytes.size()) != t.bytes) {
+        error = llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
+                              options.modelPath, t.onnxName, bytes.size(), t.bytes);
+        return false;
+      }
+      uint64_t offset = writer.append(bytes);
+      report.weightBytes += bytes.size();
+      if (gpu)
+        report.gpuWeightBytes += bytes.size();
+      llvm::json::Array shape;
+      for (int64_t d : t.shape)
+        shape.push_back(d);
+      tensorTable.push_back(llvm::json::Object{{"stage", int64_t(index)},
+                                               {"id", t.id},
+                                               {"name", t.symbol},
+                                               {"onnx_name", t.onnxName},
+                                               {"dtype", t.dtype},
+                                               {"shape", std::move(shape)},
+                                               {"section", weightsSection},
+                                               {"offset", int64_t(offset)},
+                                               {"bytes", t.bytes}});
     }
-    if (int64_t(bytes.size()) != t.bytes) {
-      error = llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
-                            options.modelPath, t.onnxName, bytes.size(), t.bytes);
-      return false;
-    }
-    uint64_t offset = writer.append(bytes);
-    report.weightBytes += bytes.size();
-    llvm::json::Array shape;
-    for (int64_t d : t.shape)
-      shape.push_back(d);
-    tensorTable.push_back(llvm::json::Object{{"id", t.id},
-                                             {"name", t.symbol},
-                                             {"onnx_name", t.onnxName},
-                                             {"dtype", t.dtype},
-                                             {"shape", std::move(shape)},
-                                             {"section", "cpu_weights"},
-                                             {"offset", int64_t(offset)},
-                                             {"bytes", t.bytes}});
+    writer.endSection();
+    writer.addSection(gpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, codeSection,
+                      llvm::ArrayRef<char>(stage.sharedObject.data(), stage.sharedObject.size()));
+    report.codeBytes += stage.sharedObject.size();
+    llvm::json::Object entry{{"device", stage.device},
+                             {"entry", stage.entry},
+                             {"code_section", codeSection},
+                             {"code_format", "host-shared-object"},
+                             {"weights_section", weightsSection},
+                             {"kv_layers", stage.kvLayers},
+                             {"units", llvm::json::Array{stage.firstUnit, stage.lastUnit}},
+                             {"input", stage.takesIds ? "token_ids" : "activation"},
+                             {"output", stage.returnsLogits ? "logits" : "activation"}};
+    stageTable.push_back(std::move(entry));
   }
-  writer.endSection();
-  writer.addSection(pkg::SectionKind::CpuCode, "cpu_code",
-                    llvm::ArrayRef<char>(stage.sharedObject.data(), stage.sharedObject.size()));
   if (!tokenizerText.empty())
     writer.addSection(pkg::SectionKind::Tokenizer, "tokenizer",
                       llvm::ArrayRef<char>(tokenizerText.data(), tokenizerText.size()));
@@ -121,6 +157,17 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   llvm::json::Object target{{"name", options.target ? options.target->name : std::string("cpu")},
                             {"cpu", options.cpu.cpu},
                             {"features", options.cpu.features}};
+  // What the runtime needs to stand up the device of a GPU stage: its memory budget and link.
+  if (options.target && options.target->gpu) {
+    const GpuProfile &gpu = *options.target->gpu;
+    double reserve = options.vramReserve >= 0 ? options.vramReserve : gpu.reservedBytes;
+    target["gpu"] = llvm::json::Object{{"name", gpu.name},
+                                       {"vram_bytes", int64_t(gpu.vramBytes)},
+                                       {"reserved_bytes", int64_t(reserve)}};
+    target["link"] = llvm::json::Object{{"bw_gbs", options.target->link.bwGbs},
+                                        {"latency_us", options.target->link.latencyUs}};
+    target["device"] = emuTarget ? "emu" : "cuda";
+  }
   manifest["target"] = std::move(target);
   if (!options.planJson.empty()) {
     auto plan = llvm::json::parse(options.planJson);
@@ -130,11 +177,15 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
       llvm::consumeError(plan.takeError());
   }
   manifest["limits"] = llvm::json::Object{{"max_context", options.maxContext}};
-  manifest["stages"] = llvm::json::Array{llvm::json::Object{{"device", "cpu"},
-                                                            {"entry", stage.entry},
-                                                            {"code_section", "cpu_code"},
-                                                            {"weights_section", "cpu_weights"}}};
-  manifest["kv"] = llvm::json::Object{{"layers", stage.kvLayers},
+  manifest["stages"] = std::move(stageTable);
+  int64_t kvLayers = 0;
+  for (const CpuStage &stage : stages)
+    kvLayers += stage.kvLayers;
+  for (const CpuStage &stage : stages)
+    if (!stage.returnsLogits)
+      manifest["boundary"] = llvm::json::Object{{"dtype", stage.activationDtype},
+                                                {"width", stage.activationWidth}};
+  manifest["kv"] = llvm::json::Object{{"layers", kvLayers},
                                       {"kv_heads", config.numKeyValueHeads},
                                       {"head_dim", config.headDim}};
   manifest["logits"] = llvm::json::Object{{"vocab", config.vocabSize}};

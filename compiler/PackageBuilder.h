@@ -21,11 +21,13 @@ struct PackageOptions {
   std::optional<TargetProfile> target;      // the planned target, if any
   CpuCodegenTarget cpu;                     // ISA of the CPU stage
   std::string planJson;                     // --emit=plan-json text of the plan, if planned
+  double vramReserve = -1;                  // --vram-reserve, bytes (-1: the target's)
 };
 
 struct PackageReport {
   double codegenSeconds = 0, writeSeconds = 0;
   uint64_t weightBytes = 0, codeBytes = 0;
+  uint64_t gpuWeightBytes = 0; // of weightBytes, those of the GPU stage
 };
 
 /// Lowers the (raised, maybe planned) module's CPU stage to native code and writes the package

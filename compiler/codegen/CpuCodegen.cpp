@@ -51,8 +51,9 @@ CpuCodegenTarget CpuCodegenTarget::host() {
   return t;
 }
 
-void buildCpuBufferizePipeline(OpPassManager &pm) {
-  pm.addPass(createStageSplit());
+void buildCpuBufferizePipeline(OpPassManager &pm, bool splitStages) {
+  if (splitStages)
+    pm.addPass(createStageSplit());
   pm.addPass(createLowerToLinalg());
   std::string error;
   llvm::raw_string_ostream os(error);
@@ -70,14 +71,16 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildCpuToLlvmPipeline(OpPassManager &pm) {
+void buildCpuToLlvmPipeline(OpPassManager &pm, bool deviceBuffers) {
   std::string error;
   llvm::raw_string_ostream os(error);
+  std::string memrefToLlvm = deviceBuffers ? "finalize-memref-to-llvm{use-generic-functions=true}"
+                                           : "finalize-memref-to-llvm";
   if (failed(parsePassPipeline(
           "func.func(convert-linalg-to-loops),canonicalize,"
           "func.func(lower-vector-mask,lower-vector-multi-reduction,convert-vector-to-scf{full-unroll=true lower-tensors=false}),"
           "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,"
-          "convert-math-to-llvm,finalize-memref-to-llvm,convert-to-llvm,"
+          "convert-math-to-llvm," + memrefToLlvm + ",convert-to-llvm,"
           "reconcile-unrealized-casts,canonicalize",
           pm, os)))
     llvm::report_fatal_error(llvm::Twine("helm-cpu-to-llvm pipeline: ") + error);
@@ -86,9 +89,9 @@ void buildCpuToLlvmPipeline(OpPassManager &pm) {
 void registerCpuCodegenPipelines() {
   PassPipelineRegistration<>("helm-cpu-bufferize",
                              "Stage split, HELM to linalg + kernel calls, bufferization, early frees",
-                             buildCpuBufferizePipeline);
+                             [](OpPassManager &pm) { buildCpuBufferizePipeline(pm); });
   PassPipelineRegistration<>("helm-cpu-to-llvm", "Bufferized stage code to the LLVM dialect",
-                             buildCpuToLlvmPipeline);
+                             [](OpPassManager &pm) { buildCpuToLlvmPipeline(pm); });
 }
 
 namespace {
@@ -164,7 +167,9 @@ bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string 
 
 } // namespace
 
-bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
+namespace {
+/// Compiles a module holding exactly one stage function (already split) into `stage`.
+bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
                      std::string &error, const std::function<void(llvm::StringRef)> &progress) {
   auto say = [&](llvm::StringRef s) {
     if (progress)
@@ -172,12 +177,13 @@ bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   };
   MLIRContext &ctx = *module.getContext();
   DiagnosticCapture diags(ctx);
+  std::string what = stage.device + " stage";
 
-  say("lowering the CPU stage to linalg and bufferizing");
+  say("lowering the " + what + " to linalg and bufferizing");
   PassManager bufferize(&ctx);
-  buildCpuBufferizePipeline(bufferize);
+  buildCpuBufferizePipeline(bufferize, /*splitStages=*/false);
   if (failed(bufferize.run(module))) {
-    error = diags.message.empty() ? "CPU stage lowering failed" : diags.message;
+    error = diags.message.empty() ? what + " lowering failed" : diags.message;
     return false;
   }
 
@@ -212,21 +218,21 @@ bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
     decl->erase();
   stage.tensors = std::move(tensors);
 
-  say("lowering to the LLVM dialect");
+  say("lowering the " + what + " to the LLVM dialect");
   PassManager toLlvm(&ctx);
-  buildCpuToLlvmPipeline(toLlvm);
+  buildCpuToLlvmPipeline(toLlvm, /*deviceBuffers=*/stage.device != "cpu");
   if (failed(toLlvm.run(module))) {
     error = diags.message.empty() ? "lowering the CPU stage to LLVM failed" : diags.message;
     return false;
   }
 
-  say("generating native code for " + target.cpu);
+  say("generating native code for the " + what + " (" + target.cpu + ")");
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   ctx.appendDialectRegistry(registry);
   llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, "helm_cpu_stage");
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, stage.entry);
   if (!llvmModule) {
     error = diags.message.empty() ? "translation of the CPU stage to LLVM IR failed" : diags.message;
     return false;
@@ -282,9 +288,62 @@ bool compileCpuStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
     codegen.run(*llvmModule);
   }
 
-  say("linking the CPU stage");
+  say("linking the " + what);
   if (!linkSharedObject(object, stage.sharedObject, error))
     return false;
+  return true;
+}
+} // namespace
+
+bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
+                       std::vector<CpuStage> &stages, std::string &error,
+                       const std::function<void(llvm::StringRef)> &progress) {
+  MLIRContext &ctx = *module.getContext();
+  {
+    DiagnosticCapture diags(ctx);
+    PassManager split(&ctx);
+    split.addPass(createStageSplit());
+    if (failed(split.run(module))) {
+      error = diags.message.empty() ? "stage split failed" : diags.message;
+      return false;
+    }
+  }
+  SmallVector<func::FuncOp> functions;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("helm.stage"))
+      functions.push_back(f);
+  stages.clear();
+  for (func::FuncOp f : functions) {
+    CpuStage stage;
+    stage.device = f->getAttrOfType<StringAttr>("helm.stage").getValue().str();
+    stage.entry = f.getName().str();
+    if (auto layers = f->getAttrOfType<IntegerAttr>("helm.kv_layers"))
+      stage.kvLayers = layers.getInt();
+    if (auto units = f->getAttrOfType<DenseI64ArrayAttr>("helm.units"); units && units.size() == 2) {
+      stage.firstUnit = units[0];
+      stage.lastUnit = units[1];
+    }
+    auto input = cast<RankedTensorType>(f.getArgumentTypes()[1]);
+    auto output = cast<RankedTensorType>(f.getResultTypes()[0]);
+    stage.takesIds = input.getRank() == 2;
+    stage.returnsLogits = output.getDimSize(1) == 1;
+    RankedTensorType activation = !stage.takesIds ? input : !stage.returnsLogits ? output : nullptr;
+    if (activation) {
+      stage.activationDtype = elementName(activation.getElementType());
+      stage.activationWidth = activation.getDimSize(2);
+    }
+    stages.push_back(std::move(stage));
+  }
+  // Each stage from its own copy of the module, so each gets its own dense weight ids (a weight
+  // both stages use, such as a tied embedding, is in both tables: it lives on both devices).
+  for (size_t i = 0; i < stages.size(); ++i) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
+      if (f.getName() != stages[i].entry)
+        f.erase();
+    if (!compileOneStage(*copy, target, stages[i], error, progress))
+      return false;
+  }
   return true;
 }
 

@@ -28,26 +28,38 @@ struct CpuCodegenTarget {
   static CpuCodegenTarget host();
 };
 
+/// One compiled stage: a shared object with one entry point `(ctx, in*, positions*, out*, B, S)`.
+/// The CPU stage always is one; the GPU stage is one when it was compiled for the host (emu targets).
 struct CpuStage {
-  std::string sharedObject; // bytes of the linked .so
+  std::string device = "cpu";       // the plan's side: "cpu" or "gpu"
+  std::string sharedObject;         // bytes of the linked .so
   std::string entry = "helm_cpu_stage";
   std::vector<StageTensor> tensors; // indexed by id
   int64_t kvLayers = 0;
+  int64_t firstUnit = 0, lastUnit = 0;
+  bool takesIds = true;       // input: token ids [B, S] i64, else the boundary activation
+  bool returnsLogits = true;  // output: logits [B, V] f32, else the boundary activation
+  std::string activationDtype; // boundary activation [B, S, width] (when it has one)
+  int64_t activationWidth = 0;
 };
 
 /// Adds stage-split, HELM-to-linalg lowering, bufferization and early frees (pipeline
-/// `helm-cpu-bufferize`).
-void buildCpuBufferizePipeline(mlir::OpPassManager &pm);
+/// `helm-cpu-bufferize`). `splitStages` false: the module already holds its stage functions.
+void buildCpuBufferizePipeline(mlir::OpPassManager &pm, bool splitStages = true);
 /// Adds the lowering of bufferized stage code to the LLVM dialect (pipeline `helm-cpu-to-llvm`).
-void buildCpuToLlvmPipeline(mlir::OpPassManager &pm);
+/// `deviceBuffers`: the code allocates its buffers through `_mlir_memref_to_llvm_alloc/free`, which
+/// the runtime serves from the device the stage runs on (an emu device stage's arena).
+void buildCpuToLlvmPipeline(mlir::OpPassManager &pm, bool deviceBuffers = false);
 /// Registers both pipelines under their names.
 void registerCpuCodegenPipelines();
 
-/// Compiles the raised (and optionally planned) module's CPU stage into a shared object. The module
-/// is consumed (lowered in place). `progress` gets one line per step. On failure returns false with a
-/// one-line `error`.
-bool compileCpuStage(mlir::ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
-                     std::string &error, const std::function<void(llvm::StringRef)> &progress = {});
+/// Splits the raised (and optionally planned) module into its stages (helm-stage-split) and
+/// compiles each into a shared object for `target`: the CPU stage, and the GPU stage of a split
+/// plan compiled for the host (how the emu device runs it). The module is consumed. `progress`
+/// gets one line per step. On failure returns false with a one-line `error`.
+bool compileHostStages(mlir::ModuleOp module, const CpuCodegenTarget &target,
+                       std::vector<CpuStage> &stages, std::string &error,
+                       const std::function<void(llvm::StringRef)> &progress = {});
 
 } // namespace helm
 

@@ -290,7 +290,7 @@ bool resolveTarget(llvm::StringRef spec, TargetProfile &out, std::string &error)
     out = measureHost(/*quick=*/true, nullptr);
     return true;
   }
-  if (!emu && (spec.ends_with(".json") || llvm::sys::fs::exists(spec))) {
+  if (spec.ends_with(".json") || llvm::sys::fs::exists(spec)) {
     auto buffer = llvm::MemoryBuffer::getFile(spec);
     if (!buffer) {
       error = "target profile " + spec.str() + ": cannot open: " + buffer.getError().message();
@@ -302,6 +302,15 @@ bool resolveTarget(llvm::StringRef spec, TargetProfile &out, std::string &error)
     }
     if (out.name.empty())
       out.name = spec.str();
+    if (emu) {
+      // A profile file is how a user or a test gives the emulated GPU any VRAM size.
+      if (!out.gpu) {
+        error = "target profile " + spec.str() + ": emu needs a profile with a 'gpu' section";
+        return false;
+      }
+      out.name = "emu:" + out.name;
+      out.source += "; run on the emulated device (emu)";
+    }
     return true;
   }
   std::string known;

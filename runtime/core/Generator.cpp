@@ -42,7 +42,9 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
                     llvm::Twine(info.vocab - 1) + ")");
   }
 
-  ContiguousKvCache kv(info.kvLayers, n, info.kvHeads * info.headDim);
+  auto session = model.newSession(n);
+  if (!session)
+    return session.takeError();
   std::vector<Sampler> samplers;
   for (int i = 0; i < n; ++i) {
     SamplingOptions s = request.sampling;
@@ -54,8 +56,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   std::vector<int64_t> produced(static_cast<size_t>(n), 0);
   std::vector<bool> active(static_cast<size_t>(n), true);
   std::vector<float> logits;
-  StageContext ctx;
-  ctx.kv = &kv;
+  Device *device = model.device();
+  LinkCounters linkStart = device ? device->counters() : LinkCounters();
 
   auto accept = [&](int i, int32_t token) {
     last[size_t(i)] = token;
@@ -76,11 +78,10 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     std::iota(positions.begin(), positions.end(), 0);
     int32_t row = i;
     int64_t zero = 0;
-    ctx.sequence = &row;
-    ctx.past = &zero;
     logits.assign(static_cast<size_t>(info.vocab), 0.0f);
     auto t0 = Clock::now();
-    if (llvm::Error e = model.run(ctx, ids.data(), positions.data(), logits.data(), 1, len))
+    if (llvm::Error e = model.run(**session, &row, &zero, ids.data(), positions.data(),
+                                  logits.data(), 1, len))
       return e;
     stats.prefillMs += msSince(t0);
     stats.promptTokens += len;
@@ -94,6 +95,9 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   }
 
   // Decode: every unfinished sequence advances by one token per step.
+  LinkCounters decodeStart_ = device ? device->counters() : LinkCounters();
+  if (device)
+    stats.prefillLink = decodeStart_ - linkStart;
   auto decodeStart = Clock::now();
   for (;;) {
     std::vector<int> rows;
@@ -112,11 +116,19 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
       rowPast[size_t(r)] = past[size_t(i)];
       slots[size_t(r)] = i;
     }
-    ctx.sequence = slots.data();
-    ctx.past = rowPast.data();
     logits.assign(static_cast<size_t>(b * info.vocab), 0.0f);
-    if (llvm::Error e = model.run(ctx, ids.data(), positions.data(), logits.data(), b, 1))
+    LinkCounters before = device ? device->counters() : LinkCounters();
+    if (llvm::Error e = model.run(**session, slots.data(), rowPast.data(), ids.data(),
+                                  positions.data(), logits.data(), b, 1))
       return e;
+    ++stats.decodeSteps;
+    if (device) {
+      LinkCounters step = device->counters() - before;
+      stats.decodeLink = stats.decodeLink + step;
+      stats.maxStepLinkBytes = std::max(stats.maxStepLinkBytes, step.bytes());
+      stats.minStepLinkBytes =
+          stats.decodeSteps == 1 ? step.bytes() : std::min(stats.minStepLinkBytes, step.bytes());
+    }
     if (onLogits)
       onLogits(logits.data(), b, rows.data());
     for (int64_t r = 0; r < b; ++r) {

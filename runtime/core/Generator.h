@@ -20,10 +20,19 @@ struct GenerateRequest {
 };
 
 struct GenerateStats {
-  int64_t promptTokens = 0, generatedTokens = 0, decodeTokens = 0;
+  int64_t promptTokens = 0, generatedTokens = 0, decodeTokens = 0, decodeSteps = 0;
+  /// Link traffic of a split package's device (zero when everything runs on the CPU).
+  LinkCounters prefillLink, decodeLink;
+  uint64_t minStepLinkBytes = 0, maxStepLinkBytes = 0; // over decode steps
   double ttftMs = 0, prefillMs = 0, decodeMs = 0;
   double prefillTokS() const { return prefillMs > 0 ? promptTokens / (prefillMs / 1000) : 0; }
   double decodeTokS() const { return decodeMs > 0 ? decodeTokens / (decodeMs / 1000) : 0; }
+  double linkBytesPerStep() const {
+    return decodeSteps ? double(decodeLink.bytes()) / double(decodeSteps) : 0;
+  }
+  double linkTransfersPerStep() const {
+    return decodeSteps ? double(decodeLink.transfers()) / double(decodeSteps) : 0;
+  }
 };
 
 /// Called for every sampled token; return false to finish that sequence (a stop string matched).

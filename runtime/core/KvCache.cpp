@@ -6,7 +6,7 @@
 
 namespace helm::rt {
 
-void ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count,
+bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count,
                               const float *k, const float *v) {
   size_t slot = size_t(layer * sequences_ + seq);
   size_t need = size_t((pos + count) * width_);
@@ -18,6 +18,7 @@ void ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t c
     }
   std::memcpy(k_[slot].data() + pos * width_, k, size_t(count * width_) * 4);
   std::memcpy(v_[slot].data() + pos * width_, v, size_t(count * width_) * 4);
+  return true;
 }
 
 void ContiguousKvCache::forEachSpan(
@@ -42,6 +43,65 @@ uint64_t ContiguousKvCache::bytes() const {
   for (size_t i = 0; i < k_.size(); ++i)
     total += (k_[i].capacity() + v_[i].capacity()) * 4;
   return total;
+}
+
+DeviceKvCache::~DeviceKvCache() {
+  for (auto &list : chunks_)
+    for (float *chunk : list)
+      device_.free(chunk);
+}
+
+bool DeviceKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+                          const float *v) {
+  auto &list = chunks_[size_t(layer * sequences_ + seq)];
+  size_t chunkFloats = size_t(chunkTokens_ * width_);
+  for (int64_t i = 0; i < count;) {
+    int64_t p = pos + i;
+    size_t chunk = size_t(p / chunkTokens_);
+    while (list.size() <= chunk) {
+      auto block = device_.allocate(2 * chunkFloats * 4, "the device stage's KV cache");
+      if (!block) {
+        error_ = llvm::toString(block.takeError());
+        return false;
+      }
+      list.push_back(static_cast<float *>(*block));
+    }
+    int64_t at = p % chunkTokens_, n = std::min(count - i, chunkTokens_ - at);
+    std::memcpy(list[chunk] + at * width_, k + i * width_, size_t(n * width_) * 4);
+    std::memcpy(list[chunk] + chunkFloats + at * width_, v + i * width_, size_t(n * width_) * 4);
+    i += n;
+  }
+  return true;
+}
+
+void DeviceKvCache::forEachSpan(
+    int64_t layer, int32_t seq, int64_t from, int64_t to,
+    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit) const {
+  const auto &list = chunks_[size_t(layer * sequences_ + seq)];
+  size_t chunkFloats = size_t(chunkTokens_ * width_);
+  for (int64_t p = from; p < to;) {
+    size_t chunk = size_t(p / chunkTokens_);
+    int64_t at = p % chunkTokens_, n = std::min(to - p, chunkTokens_ - at);
+    const float *base = list[chunk];
+    visit(base + at * width_, base + chunkFloats + at * width_, p, n);
+    p += n;
+  }
+}
+
+void DeviceKvCache::reset(int32_t seq) {
+  for (int64_t l = 0; l < layers_; ++l) {
+    auto &list = chunks_[size_t(l * sequences_ + seq)];
+    for (float *chunk : list)
+      device_.free(chunk);
+    list.clear();
+  }
+}
+
+uint64_t DeviceKvCache::bytes() const {
+  uint64_t n = 0;
+  for (const auto &list : chunks_)
+    n += list.size();
+  return n * uint64_t(2 * chunkTokens_ * width_) * 4;
 }
 
 } // namespace helm::rt

@@ -9,9 +9,12 @@
 #ifndef HELM_RUNTIME_CORE_KVCACHE_H
 #define HELM_RUNTIME_CORE_KVCACHE_H
 
+#include "runtime/device/Device.h"
+
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace helm::rt {
@@ -23,9 +26,12 @@ public:
   virtual int64_t rowWidth() const = 0;
   /// Layers it holds (valid `layer` arguments are 0 .. layers() - 1).
   virtual int64_t layers() const = 0;
-  /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`.
-  virtual void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+  /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`. Returns
+  /// false when the cache cannot grow (its device is full); `error()` then says why.
+  virtual bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
                      const float *v) = 0;
+  /// Why the last write failed (one line).
+  virtual const std::string &error() const { return error_; }
   /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count).
   virtual void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
                            llvm::function_ref<void(const float *, const float *, int64_t, int64_t)>
@@ -34,6 +40,9 @@ public:
   virtual void reset(int32_t seq) = 0;
   /// Bytes currently held.
   virtual uint64_t bytes() const = 0;
+
+protected:
+  std::string error_;
 };
 
 /// All layers and sequences in host memory, one growing buffer per (layer, sequence).
@@ -44,7 +53,7 @@ public:
         k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
   int64_t rowWidth() const override { return width_; }
   int64_t layers() const override { return layers_; }
-  void write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+  bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
              const float *v) override;
   void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
                    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
@@ -57,6 +66,35 @@ private:
   int32_t sequences_;
   int64_t width_;
   std::vector<std::vector<float>> k_, v_;
+};
+
+/// The KV cache of a device stage, in that device's memory: fixed chunks of `chunkTokens`
+/// positions per (layer, sequence), allocated as the sequence grows, so the device's byte budget
+/// covers the cache like it covers the weights. (The paged cache with host offload replaces it.)
+class DeviceKvCache final : public KvCache {
+public:
+  DeviceKvCache(Device &device, int64_t layers, int32_t sequences, int64_t rowWidth,
+                int64_t chunkTokens = 128)
+      : device_(device), layers_(layers), sequences_(sequences), width_(rowWidth),
+        chunkTokens_(chunkTokens), chunks_(size_t(layers * sequences)) {}
+  ~DeviceKvCache() override;
+  int64_t rowWidth() const override { return width_; }
+  int64_t layers() const override { return layers_; }
+  bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+             const float *v) override;
+  void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
+                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
+      const override;
+  void reset(int32_t seq) override;
+  uint64_t bytes() const override;
+
+private:
+  Device &device_;
+  int64_t layers_;
+  int32_t sequences_;
+  int64_t width_, chunkTokens_;
+  /// K rows then V rows of one chunk: [2][chunkTokens][width] f32.
+  std::vector<std::vector<float *>> chunks_; // by layer * sequences + seq
 };
 
 } // namespace helm::rt

@@ -2,6 +2,7 @@
 #include "runtime/core/Model.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -31,35 +32,56 @@ int64_t dtypeBytes(llvm::StringRef dtype) {
 }
 
 /// Loads shared-object bytes through an anonymous memory file: nothing touches the file system.
-llvm::Expected<void *> loadFromMemory(llvm::StringRef file, llvm::ArrayRef<char> bytes) {
-  int fd = memfd_create("helm-cpu-stage", MFD_CLOEXEC);
+/// The file stays open while the library is loaded: dlopen knows a library by its path, and a
+/// closed descriptor's number (its /proc/self/fd path) would be reused by the next stage.
+llvm::Expected<void *> loadFromMemory(llvm::StringRef file, llvm::ArrayRef<char> bytes, int &fdOut) {
+  int fd = memfd_create("helm-stage", MFD_CLOEXEC);
   if (fd < 0)
-    return fail(file, "cannot create an in-memory file for the CPU stage");
+    return fail(file, "cannot create an in-memory file for the stage code");
   size_t written = 0;
   while (written < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
     if (n <= 0) {
       ::close(fd);
-      return fail(file, "cannot write the CPU stage to memory");
+      return fail(file, "cannot write the stage code to memory");
     }
     written += size_t(n);
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);
-  if (!handle)
-    return fail(file, llvm::Twine("cannot load the CPU stage: ") + dlerror());
+  if (!handle) {
+    ::close(fd);
+    return fail(file, llvm::Twine("cannot load the stage code: ") + dlerror());
+  }
+  fdOut = fd;
   return handle;
 }
 
 } // namespace
 
-LoadedModel::~LoadedModel() {
-  if (library_)
-    dlclose(library_);
+/// Tells the kernel this process no longer needs the pages of a read-only file mapping (they are
+/// read again from the file if touched): keeps host RSS from holding weights that moved to a device.
+static void dropPages(const char *begin, uint64_t bytes) {
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t from = (uintptr_t(begin) + page - 1) / page * page;
+  uintptr_t to = (uintptr_t(begin) + bytes) / page * page;
+  if (to > from)
+    madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
 }
 
-llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef path) {
+LoadedModel::~LoadedModel() {
+  for (Stage &st : stages_) {
+    if (st.deviceWeights && device_)
+      device_->free(st.deviceWeights);
+    if (st.library)
+      dlclose(st.library);
+    if (st.codeFd >= 0)
+      ::close(st.codeFd);
+  }
+}
+
+llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef path,
+                                                               const LoadOptions &options) {
   auto start = std::chrono::steady_clock::now();
   (void)stageAbiSymbols();
   auto pkgOrErr = pkg::Package::open(path, pkg::Package::Verify::All);
@@ -127,37 +149,123 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     }
   }
 
-  // Stage code.
+  // Stages, in pipeline order: a CPU stage, a GPU stage, or a CPU stage followed by a GPU stage.
   const llvm::json::Array *stages = root->getArray("stages");
-  if (!stages || stages->empty())
-    return fail(path, "manifest: no stages");
-  const llvm::json::Object *stage = (*stages)[0].getAsObject();
-  if (!stage)
-    return fail(path, "manifest: stage 0 is not an object");
-  auto device = stage->getString("device");
-  if (!device || *device != "cpu")
-    return fail(path, "package has a '" + (device ? device->str() : std::string("?")) +
-                          "' stage; this runtime runs CPU stages only");
-  auto entry = stage->getString("entry");
-  auto codeSection = stage->getString("code_section");
-  if (!entry || !codeSection)
-    return fail(path, "manifest: stage 0 needs 'entry' and 'code_section'");
-  const pkg::Package::Section *code = package.find(pkg::SectionKind::CpuCode, *codeSection);
-  if (!code)
-    return fail(path, "missing CPU code section '" + *codeSection + "'");
-  auto handle = loadFromMemory(path, code->bytes);
-  if (!handle)
-    return handle.takeError();
-  model->library_ = *handle;
-  model->stage_ = reinterpret_cast<StageFn>(dlsym(model->library_, entry->str().c_str()));
-  if (!model->stage_)
-    return fail(path, "CPU stage has no entry point '" + *entry + "'");
+  if (!stages || stages->empty() || stages->size() > 2)
+    return fail(path, "manifest: 'stages' must list one or two stages");
+  for (size_t index = 0; index < stages->size(); ++index) {
+    const llvm::json::Object *stage = (*stages)[index].getAsObject();
+    if (!stage)
+      return fail(path, "manifest: stage " + llvm::Twine(index) + " is not an object");
+    Stage loaded;
+    StageInfo &si = loaded.info;
+    auto device = stage->getString("device");
+    auto entry = stage->getString("entry");
+    auto codeSection = stage->getString("code_section");
+    auto format = stage->getString("code_format");
+    auto input = stage->getString("input");
+    auto output = stage->getString("output");
+    if (!device || !entry || !codeSection)
+      return fail(path, "manifest: stage " + llvm::Twine(index) + " needs 'device', 'entry' and 'code_section'");
+    if (*device != "cpu" && *device != "gpu")
+      return fail(path, "manifest: stage " + llvm::Twine(index) + " has unknown device '" + *device + "'");
+    si.device = device->str();
+    si.entry = entry->str();
+    si.kvLayers = stage->getInteger("kv_layers").value_or(index == 0 ? info.kvLayers : 0);
+    si.takesIds = !input || *input == "token_ids";
+    si.returnsLogits = !output || *output == "logits";
+    if (const llvm::json::Array *units = stage->getArray("units"); units && units->size() == 2) {
+      si.firstUnit = (*units)[0].getAsInteger().value_or(0);
+      si.lastUnit = (*units)[1].getAsInteger().value_or(0);
+    }
+    if (si.kvLayers < 0 || si.kvLayers > info.kvLayers)
+      return fail(path, "manifest: stage " + llvm::Twine(index) + " has more KV layers than 'kv.layers'");
+    // A pipeline is ids -> (activation -> activation) -> logits.
+    bool last = index + 1 == stages->size();
+    if (si.takesIds != (index == 0) || si.returnsLogits != last)
+      return fail(path, "manifest: stage " + llvm::Twine(index) +
+                            " does not fit the pipeline (the first stage takes token ids, the last "
+                            "returns logits, a split hands over one activation)");
+    if (format && *format != "host-shared-object")
+      return fail(path, "stage " + llvm::Twine(index) + " has code format '" + *format +
+                            "', which this runtime cannot load");
+    bool gpu = si.device == "gpu";
+    if (gpu) {
+      // The GPU stage's code is host code compiled for the emulated GPU.
+      const llvm::json::Object *target = root->getObject("target");
+      auto kind = target ? target->getString("device") : std::nullopt;
+      const llvm::json::Object *gpuObj = target ? target->getObject("gpu") : nullptr;
+      const llvm::json::Object *link = target ? target->getObject("link") : nullptr;
+      if (!kind || *kind != "emu" || !gpuObj || !link)
+        return fail(path, "package has a GPU stage for device '" +
+                              (kind ? kind->str() : std::string("?")) +
+                              "'; this runtime runs GPU stages on the emulated GPU only (compile "
+                              "with --target=emu:<name> or --target=host)");
+      auto vram = gpuObj->getInteger("vram_bytes");
+      auto reserved = gpuObj->getInteger("reserved_bytes");
+      auto bw = link->getNumber("bw_gbs");
+      auto latency = link->getNumber("latency_us");
+      if (!vram || !reserved || !bw || !latency || *vram <= 0 || *reserved < 0 || !(*bw > 0) ||
+          !(*latency >= 0))
+        return fail(path, "manifest: 'target.gpu' needs vram_bytes > 0, reserved_bytes >= 0 and "
+                          "'target.link' bw_gbs > 0, latency_us >= 0");
+      if (*reserved >= *vram)
+        return fail(path, llvm::formatv("the target's GPU reserve ({0} bytes) leaves none of its "
+                                        "{1} bytes of VRAM for the GPU stage",
+                                        *reserved, *vram)
+                              .str());
+      EmuOptions emu;
+      emu.targetName = info.targetName;
+      emu.arenaBytes = uint64_t(*vram - *reserved);
+      emu.linkGbs = *bw;
+      emu.linkLatencyUs = *latency;
+      emu.throttle = options.emuThrottle;
+      auto dev = createEmuDevice(emu);
+      if (!dev)
+        return fail(path, llvm::toString(dev.takeError()));
+      model->device_ = std::move(*dev);
+    }
+    const pkg::Package::Section *code =
+        package.find(gpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, *codeSection);
+    if (!code)
+      return fail(path, "missing " + llvm::Twine(gpu ? "GPU" : "CPU") + " code section '" +
+                            *codeSection + "'");
+    auto handle = loadFromMemory(path, code->bytes, loaded.codeFd);
+    if (!handle)
+      return handle.takeError();
+    loaded.library = *handle;
+    loaded.fn = reinterpret_cast<StageFn>(dlsym(loaded.library, entry->str().c_str()));
+    model->stages_.push_back(std::move(loaded));
+    if (!model->stages_.back().fn)
+      return fail(path, "stage " + llvm::Twine(index) + " has no entry point '" + *entry + "'");
+  }
+  int64_t stageLayers = 0;
+  for (const Stage &st : model->stages_)
+    stageLayers += st.info.kvLayers;
+  if (stageLayers != info.kvLayers)
+    return fail(path, "manifest: the stages' KV layers add up to " + llvm::Twine(stageLayers) +
+                          ", 'kv.layers' says " + llvm::Twine(info.kvLayers));
+  if (model->stages_.size() == 2) {
+    const llvm::json::Object *boundary = root->getObject("boundary");
+    auto dtype = boundary ? boundary->getString("dtype") : std::nullopt;
+    auto width = boundary ? boundary->getInteger("width") : std::nullopt;
+    if (!dtype || !width || dtypeBytes(*dtype) == 0 || *width <= 0 || *width > (1 << 24))
+      return fail(path, "manifest: a split package needs 'boundary' with a dtype and a width");
+    info.boundaryDtype = dtype->str();
+    info.boundaryWidth = *width;
+  }
 
-  // Tensor table: every weight must lie inside its section.
+  // Tensor table: every weight must lie inside its stage's section.
   const llvm::json::Array *tensors = root->getArray("tensors");
   if (!tensors)
     return fail(path, "manifest: missing 'tensors'");
-  model->weights_.assign(tensors->size(), nullptr);
+  for (const llvm::json::Value &value : *tensors) {
+    const llvm::json::Object *t = value.getAsObject();
+    int64_t stageIndex = t ? t->getInteger("stage").value_or(0) : 0;
+    if (t && stageIndex >= 0 && size_t(stageIndex) < model->stages_.size())
+      model->stages_[size_t(stageIndex)].weights.push_back(nullptr);
+  }
+  std::vector<const pkg::Package::Section *> weightSections(model->stages_.size(), nullptr);
   for (const llvm::json::Value &value : *tensors) {
     const llvm::json::Object *t = value.getAsObject();
     if (!t)
@@ -168,10 +276,14 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     auto section = t->getString("section");
     auto dtype = t->getString("dtype");
     auto name = t->getString("name");
+    int64_t stageIndex = t->getInteger("stage").value_or(0);
     const llvm::json::Array *shape = t->getArray("shape");
     if (!id || !offset || !bytes || !section || !dtype || !shape || !name)
       return fail(path, "manifest: tensor entry needs id, name, dtype, shape, section, offset, bytes");
-    if (*id < 0 || size_t(*id) >= model->weights_.size() || model->weights_[size_t(*id)])
+    if (stageIndex < 0 || size_t(stageIndex) >= model->stages_.size())
+      return fail(path, "manifest: tensor '" + *name + "' belongs to a stage that does not exist");
+    Stage &st = model->stages_[size_t(stageIndex)];
+    if (*id < 0 || size_t(*id) >= st.weights.size() || st.weights[size_t(*id)])
       return fail(path, "manifest: tensor '" + *name + "' has a bad or duplicate id");
     int64_t elements = 1;
     for (const llvm::json::Value &d : *shape) {
@@ -184,15 +296,56 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     if (elemBytes == 0 || elements * elemBytes != *bytes)
       return fail(path, "manifest: tensor '" + *name + "' is " + std::to_string(*bytes) +
                             " bytes, its shape and dtype say " + std::to_string(elements * elemBytes));
-    const pkg::Package::Section *sec = package.find(pkg::SectionKind::CpuWeights, *section);
+    bool gpu = st.info.device == "gpu";
+    const pkg::Package::Section *sec =
+        package.find(gpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights, *section);
     if (!sec)
       return fail(path, "tensor '" + *name + "' is in missing section '" + *section + "'");
+    if (weightSections[size_t(stageIndex)] && weightSections[size_t(stageIndex)] != sec)
+      return fail(path, "manifest: the tensors of stage " + llvm::Twine(stageIndex) +
+                            " lie in more than one section");
+    weightSections[size_t(stageIndex)] = sec;
     if (*offset < 0 || uint64_t(*offset) > sec->size || uint64_t(*bytes) > sec->size - uint64_t(*offset))
       return fail(path, "tensor '" + *name + "' lies outside section '" + *section + "'");
-    model->weights_[size_t(*id)] = sec->bytes.data() + *offset;
+    st.weights[size_t(*id)] = sec->bytes.data() + *offset;
+    st.info.numTensors += 1;
+    st.info.weightBytes += uint64_t(*bytes);
     info.weightBytes += *bytes;
   }
   info.numTensors = int64_t(tensors->size());
+
+  // The GPU stage's weights move into its device once, section by section in chunks, so the host
+  // never holds a second copy; the package's pages are dropped from this process once copied.
+  for (size_t i = 0; i < model->stages_.size(); ++i) {
+    Stage &st = model->stages_[i];
+    const pkg::Package::Section *sec = weightSections[i];
+    if (st.info.device != "gpu" || !sec)
+      continue;
+    auto block = model->device_->allocate(
+        sec->size, llvm::formatv("the weights of the GPU stage (units {0}..{1})", st.info.firstUnit,
+                                 st.info.lastUnit)
+                       .str());
+    if (!block)
+      return fail(path, llvm::toString(block.takeError()) +
+                            " (recompile with a split that puts fewer units on the GPU)");
+    st.deviceWeights = *block;
+    LinkCounters before = model->device_->counters();
+    constexpr uint64_t kChunk = uint64_t(64) << 20;
+    for (uint64_t at = 0; at < sec->size; at += kChunk) {
+      uint64_t n = std::min(kChunk, sec->size - at);
+      if (llvm::Error e = model->device_->copyToDevice(static_cast<char *>(*block) + at,
+                                                       sec->bytes.data() + at, n, Stream::copy,
+                                                       /*async=*/false))
+        return fail(path, llvm::toString(std::move(e)));
+      dropPages(sec->bytes.data() + at, n);
+    }
+    model->loadTraffic_ = model->device_->counters() - before;
+    for (const void *&w : st.weights)
+      if (w)
+        w = static_cast<const char *>(*block) + (static_cast<const char *>(w) - sec->bytes.data());
+  }
+  for (Stage &st : model->stages_)
+    model->stageInfo_.push_back(st.info);
 
   if (const llvm::json::Object *tok = root->getObject("tokenizer")) {
     auto section = tok->getString("section");
@@ -214,14 +367,77 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   return model;
 }
 
-llvm::Error LoadedModel::run(StageContext &ctx, const int64_t *ids, const int64_t *positions,
-                             float *logits, int64_t batch, int64_t seq) const {
-  ctx.weights = weights_.data();
-  ctx.numWeights = int64_t(weights_.size());
-  ctx.error = nullptr;
-  stage_(&ctx, ids, positions, logits, batch, seq);
-  if (ctx.error)
-    return fail(package_->name(), ctx.error);
+llvm::Expected<std::unique_ptr<LoadedModel::Session>>
+LoadedModel::newSession(int32_t sequences) const {
+  auto session = std::make_unique<Session>();
+  session->device = device_.get();
+  int64_t width = info_.kvHeads * info_.headDim;
+  for (const Stage &st : stages_) {
+    if (st.info.device == "gpu")
+      session->caches.push_back(
+          std::make_unique<DeviceKvCache>(*device_, st.info.kvLayers, sequences, width));
+    else
+      session->caches.push_back(
+          std::make_unique<ContiguousKvCache>(st.info.kvLayers, sequences, width));
+  }
+  return session;
+}
+
+llvm::Error LoadedModel::run(Session &session, const int32_t *sequence, const int64_t *past,
+                             const int64_t *ids, const int64_t *positions, float *logits,
+                             int64_t batch, int64_t seq) const {
+  auto callStage = [&](size_t index, const void *input, void *output) -> llvm::Error {
+    const Stage &st = stages_[index];
+    StageContext ctx;
+    ctx.weights = st.weights.data();
+    ctx.numWeights = int64_t(st.weights.size());
+    ctx.kv = session.caches[index].get();
+    ctx.sequence = sequence;
+    ctx.past = past;
+    st.fn(&ctx, input, positions, output, batch, seq);
+    if (ctx.error)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), ctx.error);
+    return llvm::Error::success();
+  };
+  // All on the CPU.
+  if (!device_) {
+    if (llvm::Error e = callStage(0, ids, logits))
+      return fail(package_->name(), llvm::toString(std::move(e)));
+    return llvm::Error::success();
+  }
+
+  // The thesis' decode step: CPU stage -> one transfer -> device stage -> logits back. Positions
+  // and cached lengths travel as launch parameters of the device stage, not as link copies.
+  bool hasCpuStage = stages_.size() == 2;
+  uint64_t inputBytes = hasCpuStage ? uint64_t(batch * seq * info_.boundaryWidth) *
+                                          uint64_t(dtypeBytes(info_.boundaryDtype))
+                                    : uint64_t(batch * seq) * sizeof(int64_t);
+  uint64_t logitsBytes = uint64_t(batch * info_.vocab) * sizeof(float);
+  if (llvm::Error e = session.ensure(session.deviceInput, session.deviceInputBytes, inputBytes,
+                                     false, "the boundary activation"))
+    return fail(package_->name(), llvm::toString(std::move(e)));
+  if (llvm::Error e = session.ensure(session.deviceLogits, session.deviceLogitsBytes, logitsBytes,
+                                     false, "the logits"))
+    return fail(package_->name(), llvm::toString(std::move(e)));
+  const void *hostInput = ids;
+  if (hasCpuStage) {
+    if (llvm::Error e = session.ensure(session.hostActivation, session.hostActivationBytes,
+                                       inputBytes, true, "the boundary activation"))
+      return fail(package_->name(), llvm::toString(std::move(e)));
+    if (llvm::Error e = callStage(0, ids, session.hostActivation))
+      return fail(package_->name(), llvm::toString(std::move(e)));
+    hostInput = session.hostActivation;
+  }
+  if (llvm::Error e = device_->copyToDevice(session.deviceInput, hostInput, inputBytes,
+                                            Stream::compute, /*async=*/true))
+    return fail(package_->name(), llvm::toString(std::move(e)));
+  size_t last = stages_.size() - 1;
+  if (llvm::Error e = device_->runHostStage(
+          [&] { return callStage(last, session.deviceInput, session.deviceLogits); }))
+    return fail(package_->name(), llvm::toString(std::move(e)));
+  if (llvm::Error e = device_->copyToHost(logits, session.deviceLogits, logitsBytes,
+                                          Stream::compute, /*async=*/false))
+    return fail(package_->name(), llvm::toString(std::move(e)));
   return llvm::Error::success();
 }
 

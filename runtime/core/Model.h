@@ -1,8 +1,9 @@
-//===- Model.h - a loaded .helmpkg: manifest, weights, the CPU stage ----------------===//
+//===- Model.h - a loaded .helmpkg: manifest, stages, their weights and devices ------===//
 #ifndef HELM_RUNTIME_CORE_MODEL_H
 #define HELM_RUNTIME_CORE_MODEL_H
 
 #include "runtime/core/StageContext.h"
+#include "runtime/device/Device.h"
 #include "runtime/package/Package.h"
 
 #include "llvm/Support/Error.h"
@@ -20,39 +21,115 @@ struct ModelInfo {
   std::vector<int32_t> eosIds;
   int32_t bosId = -1; // -1: none
   bool hasTokenizer = false;
+  /// The activation a split plan moves between the stages: [B, S, boundaryWidth] boundaryDtype.
+  std::string boundaryDtype;
+  int64_t boundaryWidth = 0;
 };
 
-/// Signature of a generated CPU stage (compiler/codegen): logits of the last position, [B, V] f32.
-using StageFn = void (*)(void *ctx, const int64_t *ids, const int64_t *positions, float *logits,
+/// One stage of the package, in pipeline order.
+struct StageInfo {
+  std::string device; // the plan's side: "cpu" or "gpu"
+  std::string entry;
+  int64_t kvLayers = 0, firstUnit = 0, lastUnit = 0;
+  bool takesIds = true, returnsLogits = true;
+  int64_t numTensors = 0;
+  uint64_t weightBytes = 0;
+};
+
+struct LoadOptions {
+  bool emuThrottle = false; // emu: delay every copy to the profile's link bandwidth and latency
+};
+
+/// Signature of a generated stage (compiler/codegen): input (token ids [B, S] i64 or the boundary
+/// activation [B, S, H]), positions [B, S], output (logits of the last position [B, V] f32, or
+/// the activation for the next stage).
+using StageFn = void (*)(void *ctx, const void *input, const int64_t *positions, void *output,
                          int64_t batch, int64_t seq);
 
 class LoadedModel {
 public:
   ~LoadedModel();
-  /// Maps the package, verifies every checksum, checks that this CPU can run the code, and loads
-  /// the CPU stage from memory (memfd; no file is written). Errors are one line naming the file.
-  static llvm::Expected<std::unique_ptr<LoadedModel>> load(llvm::StringRef path);
+  /// Maps the package, verifies every checksum, checks that this machine can run it, loads each
+  /// stage's code from memory (memfd; no file is written) and moves the GPU stage's weights into
+  /// its device. Errors are one line naming the file.
+  static llvm::Expected<std::unique_ptr<LoadedModel>> load(llvm::StringRef path,
+                                                           const LoadOptions &options = {});
 
   const ModelInfo &info() const { return info_; }
+  const std::vector<StageInfo> &stages() const { return stageInfo_; }
   llvm::StringRef manifest() const { return package_->manifest(); }
   llvm::StringRef tokenizerJson() const { return tokenizer_; }
   const pkg::Package &package() const { return *package_; }
   double loadSeconds() const { return loadSeconds_; }
+  /// The device of the GPU stage (emu or cuda), or nullptr when every stage runs on the CPU.
+  Device *device() const { return device_.get(); }
+  /// Link traffic of loading (the GPU stage's weights).
+  const LinkCounters &loadTraffic() const { return loadTraffic_; }
 
-  /// Runs the stage on B rows of S tokens; `ctx` supplies the KV cache and row bookkeeping. Fails
-  /// when the stage's code and the package's manifest disagree (a call into the ABI was refused).
-  llvm::Error run(StageContext &ctx, const int64_t *ids, const int64_t *positions, float *logits,
-           int64_t batch, int64_t seq) const;
-  const std::vector<const void *> &weights() const { return weights_; }
+  /// Per-generation state: each stage's KV cache (in its device's memory) and the buffers the
+  /// boundary activation and the logits cross the link in.
+  class Session;
+  llvm::Expected<std::unique_ptr<Session>> newSession(int32_t sequences) const;
+
+  /// One step for B rows of S tokens: CPU stage -> transfer -> device stage -> logits back.
+  /// Row b is sequence `sequence[b]` with `past[b]` tokens already cached. `logits`: [B, vocab].
+  /// Fails when a stage's code and the manifest disagree, or a device runs out of memory.
+  llvm::Error run(Session &session, const int32_t *sequence, const int64_t *past,
+                  const int64_t *ids, const int64_t *positions, float *logits, int64_t batch,
+                  int64_t seq) const;
 
 private:
+  struct Stage {
+    StageInfo info;
+    void *library = nullptr;
+    int codeFd = -1; // the memory file the library was loaded from
+    StageFn fn = nullptr;
+    std::vector<const void *> weights; // by tensor id, in the stage's device memory
+    void *deviceWeights = nullptr;     // the device block holding them (GPU stage)
+  };
   std::unique_ptr<pkg::Package> package_;
-  void *library_ = nullptr;
-  StageFn stage_ = nullptr;
-  std::vector<const void *> weights_;
+  std::vector<Stage> stages_;
+  std::vector<StageInfo> stageInfo_;
+  std::unique_ptr<Device> device_;
+  LinkCounters loadTraffic_;
   std::string tokenizer_;
   ModelInfo info_;
   double loadSeconds_ = 0;
+};
+
+class LoadedModel::Session {
+public:
+  ~Session() {
+    if (device) {
+      device->free(deviceInput);
+      device->free(deviceLogits);
+      if (hostActivation)
+        device->freeHost(hostActivation);
+    }
+  }
+  std::vector<std::unique_ptr<KvCache>> caches; // one per stage
+  Device *device = nullptr;
+  // Where the boundary activation (or, with no CPU stage, the token ids) waits on the host, and
+  // the device buffers it and the logits cross the link in; grown to the largest call so far.
+  void *hostActivation = nullptr, *deviceInput = nullptr, *deviceLogits = nullptr;
+  uint64_t hostActivationBytes = 0, deviceInputBytes = 0, deviceLogitsBytes = 0;
+
+  llvm::Error ensure(void *&buffer, uint64_t &have, uint64_t need, bool onHost, const char *what) {
+    if (need <= have)
+      return llvm::Error::success();
+    if (onHost)
+      device->freeHost(buffer);
+    else
+      device->free(buffer);
+    buffer = nullptr;
+    have = 0;
+    auto p = onHost ? device->allocateHost(need) : device->allocate(need, what);
+    if (!p)
+      return p.takeError();
+    buffer = *p;
+    have = need;
+    return llvm::Error::success();
+  }
 };
 
 } // namespace helm::rt

@@ -12,6 +12,7 @@
 #include "kernels/cpu/ThreadPool.h"
 #include "kernels/cpu/helm_kernels.h"
 #include "runtime/core/StageContext.h"
+#include "runtime/device/StageMemory.h"
 
 #include <cmath>
 #include <limits>
@@ -63,14 +64,19 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
   for (int64_t b = 0; b < B; ++b) {
     const char *kb = static_cast<const char *>(k) + size_t(b * S * kvWidth) * elem;
     const char *vb = static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem;
+    bool stored;
     if (dt == DType::f32) {
-      c->kv->write(layer, c->sequence[b], c->past[b], S, reinterpret_cast<const float *>(kb),
-                   reinterpret_cast<const float *>(vb));
-      continue;
+      stored = c->kv->write(layer, c->sequence[b], c->past[b], S,
+                            reinterpret_cast<const float *>(kb), reinterpret_cast<const float *>(vb));
+    } else {
+      widen(kb, dt, kf.data(), S * kvWidth);
+      widen(vb, dt, vf.data(), S * kvWidth);
+      stored = c->kv->write(layer, c->sequence[b], c->past[b], S, kf.data(), vf.data());
     }
-    widen(kb, dt, kf.data(), S * kvWidth);
-    widen(vb, dt, vf.data(), S * kvWidth);
-    c->kv->write(layer, c->sequence[b], c->past[b], S, kf.data(), vf.data());
+    if (!stored) {
+      c->error = c->kv->error().c_str();
+      return;
+    }
   }
   // 2. Attend, one sequence at a time (kernels/cpu/Attention.h threads over kv heads and query
   // blocks), over the spans the cache keeps this sequence's rows in.
@@ -103,6 +109,9 @@ const void *const *stageAbiSymbols() {
   static const void *const symbols[] = {reinterpret_cast<const void *>(&helm_k_linear),
                                         reinterpret_cast<const void *>(&helm_rt_weight),
                                         reinterpret_cast<const void *>(&helm_rt_attention),
+                                        reinterpret_cast<const void *>(&_mlir_memref_to_llvm_alloc),
+                                        reinterpret_cast<const void *>(&_mlir_memref_to_llvm_aligned_alloc),
+                                        reinterpret_cast<const void *>(&_mlir_memref_to_llvm_free),
                                         nullptr};
   return symbols;
 }

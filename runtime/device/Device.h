@@ -49,6 +49,11 @@ struct LinkCounters {
             hostToDeviceTransfers - o.hostToDeviceTransfers,
             deviceToHostTransfers - o.deviceToHostTransfers};
   }
+  LinkCounters operator+(const LinkCounters &o) const {
+    return {hostToDeviceBytes + o.hostToDeviceBytes, deviceToHostBytes + o.deviceToHostBytes,
+            hostToDeviceTransfers + o.hostToDeviceTransfers,
+            deviceToHostTransfers + o.deviceToHostTransfers};
+  }
 };
 
 /// A point in a stream's work; created by the device, recorded on a stream, waited for.

@@ -39,7 +39,7 @@ struct Options {
   float topP = 0.95f;
   int64_t seed = -1;
   int threads = 0;
-  bool ignoreEos = false, emitIds = false, info = false, quiet = false;
+  bool ignoreEos = false, emitIds = false, info = false, quiet = false, emuThrottle = false;
   std::string statsJson, logitsOut;
 };
 
@@ -61,7 +61,10 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --ignore-eos            do not stop at end-of-sequence tokens
   --emit-ids              print the generated ids, comma-separated, as the last stdout line(s)
   --info                  print the package's manifest summary and exit
-  --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes, ... as JSON
+  --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
+                          transfer to the target's link bandwidth and latency
+  --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
+                          link_bytes_per_step, link_transfers_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
   -q, --quiet             do not print generated text
   -h, --help              this help
@@ -144,6 +147,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       o.emitIds = true;
     } else if (a == "--info") {
       o.info = true;
+    } else if (a == "--emu-throttle") {
+      o.emuThrottle = true;
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a.starts_with("-") && a != "-") {
@@ -196,7 +201,13 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
   outs() << "context limit: " << i.maxContext << "\n";
   outs() << "weights:       " << i.numTensors << " tensors, " << i.weightBytes << " bytes\n";
   outs() << "target:        " << i.targetName << " (CPU " << i.targetCpu << ")\n";
-  outs() << "stages:        cpu\n";
+  for (const helm::rt::StageInfo &s : model.stages())
+    outs() << formatv("stage:         {0} (units {1}..{2}, {3} KV layers, {4} tensors, {5} bytes)\n",
+                      s.device, s.firstUnit, s.lastUnit, s.kvLayers, s.numTensors, s.weightBytes);
+  if (model.device())
+    outs() << "device:        " << model.device()->describe() << "\n";
+  if (!i.boundaryDtype.empty())
+    outs() << "boundary:      [B, S, " << i.boundaryWidth << "] " << i.boundaryDtype << "\n";
   outs() << "tokenizer:     " << (i.hasTokenizer ? "yes" : "no");
   if (i.hasTokenizer) {
     outs() << " (eos";
@@ -242,7 +253,11 @@ int main(int argc, char **argv) {
           "sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
   }
 
-  auto loaded = helm::rt::LoadedModel::load(packagePath);
+  helm::rt::LoadOptions loadOptions;
+  loadOptions.emuThrottle = o.emuThrottle;
+  auto loaded = helm::rt::LoadedModel::load(packagePath, loadOptions);
+  if (loaded && o.emuThrottle && !(*loaded)->device())
+    return fail("--emu-throttle: the package runs on the CPU only; there is no link to throttle");
   if (!loaded)
     return fail(toString(loaded.takeError()));
   helm::rt::LoadedModel &model = **loaded;
@@ -386,6 +401,11 @@ int main(int argc, char **argv) {
                     model.loadSeconds() * 1000, stats.promptTokens, stats.ttftMs,
                     stats.prefillTokS(), stats.generatedTokens, stats.decodeTokS(), nThreads,
                     double(rss) / (1 << 20));
+  if (helm::rt::Device *device = model.device())
+    errs() << formatv("helm-rt: {0} | load moved {1} bytes | per decode step {2:f0} bytes in {3:f1} "
+                      "transfers | device peak {4:f1} MiB\n",
+                      device->describe(), model.loadTraffic().bytes(), stats.linkBytesPerStep(),
+                      stats.linkTransfersPerStep(), double(device->peakBytesInUse()) / (1 << 20));
   if (!statsJson.empty()) {
     json::Object o{{"load_ms", model.loadSeconds() * 1000},
                    {"ttft_ms", stats.ttftMs},
@@ -396,7 +416,24 @@ int main(int argc, char **argv) {
                    {"batch", int64_t(n)},
                    {"threads", nThreads},
                    {"seed", int64_t(usedSeed)},
-                   {"peak_rss_bytes", int64_t(rss)}};
+                   {"peak_rss_bytes", int64_t(rss)},
+                   {"decode_steps", stats.decodeSteps},
+                   {"link_bytes_per_step", stats.linkBytesPerStep()},
+                   {"link_transfers_per_step", stats.linkTransfersPerStep()}};
+    if (helm::rt::Device *device = model.device()) {
+      const helm::rt::LinkCounters &d = stats.decodeLink;
+      o["device"] = device->describe();
+      o["device_capacity_bytes"] = int64_t(device->capacity());
+      o["device_peak_bytes"] = int64_t(device->peakBytesInUse());
+      o["link_load_bytes"] = int64_t(model.loadTraffic().bytes());
+      o["link_prefill_bytes"] = int64_t(stats.prefillLink.bytes());
+      o["link_decode_h2d_bytes"] = int64_t(d.hostToDeviceBytes);
+      o["link_decode_d2h_bytes"] = int64_t(d.deviceToHostBytes);
+      o["link_decode_h2d_transfers"] = int64_t(d.hostToDeviceTransfers);
+      o["link_decode_d2h_transfers"] = int64_t(d.deviceToHostTransfers);
+      o["link_step_bytes_min"] = int64_t(stats.minStepLinkBytes);
+      o["link_step_bytes_max"] = int64_t(stats.maxStepLinkBytes);
+    }
     *statsFile << formatv("{0:2}", json::Value(std::move(o))) << "\n";
   }
   return 0;
