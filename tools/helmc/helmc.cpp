@@ -229,9 +229,11 @@ int main(int argc, char **argv) {
           return fail(error);
         options.target = target;
         options.planJson = helm::planJson(*model.module, target, config);
+        options.vramReserve = planOptions.vramReserve.value_or(-1);
       }
-      // The CPU stage runs on this machine unless a catalogued (cross-compiled) target says otherwise.
-      if (!planning || target.name == "host")
+      // The CPU stage runs on this machine unless a catalogued (cross-compiled) target says
+      // otherwise; an emu target runs both stages here.
+      if (!planning || target.name == "host" || StringRef(target.name).starts_with("emu:"))
         options.cpu = helm::CpuCodegenTarget::host();
       helm::PackageReport report;
       if (!helm::buildPackage(*model.module, *model.weights, config, options, report, error,
