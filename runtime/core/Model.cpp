@@ -216,7 +216,7 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
                               .str());
       EmuOptions emu;
       emu.targetName = info.targetName;
-      emu.arenaBytes = uint64_t(*vram - *reserved);
+      emu.arenaBytes = options.emuArenaBytes ? options.emuArenaBytes : uint64_t(*vram - *reserved);
       emu.linkGbs = *bw;
       emu.linkLatencyUs = *latency;
       emu.throttle = options.emuThrottle;

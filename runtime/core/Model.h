@@ -38,6 +38,7 @@ struct StageInfo {
 
 struct LoadOptions {
   bool emuThrottle = false; // emu: delay every copy to the profile's link bandwidth and latency
+  uint64_t emuArenaBytes = 0; // emu: device memory instead of the target's VRAM - reserve (0: that)
 };
 
 /// Signature of a generated stage (compiler/codegen): input (token ids [B, S] i64 or the boundary

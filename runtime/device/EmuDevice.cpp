@@ -27,7 +27,9 @@ constexpr uint64_t kGranule = 256;
 std::string mib(uint64_t bytes) {
   if (bytes >= (uint64_t(1) << 30))
     return llvm::formatv("{0:f2} GiB", double(bytes) / double(uint64_t(1) << 30)).str();
-  return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
+  if (bytes >= (uint64_t(1) << 20))
+    return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
+  return llvm::formatv("{0:f1} KiB", double(bytes) / 1024.0).str();
 }
 
 class EmuDevice final : public Device {
@@ -82,9 +84,10 @@ public:
     }
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        llvm::formatv("emu ({0}): cannot allocate {1} for {2}: {3} of the {4} arena free{5}",
+        llvm::formatv("emu ({0}): cannot allocate {1} ({6} bytes) for {2}: {3} of the {4} arena "
+                      "free{5}",
                       options_.targetName, mib(bytes), what, mib(capacity_ - inUse_), mib(capacity_),
-                      capacity_ - inUse_ >= size ? " but fragmented" : "")
+                      capacity_ - inUse_ >= size ? " but fragmented" : "", bytes)
             .str());
   }
 

@@ -40,6 +40,7 @@ struct Options {
   int64_t seed = -1;
   int threads = 0;
   bool ignoreEos = false, emitIds = false, info = false, quiet = false, emuThrottle = false;
+  uint64_t emuVram = 0;
   std::string statsJson, logitsOut;
 };
 
@@ -63,6 +64,8 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --info                  print the package's manifest summary and exit
   --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
                           transfer to the target's link bandwidth and latency
+  --emu-vram SIZE         emulated GPU: memory for the device stage instead of the target's VRAM
+                          minus reserve (bytes, or with KiB/MiB/GiB), to try a plan on less memory
   --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
                           link_bytes_per_step, link_transfers_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
@@ -149,6 +152,17 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       o.info = true;
     } else if (a == "--emu-throttle") {
       o.emuThrottle = true;
+    } else if (a == "--emu-vram") {
+      if (!(err = value(v)).empty()) return err;
+      StringRef text = v, digits = text.take_while([](char c) { return c >= '0' && c <= '9'; });
+      StringRef unit = text.drop_front(digits.size());
+      uint64_t n = 0, scale = unit.empty() || unit == "B" ? 1
+                              : unit.equals_insensitive("KiB") ? (uint64_t(1) << 10)
+                              : unit.equals_insensitive("MiB") ? (uint64_t(1) << 20)
+                              : unit.equals_insensitive("GiB") ? (uint64_t(1) << 30) : 0;
+      if (digits.empty() || digits.getAsInteger(10, n) || scale == 0 || n == 0 || n > (uint64_t(1) << 50) / scale)
+        return "--emu-vram expects a positive size such as 512MiB, got '" + v + "'";
+      o.emuVram = n * scale;
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a.starts_with("-") && a != "-") {
@@ -255,9 +269,12 @@ int main(int argc, char **argv) {
 
   helm::rt::LoadOptions loadOptions;
   loadOptions.emuThrottle = o.emuThrottle;
+  loadOptions.emuArenaBytes = o.emuVram;
   auto loaded = helm::rt::LoadedModel::load(packagePath, loadOptions);
-  if (loaded && o.emuThrottle && !(*loaded)->device())
-    return fail("--emu-throttle: the package runs on the CPU only; there is no link to throttle");
+  if (loaded && (o.emuThrottle || o.emuVram) && !(*loaded)->device())
+    return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
+                ": the package runs on the CPU only (compile with --target=emu:<name> for the "
+                "emulated GPU)");
   if (!loaded)
     return fail(toString(loaded.takeError()));
   helm::rt::LoadedModel &model = **loaded;

@@ -1,4 +1,4 @@
-//===- KvCacheTest.cpp - ContiguousKvCache: round trips, layers/sequences, growth ----===//
+//===- KvCacheTest.cpp - host and device KV caches: round trips, layers/sequences, growth ===//
 #include "runtime/core/KvCache.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@ float tag(int64_t layer, int32_t seq, int64_t pos, int64_t e, bool isV) {
   return float(layer * 1000000 + seq * 100000 + pos * 100 + e) * (isV ? -1.0f : 1.0f) + 0.25f;
 }
 
-void writeRange(ContiguousKvCache &kv, int64_t layer, int32_t seq, int64_t pos, int64_t count) {
+void writeRange(helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_t pos, int64_t count) {
   int64_t w = kv.rowWidth();
   std::vector<float> k(size_t(count * w)), v(size_t(count * w));
   for (int64_t t = 0; t < count; ++t)
@@ -22,11 +22,11 @@ void writeRange(ContiguousKvCache &kv, int64_t layer, int32_t seq, int64_t pos, 
       k[size_t(t * w + e)] = tag(layer, seq, pos + t, e, false);
       v[size_t(t * w + e)] = tag(layer, seq, pos + t, e, true);
     }
-  kv.write(layer, seq, pos, count, k.data(), v.data());
+  ASSERT_TRUE(kv.write(layer, seq, pos, count, k.data(), v.data())) << kv.error();
 }
 
 /// Reads [from, to) through forEachSpan: spans must be in order, contiguous and exactly cover it.
-void expectRange(const ContiguousKvCache &kv, int64_t layer, int32_t seq, int64_t from, int64_t to) {
+void expectRange(const helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_t from, int64_t to) {
   SCOPED_TRACE("layer " + std::to_string(layer) + " seq " + std::to_string(seq) + " [" +
                std::to_string(from) + ", " + std::to_string(to) + ")");
   int64_t w = kv.rowWidth();
@@ -154,6 +154,58 @@ TEST(ContiguousKvCache, UsableThroughTheInterface) {
   EXPECT_EQ(vs, (std::vector<float>{5, 6, 7, 8}));
   EXPECT_GE(kv->bytes(), 32u);
   EXPECT_LE(kv->bytes(), 64u);
+}
+
+// The device stage's cache: chunks of device memory, one span per chunk.
+TEST(DeviceKvCache, SpansFollowTheChunksAcrossBoundaries) {
+  helm::rt::EmuOptions o;
+  o.arenaBytes = 1 << 20;
+  auto device = helm::rt::createEmuDevice(o);
+  ASSERT_TRUE(bool(device));
+  {
+    helm::rt::DeviceKvCache kv(**device, /*layers=*/2, /*sequences=*/2, /*rowWidth=*/12,
+                               /*chunkTokens=*/5);
+    // A prefill that straddles two chunk boundaries, then decode steps one token at a time.
+    for (int64_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < 2; ++s)
+        writeRange(kv, l, s, 0, 12 + s);
+    for (int step = 0; step < 9; ++step)
+      for (int64_t l = 0; l < 2; ++l)
+        for (int32_t s = 0; s < 2; ++s)
+          writeRange(kv, l, s, 12 + s + step, 1);
+    for (int64_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < 2; ++s) {
+        expectRange(kv, l, s, 0, 21 + s);
+        expectRange(kv, l, s, 4, 11); // a window starting inside a chunk
+      }
+    int spans = 0;
+    kv.forEachSpan(0, 0, 0, 21, [&](const float *, const float *, int64_t, int64_t) { ++spans; });
+    EXPECT_EQ(spans, 5) << "positions 0..20 lie in five chunks of five";
+    // Device memory: 2 layers x 2 sequences x 5 chunks of K and V.
+    EXPECT_EQ(kv.bytes(), 2u * 2 * 5 * 2 * 5 * 12 * 4);
+    EXPECT_GE((*device)->bytesInUse(), kv.bytes());
+    kv.reset(0);
+    for (int64_t l = 0; l < 2; ++l)
+      expectRange(kv, l, 1, 0, 22);
+    EXPECT_EQ(kv.bytes(), 2u * 1 * 5 * 2 * 5 * 12 * 4);
+  }
+  EXPECT_EQ((*device)->bytesInUse(), 0u) << "the cache frees its chunks";
+}
+
+TEST(DeviceKvCache, FullDeviceFailsTheWriteWithTheReason) {
+  helm::rt::EmuOptions o;
+  o.targetName = "tiny";
+  o.arenaBytes = 4096;
+  auto device = helm::rt::createEmuDevice(o);
+  ASSERT_TRUE(bool(device));
+  // One chunk is 2 x 8 x 32 x 4 = 2 KiB: two fit, the third does not.
+  helm::rt::DeviceKvCache kv(**device, 1, 1, 32, 8);
+  std::vector<float> rows(size_t(24 * 32), 1.0f);
+  EXPECT_TRUE(kv.write(0, 0, 0, 16, rows.data(), rows.data()));
+  EXPECT_FALSE(kv.write(0, 0, 16, 1, rows.data(), rows.data()));
+  EXPECT_NE(kv.error().find("cannot allocate 2.0 KiB (2048 bytes) for the device stage's KV cache"),
+            std::string::npos)
+      << kv.error();
 }
 
 } // namespace

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Heterogeneous execution on the emulated GPU: every corpus model at every split point.
+
+For each model (test/models/*/model.onnx) with N units (embedding, one per block, head) the script
+  1. compiles the all-CPU package (`helmc model.onnx -o cpu.helmpkg`) and runs it greedily for 32
+     tokens at batch 1 (one prompt) and batch 2 (two prompts of different lengths);
+  2. for every k in 0..N compiles `--target=emu:rtx4060-laptop --force-split=k` (units [0, k) on
+     the CPU, the rest on the emulated GPU) and runs the same two generations with --stats-json;
+  3. requires the generated ids to be identical to the all-CPU package's, and the emu's link
+     counters to show, for every decode step with B rows:
+       host -> device: exactly one transfer of B x H x dtype bytes, the boundary activation
+                       (B x 8 bytes of token ids when k = 0: the whole model is on the device);
+       device -> host: exactly one transfer of B x V x 4 bytes, the f32 logits (the head is on the
+                       device whenever k < N);
+     so no weight byte crosses the link after load; at k = N nothing crosses at all.
+It also checks that a package whose GPU stage does not fit the emu arena fails at load with one
+line naming the sizes, and that a profile JSON given as --target=emu:profile.json plans and runs.
+
+The expected byte counts come from the model's config.json (written by the generator from the
+Hugging Face config, not from HELM), and the all-CPU package was checked against ONNX Runtime by
+check_generation.py. Prints one line per model and split, then "N passed, M failed".
+
+  python check_split.py --helmc build/bin/helmc --helm-rt build/bin/helm-rt --models test/models
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+N_NEW = 32
+TARGET = "emu:rtx4060-laptop"
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def prompts_for(vocab: int, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, vocab, size=7).tolist(), rng.integers(0, vocab, size=4).tolist()]
+
+
+def compile_package(helmc: str, model: str, out: str, extra: list[str]) -> None:
+    r = subprocess.run([helmc, model, "-q", "-o", out] + extra, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"helmc {' '.join(extra)} failed: {r.stderr.strip()}")
+
+
+def generate(helm_rt: str, package: str, prompts: list[list[int]], stats: str,
+             extra: list[str] = ()) -> list[list[int]]:
+    cmd = [helm_rt, package, "-n", str(N_NEW), "--temperature", "0", "--ignore-eos", "--emit-ids",
+           "-q", "-t", "1", "--stats-json", stats] + list(extra)
+    for p in prompts:
+        cmd += ["--prompt-ids", ",".join(map(str, p))]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"helm-rt failed: {r.stderr.strip()}")
+    lines = r.stdout.strip().splitlines()[-len(prompts):]
+    return [[int(x) for x in line.split(",")] for line in lines]
+
+
+def check_link(stats: dict, k: int, n_units: int, batch: int, cfg: dict) -> str | None:
+    steps = N_NEW - 1  # the first token comes from the prefill
+    if stats.get("decode_steps") != steps:
+        return f"decode_steps {stats.get('decode_steps')}, expected {steps}"
+    if k == n_units:
+        if stats["link_bytes_per_step"] != 0 or "device" in stats:
+            return "an all-CPU package reported link traffic or a device"
+        return None
+    width = cfg["hidden_size"] * DTYPE_BYTES[cfg["dtype"]] if k > 0 else 8
+    want = {
+        "link_decode_h2d_bytes": steps * batch * width,
+        "link_decode_h2d_transfers": steps,
+        "link_decode_d2h_bytes": steps * batch * cfg["vocab_size"] * 4,
+        "link_decode_d2h_transfers": steps,
+        "link_step_bytes_min": batch * (width + cfg["vocab_size"] * 4),
+        "link_step_bytes_max": batch * (width + cfg["vocab_size"] * 4),
+        "link_transfers_per_step": 2,
+    }
+    for key, value in want.items():
+        if stats.get(key) != value:
+            return f"{key} = {stats.get(key)}, expected {value}"
+    if stats["link_load_bytes"] <= 0:
+        return "no weight bytes moved to the device at load"
+    return None
+
+
+def check_model(args, name: str) -> list[tuple[bool, str]]:
+    folder = os.path.join(args.models, name)
+    model = os.path.join(folder, "model.onnx")
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    n_units = cfg["num_units"]
+    prompts = prompts_for(cfg["vocab_size"], seed=sum(map(ord, name)))
+    runs = {1: prompts[:1], 2: prompts}
+    results: list[tuple[bool, str]] = []
+    with tempfile.TemporaryDirectory(prefix=f"helm-split-{name}-") as tmp:
+        cpu_pkg = os.path.join(tmp, "cpu.helmpkg")
+        stats_path = os.path.join(tmp, "stats.json")
+        try:
+            compile_package(args.helmc, model, cpu_pkg, [])
+            reference = {b: generate(args.helm_rt, cpu_pkg, p, stats_path) for b, p in runs.items()}
+        except RuntimeError as e:
+            return [(False, f"{name}: all-CPU reference: {e}")]
+        for k in range(n_units + 1):
+            pkg = os.path.join(tmp, f"k{k}.helmpkg")
+            try:
+                compile_package(args.helmc, model, pkg, [f"--target={TARGET}", f"--force-split={k}"])
+                for batch, p in runs.items():
+                    ids = generate(args.helm_rt, pkg, p, stats_path)
+                    with open(stats_path) as f:
+                        stats = json.load(f)
+                    label = f"{name} k={k}/{n_units} batch {batch}"
+                    if ids != reference[batch]:
+                        first = next(i for i, (a, b) in enumerate(zip(ids, reference[batch])) if a != b)
+                        results.append((False, f"{label}: tokens differ from the all-CPU package "
+                                               f"(sequence {first})"))
+                        continue
+                    problem = check_link(stats, k, n_units, batch, cfg)
+                    if problem:
+                        results.append((False, f"{label}: {problem}"))
+                    else:
+                        per_step = stats["link_bytes_per_step"]
+                        results.append((True, f"{label}: {N_NEW} tokens identical, "
+                                              f"{per_step:.0f} link bytes per step"))
+            except RuntimeError as e:
+                results.append((False, f"{name} k={k}: {e}"))
+    return results
+
+
+def check_limits(args) -> list[tuple[bool, str]]:
+    """The arena limit and a profile-file target, on one model."""
+    results = []
+    name = "llama-fp32"
+    folder = os.path.join(args.models, name)
+    model = os.path.join(folder, "model.onnx")
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    prompts = prompts_for(cfg["vocab_size"], seed=1)[:1]
+    with tempfile.TemporaryDirectory(prefix="helm-split-limits-") as tmp:
+        pkg = os.path.join(tmp, "k1.helmpkg")
+        stats = os.path.join(tmp, "stats.json")
+        compile_package(args.helmc, model, pkg, [f"--target={TARGET}", "--force-split=1"])
+        # 1. The GPU stage's weights do not fit a 64 KiB arena: one line naming the sizes, no stats.
+        r = subprocess.run([args.helm_rt, pkg, "--prompt-ids", "1,2,3", "-n", "4", "--emu-vram", "64KiB",
+                            "--stats-json", stats], capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        ok = (r.returncode == 1 and len(lines) == 1 and "cannot allocate" in lines[0]
+              and "64.0 KiB of the 64.0 KiB arena free" in lines[0] and "bytes" in lines[0]
+              and not os.path.exists(stats) and r.stdout == "")
+        results.append((ok, f"arena too small: {'one-line error' if ok else 'unexpected'}: "
+                            f"rc {r.returncode}: {r.stderr.strip()}"))
+        # 2. A profile file as the emu target: a GPU that holds about half the weights, so the
+        # planner must split; tokens equal the all-CPU package's.
+        size = os.path.getsize(model)
+        profile = {
+            "name": "half-gpu",
+            "cpu": {"dram_bw_gbs": 20, "l3_bytes": 32 << 20, "l3_bw_gbs": 200, "p_dec_gflops": 50,
+                    "p_pre_gflops": 200, "ram_bytes": 8 << 30, "overhead_ms_per_block": 0.01},
+            "gpu": {"vram_bytes": size // 2, "reserved_bytes": 0, "mem_bw_gbs": 200,
+                    "p_dec_gflops": 1000, "p_pre_gflops": 10000, "overhead_ms_per_block": 0.01},
+            "link": {"bw_gbs": 16, "latency_us": 5},
+        }
+        profile_path = os.path.join(tmp, "half-gpu.json")
+        with open(profile_path, "w") as f:
+            json.dump(profile, f)
+        cpu_pkg = os.path.join(tmp, "cpu.helmpkg")
+        split_pkg = os.path.join(tmp, "half.helmpkg")
+        try:
+            compile_package(args.helmc, model, cpu_pkg, [])
+            compile_package(args.helmc, model, split_pkg, [f"--target=emu:{profile_path}"])
+            want = generate(args.helm_rt, cpu_pkg, prompts, stats)
+            got = generate(args.helm_rt, split_pkg, prompts, stats, ["--emu-throttle"])
+            with open(stats) as f:
+                s = json.load(f)
+            cap = s.get("device_capacity_bytes")
+            ok = got == want and cap == size // 2 // 256 * 256 and s["link_transfers_per_step"] == 2
+            results.append((ok, f"emu:profile.json ({size // 2} B of VRAM, throttled): "
+                                f"{'tokens identical' if got == want else 'tokens differ'}, "
+                                f"arena {cap} B, {s['link_bytes_per_step']:.0f} link bytes per step"))
+        except RuntimeError as e:
+            results.append((False, f"emu:profile.json: {e}"))
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--helmc", required=True)
+    ap.add_argument("--helm-rt", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--only", help="run one model")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    names = sorted(d for d in os.listdir(args.models)
+                   if os.path.exists(os.path.join(args.models, d, "model.onnx")))
+    if args.only:
+        names = [args.only]
+    results: list[tuple[bool, str]] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for model_results in pool.map(lambda n: check_model(args, n), names):
+            for ok, line in model_results:
+                print(("PASS " if ok else "FAIL ") + line, flush=True)
+            results += model_results
+    if not args.only:
+        for ok, line in check_limits(args):
+            print(("PASS " if ok else "FAIL ") + line, flush=True)
+            results.append((ok, line))
+    failed = sum(1 for ok, _ in results if not ok)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
