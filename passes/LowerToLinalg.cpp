@@ -772,10 +772,30 @@ private:
     ret->setOperands({});
     stage.removeArgAttrsAttr();
     entry.eraseArguments(1, 2);
+    emitAbiRecord(inputType, type, returnsLogits);
     // The context stays first; the model arguments follow.
     stage.setFunctionType(b.getFunctionType(
         {ptrType, ptrType, ptrType, ptrType, i64t, i64t}, {}));
     return success();
+  }
+  /// `<stage>_abi`: what the stage's code reads and writes through its raw pointers, as an
+  /// exported constant i64[4] = {1 (record version), input width (0: token ids), output width
+  /// (the vocabulary for logits, the hidden size for an activation), bytes per activation element
+  /// (0 when the stage has no activation)}. The runtime sizes the buffers it passes from the
+  /// manifest and refuses a package whose manifest disagrees with this record, so a foreign or
+  /// hand-edited manifest cannot make the code write past a buffer.
+  void emitAbiRecord(RankedTensorType input, RankedTensorType output, bool returnsLogits) {
+    int64_t inputWidth = input.getRank() == 3 ? input.getDimSize(2) : 0;
+    RankedTensorType activation = inputWidth ? input : !returnsLogits ? output : nullptr;
+    int64_t elementBytes =
+        activation ? int64_t(activation.getElementType().getIntOrFloatBitWidth() / 8) : 0;
+    SmallVector<int64_t> record{1, inputWidth, output.getDimSize(2), elementBytes};
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(stage);
+    auto arrayType = LLVM::LLVMArrayType::get(b.getI64Type(), int64_t(record.size()));
+    LLVM::GlobalOp::create(b, stage.getLoc(), arrayType, /*isConstant=*/true,
+                           LLVM::Linkage::External, (stage.getName() + "_abi").str(),
+                           b.getI64TensorAttr(record));
   }
 };
 

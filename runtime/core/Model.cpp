@@ -169,6 +169,11 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
       return fail(path, "manifest: stage " + llvm::Twine(index) + " needs 'device', 'entry' and 'code_section'");
     if (*device != "cpu" && *device != "gpu")
       return fail(path, "manifest: stage " + llvm::Twine(index) + " has unknown device '" + *device + "'");
+    // One stage on either side, or the CPU stage followed by the GPU stage: run() moves the
+    // activation from the first to the second across the link.
+    if (stages->size() == 2 && (*device == "cpu") != (index == 0))
+      return fail(path, "manifest: a split package is a CPU stage followed by a GPU stage; stage " +
+                            llvm::Twine(index) + " is on the " + *device);
     si.device = device->str();
     si.entry = entry->str();
     si.kvLayers = stage->getInteger("kv_layers").value_or(index == 0 ? info.kvLayers : 0);
@@ -239,12 +244,6 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     if (!model->stages_.back().fn)
       return fail(path, "stage " + llvm::Twine(index) + " has no entry point '" + *entry + "'");
   }
-  int64_t stageLayers = 0;
-  for (const Stage &st : model->stages_)
-    stageLayers += st.info.kvLayers;
-  if (stageLayers != info.kvLayers)
-    return fail(path, "manifest: the stages' KV layers add up to " + llvm::Twine(stageLayers) +
-                          ", 'kv.layers' says " + llvm::Twine(info.kvLayers));
   if (model->stages_.size() == 2) {
     const llvm::json::Object *boundary = root->getObject("boundary");
     auto dtype = boundary ? boundary->getString("dtype") : std::nullopt;
@@ -254,6 +253,30 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     info.boundaryDtype = dtype->str();
     info.boundaryWidth = *width;
   }
+  // The runtime sizes the buffers it hands each stage from the manifest; the code's own record of
+  // what it reads and writes must agree (a foreign manifest must not make the code write past them).
+  for (size_t index = 0; index < model->stages_.size(); ++index) {
+    const Stage &st = model->stages_[index];
+    auto *record = static_cast<const int64_t *>(dlsym(st.library, (st.info.entry + "_abi").c_str()));
+    if (!record || record[0] != 1)
+      return fail(path, "stage " + llvm::Twine(index) + " has no ABI record '" + st.info.entry +
+                            "_abi' (compiled by another helmc; recompile the model)");
+    int64_t elementBytes = info.boundaryWidth ? dtypeBytes(info.boundaryDtype) : 0;
+    int64_t want[3] = {st.info.takesIds ? 0 : info.boundaryWidth,
+                       st.info.returnsLogits ? info.vocab : info.boundaryWidth, elementBytes};
+    if (record[1] != want[0] || record[2] != want[1] || record[3] != want[2])
+      return fail(path, llvm::formatv("stage {0}'s code reads {1} and writes {2} values per token "
+                                      "({3}-byte activations); the manifest says {4} and {5} ({6}-byte)",
+                                      index, record[1], record[2], record[3], want[0], want[1],
+                                      want[2])
+                            .str());
+  }
+  int64_t stageLayers = 0;
+  for (const Stage &st : model->stages_)
+    stageLayers += st.info.kvLayers;
+  if (stageLayers != info.kvLayers)
+    return fail(path, "manifest: the stages' KV layers add up to " + llvm::Twine(stageLayers) +
+                          ", 'kv.layers' says " + llvm::Twine(info.kvLayers));
 
   // Tensor table: every weight must lie inside its stage's section.
   const llvm::json::Array *tensors = root->getArray("tensors");

@@ -4,6 +4,9 @@
 // its result is the activation itself, written in the model's dtype to the caller's [B, S, H]
 // buffer (the runtime moves those bytes across the link). The GPU stage reads that activation as
 // its input view and returns the logits as f32 [B, V].
+// Each stage records what it reads and writes per token (record version, input width with 0 for
+// token ids, output width, activation element bytes) for the runtime to check against the manifest.
+// CHECK: llvm.mlir.global external constant @helm_cpu_stage_abi(dense<[1, 0, 16, 2]> : tensor<4xi64>)
 // CHECK-LABEL: func.func @helm_cpu_stage
 // CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[S:.*]]: i64)
 // CHECK-NOT: helm.transfer
@@ -11,6 +14,7 @@
 // CHECK: llvm.insertvalue %[[B]], %{{.*}}[3, 0]
 // CHECK: llvm.insertvalue %[[S]], %{{.*}}[3, 1]
 // CHECK: bufferization.materialize_in_destination %{{.*}} : (tensor<?x?x16xf16>, memref<?x?x16xf16>) -> ()
+// CHECK: llvm.mlir.global external constant @helm_gpu_stage_abi(dense<[1, 16, 32, 2]> : tensor<4xi64>)
 // CHECK-LABEL: func.func @helm_gpu_stage
 // CHECK-SAME: (%{{.*}}: !llvm.ptr, %[[IN:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 // CHECK: llvm.insertvalue %[[IN]]
