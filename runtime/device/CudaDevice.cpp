@@ -36,14 +36,8 @@ namespace helm::rt {
 
 namespace {
 
-constexpr uint64_t kGranule = 256;
 constexpr uint32_t kDefaultSharedBytes = 48 * 1024;
 
-std::string mib(uint64_t bytes) {
-  if (bytes >= (uint64_t(1) << 30))
-    return llvm::formatv("{0:f2} GiB", double(bytes) / double(uint64_t(1) << 30)).str();
-  return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
-}
 
 llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "cuda: " + message.str());
@@ -148,9 +142,8 @@ public:
   /// Host stage code would get device pointers from its buffer allocations: a CUDA stage is a
   /// sequence of kernel launches (launchKernel), never host code run "on" the device.
   llvm::Error runHostStage(llvm::function_ref<llvm::Error()>) override {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "cuda: host stage code cannot run on a CUDA device (its buffers "
-                                   "would be device memory); the GPU stage must be CUDA code");
+    return fail("host stage code cannot run on a CUDA device (its buffers would be device "
+                "memory); the GPU stage must be CUDA code");
   }
 
   // --- CudaDevice -----------------------------------------------------------------------
@@ -194,6 +187,7 @@ private:
   struct FunctionInfo {
     std::string name;
     int params = -1; // -1: this driver cannot tell
+    Module module = nullptr;
   };
   std::unordered_map<Function, FunctionInfo> functions_; // from getFunction
 };
@@ -212,11 +206,17 @@ llvm::Error CudaDeviceImpl::init() {
     capacity_ = options_.budgetBytes;
   } else {
     if (options_.reserveBytes >= freeBytes)
-      return fail("a reserve of " + mib(options_.reserveBytes) + " leaves no device memory (" +
-                  mib(freeBytes) + " free)");
+      return fail("a reserve of " + formatBytes(options_.reserveBytes) + " leaves no device memory (" +
+                  formatBytes(freeBytes) + " free)");
     capacity_ = freeBytes - options_.reserveBytes;
   }
-  capacity_ = capacity_ / kGranule * kGranule;
+  if (capacity_ > totalBytes)
+    return fail("a budget of " + formatBytes(capacity_) + " is more than the GPU's " +
+                formatBytes(totalBytes));
+  capacity_ = capacity_ / kDeviceGranule * kDeviceGranule;
+  if (capacity_ == 0)
+    return fail("the budget leaves no device memory (less than one " +
+                std::to_string(kDeviceGranule) + "-byte granule)");
 
   HELM_CUDA_TRY(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking),
                 "cudaStreamCreateWithFlags (compute)");
@@ -231,20 +231,16 @@ llvm::Error CudaDeviceImpl::init() {
   if (status != CUBLAS_STATUS_SUCCESS)
     return fail(llvm::Twine("cublasSetStream: ") + cublasGetStatusString(status));
 
-  char name[256] = "?";
-  int major = 0, minor = 0, sms = 0, driver = 0;
-  cudaDeviceProp props;
-  if (cudaGetDeviceProperties(&props, options_.ordinal) == cudaSuccess)
-    std::snprintf(name, sizeof name, "%s", props.name);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, options_.ordinal);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, options_.ordinal);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options_.ordinal);
+  cudaDeviceProp props{};
+  bool known = cudaGetDeviceProperties(&props, options_.ordinal) == cudaSuccess;
+  std::string name = known ? props.name : "?";
+  int major = props.major, minor = props.minor, sms = props.multiProcessorCount, driver = 0;
   cudaDriverGetVersion(&driver);
   (void)cudaGetLastError();
   description_ = llvm::formatv("cuda {0} ({1}, sm_{2}{3}, {4} SMs): {5} budget, {6} of {7} free, "
                                "CUDA driver {8}.{9}, runtime {10}.{11}",
-                               options_.ordinal, name, major, minor, sms, mib(capacity_),
-                               mib(freeBytes), mib(totalBytes), driver / 1000, driver % 1000 / 10,
+                               options_.ordinal, name, major, minor, sms, formatBytes(capacity_),
+                               formatBytes(freeBytes), formatBytes(totalBytes), driver / 1000, driver % 1000 / 10,
                                CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10)
                      .str();
   return llvm::Error::success();
@@ -280,12 +276,12 @@ CudaDeviceImpl::~CudaDeviceImpl() {
 // --- Memory -------------------------------------------------------------------------------
 
 llvm::Expected<void *> CudaDeviceImpl::allocate(uint64_t bytes, llvm::StringRef what) {
-  uint64_t size = (std::max<uint64_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+  uint64_t size = granuleBytes(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (size > capacity_ - inUse_)
-      return fail(llvm::formatv("cannot allocate {0} for {1}: {2} of {3} left", mib(bytes), what,
-                                mib(capacity_ - inUse_), mib(capacity_)));
+      return fail(llvm::formatv("cannot allocate {0} for {1}: {2} of {3} left", formatBytes(bytes), what,
+                                formatBytes(capacity_ - inUse_), formatBytes(capacity_)));
     inUse_ += size; // claimed before cudaMalloc so concurrent callers cannot overshoot
   }
   void *p = nullptr;
@@ -298,8 +294,8 @@ llvm::Expected<void *> CudaDeviceImpl::allocate(uint64_t bytes, llvm::StringRef 
     (void)cudaGetLastError();
     return fail(llvm::formatv("cannot allocate {0} for {1}: cudaMalloc: {2} ({3} of the {4} "
                               "budget left)",
-                              mib(bytes), what, cudaGetErrorString(status), mib(capacity_ - inUse_),
-                              mib(capacity_)));
+                              formatBytes(bytes), what, cudaGetErrorString(status), formatBytes(capacity_ - inUse_),
+                              formatBytes(capacity_)));
   }
   blocks_[p] = size;
   peak_ = std::max(peak_, inUse_);
@@ -327,7 +323,7 @@ llvm::Expected<void *> CudaDeviceImpl::allocateHost(uint64_t bytes) {
     return e;
   void *p = nullptr;
   HELM_CUDA_TRY(cudaMallocHost(&p, std::max<uint64_t>(bytes, 1)),
-                "cudaMallocHost(" + mib(bytes) + " of pinned host memory)");
+                "cudaMallocHost(" + formatBytes(bytes) + " of pinned host memory)");
   std::lock_guard<std::mutex> lock(mutex_);
   hostBlocks_.insert(p);
   return p;
@@ -520,6 +516,9 @@ void CudaDeviceImpl::unloadModule(Module module) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!modules_.erase(module))
       return;
+    // Its kernels die with it; a later module may get the same kernel handles.
+    for (auto it = functions_.begin(); it != functions_.end();)
+      it = it->second.module == module ? functions_.erase(it) : std::next(it);
   }
   if (cudaLibraryUnload(module) != cudaSuccess)
     (void)cudaGetLastError();
@@ -527,6 +526,11 @@ void CudaDeviceImpl::unloadModule(Module module) {
 
 llvm::Expected<CudaDevice::Function> CudaDeviceImpl::getFunction(Module module,
                                                                  llvm::StringRef name) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!modules_.count(module))
+      return fail("cannot look up " + name + ": the module is not loaded");
+  }
   if (llvm::Error e = activate())
     return e;
   cudaKernel_t kernel = nullptr;
@@ -547,7 +551,7 @@ llvm::Expected<CudaDevice::Function> CudaDeviceImpl::getFunction(Module module,
     break;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  functions_[kernel] = FunctionInfo{name.str(), params};
+  functions_[kernel] = FunctionInfo{name.str(), params, module};
   return kernel;
 }
 
@@ -556,12 +560,14 @@ llvm::Error CudaDeviceImpl::launchKernel(Function fn, CudaDim grid, CudaDim bloc
                                          Stream stream) {
   if (!fn)
     return fail("cannot launch a null kernel");
-  FunctionInfo info{"a kernel", -1};
+  FunctionInfo info;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = functions_.find(fn);
-    if (it != functions_.end())
-      info = it->second;
+    if (it == functions_.end())
+      return fail("cannot launch a kernel that getFunction did not return (or whose module was "
+                  "unloaded)");
+    info = it->second;
   }
   const std::string &name = info.name;
   const int params = info.params;

@@ -28,18 +28,32 @@ thread_local Device *stageDevice = nullptr;
 /// The first allocation a stage's code could not get from its device (reported after the stage).
 thread_local std::string stageAllocationError;
 /// Blocks handed out from the C heap after such a failure, so the stage can finish harmlessly.
-thread_local std::unordered_set<void *> *heapFallbacks = nullptr;
+thread_local std::unordered_set<void *> heapFallbacks;
 
 void *heapFallback(size_t bytes) {
-  if (!heapFallbacks)
-    heapFallbacks = new std::unordered_set<void *>();
   void *p = std::malloc(bytes ? bytes : 1);
-  heapFallbacks->insert(p);
+  heapFallbacks.insert(p);
   return p;
 }
 } // namespace
 
 Device *currentStageDevice() { return stageDevice; }
+
+uint64_t granuleBytes(uint64_t bytes) {
+  if (bytes > UINT64_MAX - kDeviceGranule)
+    return UINT64_MAX;
+  return (std::max<uint64_t>(bytes, 1) + kDeviceGranule - 1) / kDeviceGranule * kDeviceGranule;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  if (bytes >= (uint64_t(1) << 30))
+    return llvm::formatv("{0:f2} GiB", double(bytes) / double(uint64_t(1) << 30)).str();
+  if (bytes >= (uint64_t(1) << 20))
+    return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
+  if (bytes >= 1024)
+    return llvm::formatv("{0:f1} KiB", double(bytes) / 1024.0).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
 
 llvm::Error Device::runHostStage(llvm::function_ref<llvm::Error()> body) {
   if (llvm::Error e = synchronizeStream(Stream::compute))
@@ -58,7 +72,7 @@ llvm::Error Device::runHostStage(llvm::function_ref<llvm::Error()> body) {
 
 namespace {
 /// Host memory; the budget is the machine's.
-class CpuDevice final : public Device {
+class CpuDevice final : public SynchronousDevice {
 public:
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string describe() const override { return "cpu (host memory)"; }
@@ -66,10 +80,13 @@ public:
   uint64_t bytesInUse() const override { return inUse_; }
   uint64_t peakBytesInUse() const override { return peak_; }
   llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
-    void *p = std::aligned_alloc(256, (std::max<uint64_t>(bytes, 1) + 255) / 256 * 256);
+    uint64_t size = granuleBytes(bytes);
+    void *p = size == UINT64_MAX ? nullptr : std::aligned_alloc(kDeviceGranule, size);
     if (!p)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     llvm::formatv("cpu: cannot allocate {0} bytes for {1}", bytes, what).str());
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("cpu: cannot allocate {0} ({1} bytes) for {2}", formatBytes(bytes), bytes, what)
+              .str());
     sizes_[p] = bytes;
     inUse_ += bytes;
     peak_ = std::max(peak_, inUse_);
@@ -93,17 +110,10 @@ public:
     std::memcpy(dst, src, bytes);
     return llvm::Error::success();
   }
-  llvm::Expected<EventId> createEvent() override { return nextEvent_++; }
-  void destroyEvent(EventId) override {}
-  llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
-  llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
 
 private:
   std::unordered_map<void *, uint64_t> sizes_;
   uint64_t inUse_ = 0, peak_ = 0;
-  EventId nextEvent_ = 1;
 };
 } // namespace
 
@@ -150,7 +160,7 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t byt
 extern "C" void _mlir_memref_to_llvm_free(void *p) {
   if (!p)
     return;
-  if (helm::rt::heapFallbacks && helm::rt::heapFallbacks->erase(p)) {
+  if (!helm::rt::heapFallbacks.empty() && helm::rt::heapFallbacks.erase(p)) {
     std::free(p);
     return;
   }

@@ -71,9 +71,10 @@ public:
   virtual uint64_t capacity() const = 0;
   virtual uint64_t bytesInUse() const = 0;
   virtual uint64_t peakBytesInUse() const = 0;
-  /// `bytes` of device memory, 256-byte aligned. Past the budget: an error naming `what`, the
-  /// request and what is left ("emu: cannot allocate 512.0 MiB for weights of stage 1: 300.0 MiB
-  /// of 1.00 GiB left").
+  /// `bytes` of device memory, 256-byte aligned. Past the budget: one line naming the device,
+  /// the request, `what` and what is left ("emu (emu:rtx4060-laptop): cannot allocate 512.0 MiB
+  /// (536870912 bytes) for the weights of the GPU stage (units 8..29): 300.0 MiB of the 1.00 GiB
+  /// arena free").
   virtual llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) = 0;
   /// Frees memory from `allocate` (nullptr is ignored).
   virtual void free(void *p) = 0;
@@ -112,6 +113,30 @@ public:
 
 protected:
   LinkCounters counters_;
+};
+
+/// Devices hand out memory in granules of this many bytes (and align blocks to it).
+inline constexpr uint64_t kDeviceGranule = 256;
+/// `bytes` (at least 1) rounded up to whole granules; UINT64_MAX when that overflows, so a budget
+/// check refuses it instead of seeing a wrapped small size.
+uint64_t granuleBytes(uint64_t bytes);
+/// "1.50 GiB", "12.0 MiB", "3.5 KiB" or "200 B", for device messages.
+std::string formatBytes(uint64_t bytes);
+
+/// A device on which every operation has completed when it returns (cpu, emu): an "async" copy
+/// is a finished copy, events are always reached, streams are always idle. A valid schedule of
+/// any program the interface allows.
+class SynchronousDevice : public Device {
+public:
+  llvm::Expected<EventId> createEvent() override { return nextEvent_++; }
+  void destroyEvent(EventId) override {}
+  llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
+  llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
+
+private:
+  EventId nextEvent_ = 1;
 };
 
 /// The device whose memory stage code allocates from right now (set by runHostStage); nullptr

@@ -22,17 +22,7 @@ namespace helm::rt {
 
 namespace {
 
-constexpr uint64_t kGranule = 256;
-
-std::string mib(uint64_t bytes) {
-  if (bytes >= (uint64_t(1) << 30))
-    return llvm::formatv("{0:f2} GiB", double(bytes) / double(uint64_t(1) << 30)).str();
-  if (bytes >= (uint64_t(1) << 20))
-    return llvm::formatv("{0:f1} MiB", double(bytes) / double(1 << 20)).str();
-  return llvm::formatv("{0:f1} KiB", double(bytes) / 1024.0).str();
-}
-
-class EmuDevice final : public Device {
+class EmuDevice final : public SynchronousDevice {
 public:
   explicit EmuDevice(const EmuOptions &o) : options_(o) {}
   ~EmuDevice() override {
@@ -41,7 +31,7 @@ public:
   }
 
   llvm::Error init() {
-    capacity_ = options_.arenaBytes / kGranule * kGranule;
+    capacity_ = options_.arenaBytes / kDeviceGranule * kDeviceGranule;
     if (capacity_ == 0)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "emu: the target leaves no device memory (VRAM minus reserve is 0)");
@@ -50,7 +40,7 @@ public:
     if (p == MAP_FAILED)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "emu: cannot reserve a " + mib(capacity_) + " arena: " + std::strerror(errno));
+          "emu: cannot reserve a " + formatBytes(capacity_) + " arena: " + std::strerror(errno));
     base_ = static_cast<char *>(p);
     free_[0] = capacity_;
     return llvm::Error::success();
@@ -59,7 +49,7 @@ public:
   DeviceKind kind() const override { return DeviceKind::emu; }
   std::string describe() const override {
     return llvm::formatv("emu ({0}): {1} arena, link {2:f1} GB/s + {3:f1} us{4}", options_.targetName,
-                         mib(capacity_), options_.linkGbs, options_.linkLatencyUs,
+                         formatBytes(capacity_), options_.linkGbs, options_.linkLatencyUs,
                          options_.throttle ? ", throttled" : "")
         .str();
   }
@@ -68,8 +58,7 @@ public:
   uint64_t peakBytesInUse() const override { return peak_; }
 
   llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
-    uint64_t size = std::max<uint64_t>(bytes, 1);
-    size = (size + kGranule - 1) / kGranule * kGranule;
+    uint64_t size = granuleBytes(bytes);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < size)
         continue;
@@ -86,7 +75,7 @@ public:
         llvm::inconvertibleErrorCode(),
         llvm::formatv("emu ({0}): cannot allocate {1} ({6} bytes) for {2}: {3} of the {4} arena "
                       "free{5}",
-                      options_.targetName, mib(bytes), what, mib(capacity_ - inUse_), mib(capacity_),
+                      options_.targetName, formatBytes(bytes), what, formatBytes(capacity_ - inUse_), formatBytes(capacity_),
                       capacity_ - inUse_ >= size ? " but fragmented" : "", bytes)
             .str());
   }
@@ -117,10 +106,11 @@ public:
   }
 
   llvm::Expected<void *> allocateHost(uint64_t bytes) override {
-    void *p = std::aligned_alloc(kGranule, (std::max<uint64_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule);
+    uint64_t size = granuleBytes(bytes);
+    void *p = size == UINT64_MAX ? nullptr : std::aligned_alloc(kDeviceGranule, size);
     if (!p)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "emu: cannot allocate " + mib(bytes) + " of host staging memory");
+                                     "emu: cannot allocate " + formatBytes(bytes) + " of host staging memory");
     return p;
   }
   void freeHost(void *p) override { std::free(p); }
@@ -143,14 +133,6 @@ public:
     ++counters_.deviceToHostTransfers;
     return llvm::Error::success();
   }
-
-  // Every operation has completed when it returns, so events are always reached.
-  llvm::Expected<EventId> createEvent() override { return nextEvent_++; }
-  void destroyEvent(EventId) override {}
-  llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
-  llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
 
 private:
   /// A copy must stay inside one live block: the same bug on a GPU is a fault.
@@ -192,7 +174,6 @@ private:
   uint64_t capacity_ = 0, inUse_ = 0, peak_ = 0;
   std::map<uint64_t, uint64_t> free_;           // offset -> size
   std::map<uint64_t, uint64_t> used_;           // offset -> size
-  EventId nextEvent_ = 1;
 };
 
 } // namespace

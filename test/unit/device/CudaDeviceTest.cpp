@@ -147,13 +147,8 @@ class CudaDeviceTest : public testing::Test {
 protected:
   void SetUp() override {
     std::string reason;
-    if (!cudaAvailable(&reason)) {
-      // Without a GPU (or driver) the device must refuse with the reason, not crash.
-      EXPECT_NE(reason.find("no CUDA device found"), std::string::npos) << reason;
-      std::string message = errorText(createCudaDevice({}));
-      EXPECT_EQ(message, reason);
+    if (!cudaAvailable(&reason))
       GTEST_SKIP() << reason;
-    }
     ASSERT_VALUE(device, CudaDevice::create(options()));
     device_ = std::move(device);
   }
@@ -224,6 +219,23 @@ protected:
 
 // --- The device ---------------------------------------------------------------------------------
 
+// Runs with or without a GPU: without one, creating the device is an error that says why (never a
+// crash, whatever the machine lacks: the driver, a device); with one, it is a cuda device.
+TEST(CudaDevice, CreatesOrRefusesCleanly) {
+  std::string reason;
+  bool available = cudaAvailable(&reason);
+  auto device = createCudaDevice({});
+  if (available) {
+    ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+    EXPECT_EQ((*device)->kind(), DeviceKind::cuda);
+    return;
+  }
+  ASSERT_FALSE(bool(device));
+  std::string message = llvm::toString(device.takeError());
+  EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
 TEST_F(CudaDeviceTest, DescribesItselfAndOwnsTwoStreamsAndCublas) {
   EXPECT_EQ(device_->kind(), DeviceKind::cuda);
   EXPECT_EQ(device_->ordinal(), 0);
@@ -258,6 +270,11 @@ TEST_F(CudaDeviceTest, DefaultBudgetIsFreeMemoryMinusReserve) {
   std::string message = errorText(CudaDevice::create(o));
   EXPECT_NE(message.find("leaves no device memory"), std::string::npos) << message;
 
+  CudaOptions big;
+  big.budgetBytes = totalBytes + 1 * GiB;
+  message = errorText(CudaDevice::create(big));
+  EXPECT_NE(message.find("is more than the GPU's"), std::string::npos) << message;
+
   CudaOptions bad;
   bad.ordinal = 99;
   message = errorText(CudaDevice::create(bad));
@@ -281,7 +298,11 @@ TEST_F(CudaBudgetTest, AllocatesWithinTheBudgetAndNamesWhatFailed) {
   ASSERT_VALUE(rest, device_->allocate(48 * MiB - 256, "the rest"));
   EXPECT_EQ(device_->bytesInUse(), 64 * MiB);
   message = errorText(device_->allocate(1, "one more byte"));
-  EXPECT_EQ(message, "cuda: cannot allocate 0.0 MiB for one more byte: 0.0 MiB of 64.0 MiB left");
+  EXPECT_EQ(message, "cuda: cannot allocate 1 B for one more byte: 0 B of 64.0 MiB left");
+  // A size whose rounding to granules would wrap (a corrupt size) is refused, not wrapped to 0.
+  message = errorText(device_->allocate(UINT64_MAX, "a corrupt size"));
+  EXPECT_NE(message.find("cannot allocate"), std::string::npos) << message;
+  EXPECT_EQ(device_->bytesInUse(), 64 * MiB);
 
   device_->free(weights);
   device_->free(tiny);
@@ -395,8 +416,16 @@ TEST_F(CudaDeviceTest, BadModuleImagesAreErrors) {
   message = errorText(device_->getFunction(module, "no_such_kernel"));
   EXPECT_NE(message.find("cudaLibraryGetKernel(no_such_kernel)"), std::string::npos) << message;
   ASSERT_VALUE(fn, device_->getFunction(module, "helm_cuda_add"));
-  (void)fn;
   device_->unloadModule(module);
+  // The module's kernels are gone with it.
+  message = errorText(device_->getFunction(module, "helm_cuda_add"));
+  EXPECT_NE(message.find("the module is not loaded"), std::string::npos) << message;
+  int64_t n = 0;
+  void *none = nullptr;
+  message = errorText(device_->launchKernel(fn, {1}, {32}, {&none, &none, &none, &n}));
+  EXPECT_NE(message.find("cannot launch a kernel that getFunction did not return"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(CudaKernelTest, LaunchErrorsAreErrorsAndTheDeviceSurvives) {

@@ -44,6 +44,12 @@ TEST(EmuDevice, BudgetIsTheArena) {
   d->free(*a);
   EXPECT_EQ(d->bytesInUse(), 0u);
   EXPECT_EQ(d->peakBytesInUse(), uint64_t(600) << 10);
+  // A size whose rounding to granules would wrap (a corrupt size) is refused, not wrapped to a
+  // zero-byte block that the next allocation would alias.
+  auto huge = d->allocate(UINT64_MAX, "a corrupt size");
+  ASSERT_FALSE(bool(huge));
+  llvm::consumeError(huge.takeError());
+  EXPECT_EQ(d->bytesInUse(), 0u);
   // After the free the whole arena is one block again.
   auto c = d->allocate(1 << 20, "everything");
   ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
@@ -147,11 +153,11 @@ TEST(EmuDevice, CopiesOutsideAllocatedMemoryFail) {
 }
 
 TEST(EmuDevice, ThrottleTakesLatencyPlusBytesOverBandwidth) {
-  // 1 GB/s and 2 ms per transfer: 4 MB takes 2 ms + 4 ms. Unthrottled it is a memcpy.
+  // 1 GB/s and 2 ms per transfer: 4 MB takes 2 ms + 4 ms.
   uint64_t n = 4'000'000;
   std::vector<char> host(n, 1);
-  auto timeCopy = [&](bool throttle) {
-    auto d = emu(8 << 20, throttle, /*gbs=*/1, /*latencyUs=*/2000);
+  auto timeThrottledCopy = [&] {
+    auto d = emu(8 << 20, /*throttle=*/true, /*gbs=*/1, /*latencyUs=*/2000);
     auto dev = d->allocate(n, "buffer");
     EXPECT_TRUE(bool(dev));
     auto t0 = std::chrono::steady_clock::now();
@@ -160,7 +166,7 @@ TEST(EmuDevice, ThrottleTakesLatencyPlusBytesOverBandwidth) {
     llvm::consumeError(std::move(e));
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-  double throttled = timeCopy(true);
+  double throttled = timeThrottledCopy();
   EXPECT_GE(throttled, 6.0);
   EXPECT_LT(throttled, 1000.0) << "the delay should be close to 6 ms";
 }
