@@ -11,6 +11,7 @@
 #include "compiler/PackageBuilder.h"
 
 #include "compiler/package/PackageWriter.h"
+#include "passes/UnitCosts.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -69,26 +70,32 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   }
 
   // A GPU stage can be compiled for the host only: that is how the emu device runs it. CUDA code
-  // generation for real GPUs is not built yet.
+  // generation for real GPUs is not built yet, so such a plan is refused before any code is
+  // generated.
   bool emuTarget = options.target && llvm::StringRef(options.target->name).starts_with("emu:");
+  if (!emuTarget) {
+    llvm::SmallVector<UnitOp> units = unitsOf(module);
+    auto onGpu = [](UnitOp unit) {
+      auto device = unit->getAttrOfType<DeviceAttr>("helm.device");
+      return device && device.getValue() == Device::gpu;
+    };
+    if (auto first = llvm::find_if(units, onGpu); first != units.end()) {
+      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and code "
+                            "generation for CUDA GPUs is not built yet; compile for "
+                            "--target=emu:{3} (the emulated GPU) or keep everything on the CPU "
+                            "with --force-split={4}",
+                            options.modelPath, first->getIndex(), units.back().getIndex(),
+                            options.target ? options.target->name : std::string("?"), units.size())
+                  .str();
+      return false;
+    }
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<CpuStage> stages;
   if (!compileHostStages(module, options.cpu, stages, error, progress)) {
     error = options.modelPath + ": " + error;
     return false;
   }
-  for (const CpuStage &stage : stages)
-    if (stage.device == "gpu" && !emuTarget) {
-      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and code "
-                            "generation for CUDA GPUs is not built yet; compile for "
-                            "--target=emu:{3} (the emulated GPU) or keep everything on the CPU "
-                            "with --force-split={4}",
-                            options.modelPath, stage.firstUnit, stage.lastUnit,
-                            options.target ? options.target->name : std::string("?"),
-                            stage.lastUnit + 1)
-                  .str();
-      return false;
-    }
   report.codegenSeconds = secondsSince(t0);
 
   auto t1 = std::chrono::steady_clock::now();

@@ -30,7 +30,7 @@ struct PackageReport {
   uint64_t gpuWeightBytes = 0; // of weightBytes, those of the GPU stage
 };
 
-/// Lowers the (raised, maybe planned) module's CPU stage to native code and writes the package
+/// Lowers the (raised, maybe planned) module's stages to native code and writes the package
 /// atomically. The module is consumed. On failure nothing is left at the output path and `error`
 /// is one line.
 bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const ModelConfig &config,

@@ -85,7 +85,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       for (int64_t i = split; i < numUnits; ++i)
         for (Value v : unitOperandsFromOutside(units[i]))
           if (auto producer = v.getDefiningOp<UnitOp>())
-            if (llvm::find(units, producer) - units.begin() < split)
+            if (producer.getIndex() < units[split].getIndex())
               crossing.insert(v);
       if (crossing.size() != 1) {
         units[split].emitError() << "the boundary before unit " << unitName(units[split])
@@ -99,12 +99,12 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     OpBuilder b(&getContext());
     b.setInsertionPoint(main);
     StageBuilder builder{b, idsArg, positionsArg};
-    if (split > 0 && failed(builder.build("helm_cpu_stage", "cpu", SmallVector<UnitOp>(units.begin(), units.begin() + split),
-                                          Value(), boundary)))
+    MutableArrayRef<UnitOp> all(units);
+    if (split > 0 &&
+        failed(builder.build("helm_cpu_stage", "cpu", all.take_front(split), Value(), boundary)))
       return signalPassFailure();
     if (split < numUnits &&
-        failed(builder.build("helm_gpu_stage", "gpu", SmallVector<UnitOp>(units.begin() + split, units.end()), boundary,
-                             Value())))
+        failed(builder.build("helm_gpu_stage", "gpu", all.drop_front(split), boundary, Value())))
       return signalPassFailure();
     main.erase();
   }
@@ -117,7 +117,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     OpBuilder &b;
     BlockArgument idsArg, positionsArg;
 
-    LogicalResult build(StringRef name, StringRef device, SmallVector<UnitOp> units, Value input,
+    LogicalResult build(StringRef name, StringRef device, MutableArrayRef<UnitOp> units, Value input,
                         Value output) {
       MLIRContext *ctx = b.getContext();
       Location loc = units.front().getLoc();

@@ -222,7 +222,7 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   PassManager toLlvm(&ctx);
   buildCpuToLlvmPipeline(toLlvm, /*deviceBuffers=*/stage.device != "cpu");
   if (failed(toLlvm.run(module))) {
-    error = diags.message.empty() ? "lowering the CPU stage to LLVM failed" : diags.message;
+    error = diags.message.empty() ? "lowering the " + what + " to LLVM failed" : diags.message;
     return false;
   }
 
@@ -234,7 +234,8 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, stage.entry);
   if (!llvmModule) {
-    error = diags.message.empty() ? "translation of the CPU stage to LLVM IR failed" : diags.message;
+    error = diags.message.empty() ? "translation of the " + what + " to LLVM IR failed"
+                                  : diags.message;
     return false;
   }
 
@@ -336,6 +337,8 @@ bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
   }
   // Each stage from its own copy of the module, so each gets its own dense weight ids (a weight
   // both stages use, such as a tied embedding, is in both tables: it lives on both devices).
+  if (stages.size() == 1)
+    return compileOneStage(module, target, stages[0], error, progress);
   for (size_t i = 0; i < stages.size(); ++i) {
     OwningOpRef<ModuleOp> copy = module.clone();
     for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))

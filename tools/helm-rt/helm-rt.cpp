@@ -10,6 +10,7 @@
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/core/Generator.h"
 #include "runtime/core/Model.h"
+#include "runtime/support/ByteSize.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -154,15 +155,10 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       o.emuThrottle = true;
     } else if (a == "--emu-vram") {
       if (!(err = value(v)).empty()) return err;
-      StringRef text = v, digits = text.take_while([](char c) { return c >= '0' && c <= '9'; });
-      StringRef unit = text.drop_front(digits.size());
-      uint64_t n = 0, scale = unit.empty() || unit == "B" ? 1
-                              : unit.equals_insensitive("KiB") ? (uint64_t(1) << 10)
-                              : unit.equals_insensitive("MiB") ? (uint64_t(1) << 20)
-                              : unit.equals_insensitive("GiB") ? (uint64_t(1) << 30) : 0;
-      if (digits.empty() || digits.getAsInteger(10, n) || scale == 0 || n == 0 || n > (uint64_t(1) << 50) / scale)
+      std::optional<uint64_t> bytes = helm::parseByteSize(v);
+      if (!bytes || *bytes == 0)
         return "--emu-vram expects a positive size such as 512MiB, got '" + v + "'";
-      o.emuVram = n * scale;
+      o.emuVram = *bytes;
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a.starts_with("-") && a != "-") {

@@ -17,6 +17,7 @@
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
+#include "runtime/support/ByteSize.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/InitAllDialects.h"
@@ -96,26 +97,6 @@ int fail(const std::string &msg) {
   return 1;
 }
 
-/// "123", "1.5GiB", "512MiB", "64KiB", "2GB" -> bytes.
-std::optional<double> parseBytes(StringRef text) {
-  StringRef number = text.take_while([](char c) { return isDigit(c) || c == '.'; });
-  StringRef unit = text.drop_front(number.size()).trim();
-  double value = 0;
-  if (number.empty() || number.getAsDouble(value))
-    return std::nullopt;
-  double scale = unit.empty() || unit == "B" ? 1
-                 : unit.equals_insensitive("KiB") ? 1024.0
-                 : unit.equals_insensitive("MiB") ? 1024.0 * 1024
-                 : unit.equals_insensitive("GiB") ? 1024.0 * 1024 * 1024
-                 : unit.equals_insensitive("KB")  ? 1e3
-                 : unit.equals_insensitive("MB")  ? 1e6
-                 : unit.equals_insensitive("GB")  ? 1e9
-                                                  : -1;
-  if (scale < 0)
-    return std::nullopt;
-  return value * scale;
-}
-
 void printCatalogue(raw_ostream &os) {
   os << formatv("{0,-16} {1,10} {2,9} {3,10} {4,9} {5,9} {6,8}  {7}\n", "target", "VRAM GiB",
                 "GPU GB/s", "reserve", "CPU GB/s", "RAM GiB", "PCIe", "source");
@@ -170,7 +151,7 @@ int main(int argc, char **argv) {
     planOptions.promptLen = promptLen;
     planOptions.kvOffload = kvOffload == "on";
     if (!vramReserve.empty()) {
-      auto bytes = parseBytes(vramReserve);
+      auto bytes = helm::parseByteSize(vramReserve);
       if (!bytes)
         return fail("--vram-reserve '" + vramReserve + "' is not a byte count (e.g. 1GiB, 512MiB)");
       planOptions.vramReserve = *bytes;
@@ -239,10 +220,15 @@ int main(int argc, char **argv) {
       if (!helm::buildPackage(*model.module, *model.weights, config, options, report, error,
                               progress))
         return fail(error);
-      progress(formatv("wrote {0}: {1:f1} MiB of weights, {2:f1} KiB of code, codegen {3:f2} s, "
-                       "write {4:f2} s",
+      std::string onGpu = report.gpuWeightBytes
+                              ? formatv(" ({0:f1} MiB for the GPU stage)",
+                                        report.gpuWeightBytes / 1048576.0)
+                                    .str()
+                              : std::string();
+      progress(formatv("wrote {0}: {1:f1} MiB of weights{5}, {2:f1} KiB of code, codegen {3:f2} "
+                       "s, write {4:f2} s",
                        outputPath, report.weightBytes / 1048576.0, report.codeBytes / 1024.0,
-                       report.codegenSeconds, report.writeSeconds)
+                       report.codegenSeconds, report.writeSeconds, onGpu)
                    .str());
       return 0;
     } else if (planning) {
