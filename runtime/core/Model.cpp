@@ -1,5 +1,6 @@
 //===- Model.cpp - load a .helmpkg ---------------------------------------------------===//
 #include "runtime/core/Model.h"
+#include "runtime/package/Checksum.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -84,7 +85,8 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
                                                                const LoadOptions &options) {
   auto start = std::chrono::steady_clock::now();
   (void)stageAbiSymbols();
-  auto pkgOrErr = pkg::Package::open(path, pkg::Package::Verify::All);
+  // GPU weights are checksummed while they stream to the device (below), so they are read once.
+  auto pkgOrErr = pkg::Package::open(path, pkg::Package::Verify::AllButGpuWeights);
   if (!pkgOrErr)
     return pkgOrErr.takeError();
   auto model = std::unique_ptr<LoadedModel>(new LoadedModel());
@@ -337,8 +339,10 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   }
   info.numTensors = int64_t(tensors->size());
 
-  // The GPU stage's weights move into its device once, section by section in chunks, so the host
-  // never holds a second copy; the package's pages are dropped from this process once copied.
+  // The GPU stage's weights move into its device once, in chunks, checksummed on the way (the
+  // package was opened without reading them), so the host never holds a second copy; each copied
+  // range of the package is dropped from this process.
+  std::vector<const pkg::Package::Section *> streamed;
   for (size_t i = 0; i < model->stages_.size(); ++i) {
     Stage &st = model->stages_[i];
     const pkg::Package::Section *sec = weightSections[i];
@@ -353,20 +357,30 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
                             " (recompile with a split that puts fewer units on the GPU)");
     st.deviceWeights = *block;
     LinkCounters before = model->device_->counters();
+    pkg::Checksum64 digest;
     constexpr uint64_t kChunk = uint64_t(64) << 20;
     for (uint64_t at = 0; at < sec->size; at += kChunk) {
       uint64_t n = std::min(kChunk, sec->size - at);
+      digest.update(sec->bytes.data() + at, n);
       if (llvm::Error e = model->device_->copyToDevice(static_cast<char *>(*block) + at,
                                                        sec->bytes.data() + at, n, Stream::copy,
                                                        /*async=*/false))
         return fail(path, llvm::toString(std::move(e)));
       dropPages(sec->bytes.data() + at, n);
     }
+    if (llvm::Error e = package.verifySectionDigest(*sec, digest.digest()))
+      return e;
+    streamed.push_back(sec);
     model->loadTraffic_ = model->device_->counters() - before;
     for (const void *&w : st.weights)
       if (w)
         w = static_cast<const char *>(*block) + (static_cast<const char *>(w) - sec->bytes.data());
   }
+  // GPU-weights sections no stage streamed are checked like every other section.
+  for (const pkg::Package::Section &sec : package.sections())
+    if (sec.kind == pkg::SectionKind::GpuWeights && !llvm::is_contained(streamed, &sec))
+      if (llvm::Error e = package.verifySection(sec))
+        return e;
   for (Stage &st : model->stages_)
     model->stageInfo_.push_back(st.info);
 

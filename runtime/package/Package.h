@@ -34,7 +34,9 @@ public:
   /// HeaderOnly: header, table, layout and the manifest (checksum + JSON); no other section byte is
   /// touched, so opening a multi-GB package costs a few pages. Check sections later with
   /// verifySection() (e.g. while streaming them to a device).
-  enum class Verify { All, HeaderOnly };
+  /// AllButGpuWeights: All, except the checksums of GPU-weights sections, which the caller
+  /// computes while it streams them to the device (verifySectionDigest), so they are read once.
+  enum class Verify { All, HeaderOnly, AllButGpuWeights };
 
   /// Maps `path` read-only. Errors name the file: "model.helmpkg: not a HELM package (bad magic)".
   static llvm::Expected<std::unique_ptr<Package>> open(llvm::StringRef path, Verify verify = Verify::All);
@@ -57,6 +59,8 @@ public:
   llvm::ArrayRef<Section> sections() const { return sections_; }
   /// Recomputes the section's checksum: "<file>: checksum mismatch in section 'x' (kind cpu-weights)".
   llvm::Error verifySection(const Section &section) const;
+  /// The same check for a checksum the caller computed over the section's bytes (Checksum64).
+  llvm::Error verifySectionDigest(const Section &section, uint64_t digest) const;
   /// verifySection for every section.
   llvm::Error verifyAll() const;
   uint64_t fileSize() const { return data_.size(); }
