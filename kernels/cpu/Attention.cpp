@@ -1,8 +1,9 @@
 //===- Attention.cpp - causal grouped-query attention over a KV cache -------------===//
 //
 // Work item = (kv head g, block of up to kQueryBlock query rows). The item's queries are the
-// block's rows times the `group` heads that read kv head g, so every cached key and value row is
-// loaded once per item and used for all of them (GQA sharing). Two passes over the cached rows:
+// block's rows times the `group` heads that read kv head g, so every cached key row is loaded
+// from memory once per item and used for all of them (GQA sharing); pass 2 sweeps the value rows
+// once per query, from L1/L2 after the first. Two passes over the cached rows:
 //   1. scores[t][i] = q_i . k_t (all queries of the item against each key row), then per query
 //      scale, round, causal/window mask, max, exp, sum, normalise, round;
 //   2. out_i = sum_t p[t][i] v_t with out_i's head_dim accumulators held in registers while the
@@ -22,6 +23,7 @@
 #include "kernels/cpu/ThreadPool.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <immintrin.h>
 #include <limits>
@@ -41,8 +43,6 @@ struct AttentionOps {
   /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D.
   void (*weightedSum)(const float *p, int64_t pStride, const float *v, int64_t vStride, int64_t T,
                       int64_t D, float *o);
-  /// x[i] = f16(x[i]) widened back, i < n (round to nearest even).
-  void (*roundF16)(float *x, int64_t n);
 };
 
 // ---- scalar ------------------------------------------------------------------------------
@@ -66,11 +66,6 @@ void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t 
     for (int64_t d = 0; d < D; ++d)
       o[d] += w * v[t * vStride + d];
   }
-}
-
-void roundF16Scalar(float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = halfToFloat(floatToHalf(x[i]));
 }
 
 // ---- AVX2 + FMA + F16C --------------------------------------------------------------------
@@ -148,15 +143,6 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, 
   }
 }
 
-HELM_AVX2 void roundF16Avx2(float *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
-  }
-  roundF16Scalar(x + i, n - i);
-}
-
 // ---- AVX-512 ------------------------------------------------------------------------------
 
 #define HELM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -229,33 +215,16 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float 
   }
 }
 
-HELM_AVX512 void roundF16Avx512(float *x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm512_storeu_ps(x + i, _mm512_cvtph_ps(h));
-  }
-  roundF16Scalar(x + i, n - i);
-}
-
 const AttentionOps &opsFor(Isa isa) {
-  static const AttentionOps scalar{&dotManyScalar, &weightedSumScalar, &roundF16Scalar};
-  static const AttentionOps avx2{&dotManyAvx2, &weightedSumAvx2, &roundF16Avx2};
-  static const AttentionOps avx512{&dotManyAvx512, &weightedSumAvx512, &roundF16Avx512};
+  static const AttentionOps scalar{&dotManyScalar, &weightedSumScalar};
+  static const AttentionOps avx2{&dotManyAvx2, &weightedSumAvx2};
+  static const AttentionOps avx512{&dotManyAvx512, &weightedSumAvx512};
   switch (isa) {
   case Isa::avx512: return avx512;
   case Isa::avx2: return avx2;
   case Isa::scalar: break;
   }
   return scalar;
-}
-
-void roundArray(const AttentionOps &ops, float *x, int64_t n, DType dt) {
-  if (dt == DType::f16)
-    ops.roundF16(x, n);
-  else if (dt == DType::bf16)
-    for (int64_t i = 0; i < n; ++i)
-      x[i] = bf16ToFloat(floatToBf16(x[i]));
 }
 
 /// Per-thread buffers that only grow (no allocation per item once warm).
@@ -271,7 +240,7 @@ Scratch &scratch() {
 void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
                 int64_t s1) {
   const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
-  const int64_t rows = s1 - s0, nq = rows * group;
+  const int64_t rows = s1 - s0, nq = rows * group, elem = dtypeBytes(p.dt);
   auto firstKey = [&](int64_t pos) {
     return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : int64_t(0);
   };
@@ -290,11 +259,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < group; ++j) {
       int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
-      float *dst = qf + (r * group + j) * D;
-      if (p.dt == DType::f32)
-        std::copy_n(static_cast<const float *>(p.q) + offset, D, dst);
-      else
-        widen(static_cast<const uint16_t *>(p.q) + offset, p.dt, dst, D);
+      widen(static_cast<const char *>(p.q) + offset * elem, p.dt, qf + (r * group + j) * D, D);
     }
 
   // Pass 1: raw scores of every query against every visible key row.
@@ -307,7 +272,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   }
   for (int64_t n = 0; n < L * nq; ++n)
     sc[n] *= p.scale;
-  roundArray(ops, sc, L * nq, p.dt);
+  roundInPlace(sc, p.dt, L * nq);
 
   // Softmax per query over its own visible keys; everything else becomes probability 0.
   for (int64_t r = 0; r < rows; ++r) {
@@ -333,7 +298,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
         sc[t * nq + i] = 0.0f;
     }
   }
-  roundArray(ops, sc, L * nq, p.dt);
+  roundInPlace(sc, p.dt, L * nq);
 
   // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32 (reusing qf as output).
   float *acc = qf;
@@ -352,9 +317,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < group; ++j) {
       int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
-      size_t elem = p.dt == DType::f32 ? 4 : 2;
-      narrow(acc + (r * group + j) * D, p.dt, static_cast<char *>(p.out) + size_t(offset) * elem,
-             D);
+      narrow(acc + (r * group + j) * D, p.dt, static_cast<char *>(p.out) + offset * elem, D);
     }
 }
 
@@ -363,6 +326,8 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
 void attendCausal(const AttentionProblem &p) {
   if (p.S <= 0 || p.heads <= 0)
     return;
+  // The caller (helm_rt_attention) checks the geometry; the spans must cover every visible key.
+  assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
   const AttentionOps &ops = opsFor(activeIsa());
   const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = p.kvHeads * blocks;

@@ -15,6 +15,7 @@
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 
+#include <algorithm>
 #include <cstring>
 #include <immintrin.h>
 
@@ -180,6 +181,18 @@ void widen(const void *src, DType dtype, float *dst, int64_t n) {
 
 void narrow(const float *src, DType dtype, void *dst, int64_t n) {
   convertersFor(activeIsa()).narrow[int(dtype)](src, dst, n);
+}
+
+void roundInPlace(float *x, DType dtype, int64_t n) {
+  if (dtype == DType::f32)
+    return;
+  const Converters &c = convertersFor(activeIsa());
+  uint16_t narrowed[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    int64_t m = std::min<int64_t>(256, n - i);
+    c.narrow[int(dtype)](x + i, narrowed, m);
+    c.widen[int(dtype)](narrowed, x + i, m);
+  }
 }
 
 } // namespace helm::kernels

@@ -36,6 +36,8 @@ enum class PrefillPath : int { automatic = 0, gemv = 1, gemm = 2 };
 /// (read once) picks automatic, gemm or gemv.
 void setPrefillPathForTesting(PrefillPath path);
 PrefillPath prefillPathForTesting();
+/// Column panels so far that oneDNN declined or failed and the GEMV kernels computed instead.
+int64_t gemmFallbackPanelsForTesting();
 
 /// Whether helm_k_linear should call linearGemm: M >= gemmMinRows and a product of at least 2^18
 /// multiply-adds, on a vector path. Never on the scalar path, which stays free of vector code and
@@ -43,9 +45,10 @@ PrefillPath prefillPathForTesting();
 bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_t K, int64_t N);
 
 /// y[M, N] = x[M, K] . W, the helm_k_linear contract (f32 products and sums, one rounding per
-/// output), on the current pool. M, N >= 1, K >= 0.
-void linearGemm(const void *x, DType xd, const void *w, DType wd, bool wTransposed, void *y,
-                DType yd, int64_t M, int64_t K, int64_t N);
+/// output), on the current pool. `xf` is x widened to f32 (x itself when xd is f32); bf16 x goes
+/// to oneDNN's bf16 matmul as it is. M, N, K >= 1 (gemmWanted is false for K = 0).
+void linearGemm(const void *x, const float *xf, DType xd, const void *w, DType wd,
+                bool wTransposed, void *y, DType yd, int64_t M, int64_t K, int64_t N);
 
 } // namespace helm::kernels
 

@@ -10,10 +10,6 @@
 // the only source of parallelism (helm-rt -t 1 keeps one core busy).
 //
 //===----------------------------------------------------------------------===//
-// GCC 12 reports its own _mm512_undefined_* helpers (used inside the intrinsics) as
-// (possibly) uninitialized; the values are never read.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/cpu/Gemm.h"
 #include "kernels/cpu/Gemv.h"
@@ -30,7 +26,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <immintrin.h>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -192,6 +187,8 @@ PrefillPath pathFromEnvironment() {
 
 /// The testing override (-1: none, use the environment's choice).
 std::atomic<int> forcedPath{-1};
+/// Column panels oneDNN declined or failed, computed by the GEMV kernels instead.
+std::atomic<int64_t> fallbackPanels{0};
 
 /// One call, shared by the threads that compute its column ranges.
 struct GemmCall {
@@ -214,7 +211,7 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
   panel = std::max(align, panel / align * align);
   thread_local std::vector<float> widened, out;
   thread_local dnnl::stream stream(cpuEngine());
-  const int64_t wBytes = c.wd == DType::f32 ? 4 : 2, yBytes = c.yd == DType::f32 ? 4 : 2;
+  const int64_t wBytes = dtypeBytes(c.wd), yBytes = dtypeBytes(c.yd);
   for (int64_t c0 = n0; c0 < n1; c0 += panel) {
     const int64_t cols = std::min(panel, n1 - c0);
     const char *wBase = static_cast<const char *>(c.w);
@@ -240,11 +237,10 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
     if (!prim.matmul || !runMatmul(prim, c.bf16Direct ? c.x : c.xf, wp, dst, stream)) {
       // oneDNN has no implementation for this shape or failed: the GEMV kernels compute these
       // columns instead (straight into y).
-      thread_local std::vector<float> gemvScratch;
+      fallbackPanels.fetch_add(1, std::memory_order_relaxed);
       LinearProblem p{c.xf, c.w, c.y, c.yd, c.M, c.K, c.N};
       const LinearKernels &gemv = linearKernelsFor(c.isa);
-      (c.transposed ? gemv.nk : gemv.kn)[int(c.wd)](
-          p, c0, c0 + cols, alignedBuffer(gemvScratch, size_t(kGemvScratchFloats)));
+      (c.transposed ? gemv.nk : gemv.kn)[int(c.wd)](p, c0, c0 + cols, gemvThreadScratch());
       continue;
     }
     char *yBase = static_cast<char *>(c.y);
@@ -258,6 +254,8 @@ void gemmRange(const GemmCall &c, int64_t n0, int64_t n1) {
 void setPrefillPathForTesting(PrefillPath path) {
   forcedPath.store(int(path), std::memory_order_relaxed);
 }
+int64_t gemmFallbackPanelsForTesting() { return fallbackPanels.load(std::memory_order_relaxed); }
+
 PrefillPath prefillPathForTesting() {
   int forced = forcedPath.load(std::memory_order_relaxed);
   if (forced >= 0)
@@ -275,7 +273,8 @@ int64_t gemmMinRows(DType xd, DType wd, bool wTransposed) {
 }
 
 bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_t K, int64_t N) {
-  if (isa == Isa::scalar)
+  // An empty sum is zeros, which the GEMV kernels write (oneDNN would leave y unwritten).
+  if (isa == Isa::scalar || K == 0)
     return false;
   switch (prefillPathForTesting()) {
   case PrefillPath::gemv: return false;
@@ -288,33 +287,14 @@ bool gemmWanted(Isa isa, DType xd, DType wd, bool wTransposed, int64_t M, int64_
   return M >= gemmMinRows(xd, wd, wTransposed);
 }
 
-void linearGemm(const void *x, DType xd, const void *w, DType wd, bool wTransposed, void *y,
-                DType yd, int64_t M, int64_t K, int64_t N) {
-  const Isa isa = activeIsa();
-  if (K == 0) { // an empty sum: zeros (oneDNN would leave the output unwritten)
-    std::vector<float> zeros(size_t(N), 0.0f);
-    const int64_t rowBytes = N * (yd == DType::f32 ? 4 : 2);
-    for (int64_t m = 0; m < M; ++m)
-      narrow(zeros.data(), yd, static_cast<char *>(y) + m * rowBytes, N);
-    return;
-  }
-  const float *xf = static_cast<const float *>(x);
-  if (xd != DType::f32) {
-    thread_local std::vector<float> xBuffer;
-    float *buf = alignedBuffer(xBuffer, size_t(M * K));
-    widen(x, xd, buf, M * K);
-    xf = buf;
-  }
+void linearGemm(const void *x, const float *xf, DType xd, const void *w, DType wd,
+                bool wTransposed, void *y, DType yd, int64_t M, int64_t K, int64_t N) {
   const bool bf16Direct = xd == DType::bf16 && wd == DType::bf16 && bf16MatmulAvailable();
-  const GemmCall call{x, xf, w, y, wd, yd, wTransposed, bf16Direct, M, K, N, isa};
-  ThreadPool &threads = pool();
-  if (threads.threads() == 1) {
-    gemmRange(call, 0, N);
-    return;
-  }
+  const GemmCall call{x, xf, w, y, wd, yd, wTransposed, bf16Direct, M, K, N, activeIsa()};
   const GemmCall *job = &call;
-  threads.parallelFor(N, wTransposed ? 16 : 64,
-                      [job](int64_t n0, int64_t n1) { gemmRange(*job, n0, n1); });
+  // One thread: parallelFor runs the whole range inline.
+  pool().parallelFor(N, wTransposed ? 16 : 64,
+                     [job](int64_t n0, int64_t n1) { gemmRange(*job, n0, n1); });
 }
 
 } // namespace helm::kernels

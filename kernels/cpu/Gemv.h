@@ -31,6 +31,8 @@ constexpr int64_t kGemvMaxRows = 8;
 /// Scratch each thread passes to the [K, N] kernels (its column accumulators), in floats.
 constexpr int64_t kGemvScratchFloats = 8192;
 
+/// The calling thread's GEMV scratch: kGemvScratchFloats floats, 64-byte aligned.
+float *gemvThreadScratch();
 /// Computes y[:, n0:n1]. `scratch` holds kGemvScratchFloats floats (64-byte aligned).
 using LinearRangeFn = void (*)(const LinearProblem &p, int64_t n0, int64_t n1, float *scratch);
 

@@ -36,7 +36,7 @@ template <class T> struct GemvImpl {
   /// Rows of x handled by one micro-kernel call; larger M loops over blocks of this many.
   static constexpr int kMaxMB = int(kGemvMaxRows);
 
-  template <DType WD> static constexpr int64_t elemBytes() { return WD == DType::f32 ? 4 : 2; }
+  template <DType WD> static constexpr int64_t elemBytes() { return dtypeBytes(WD); }
 
   // ---- W [N, K]: dot products along contiguous K ------------------------------------------
   // R rows of W at once (R streams, each weight vector widened once and used for all MB rows of
@@ -154,7 +154,7 @@ template <class T> struct GemvImpl {
   }
   /// Address of y[m, n].
   static void *outAddress(const LinearProblem &p, int64_t m, int64_t n) {
-    size_t elem = p.yd == DType::f32 ? 4 : 2;
+    size_t elem = size_t(dtypeBytes(p.yd));
     return static_cast<char *>(p.y) + size_t(m * p.N + n) * elem;
   }
 

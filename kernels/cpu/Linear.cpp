@@ -32,10 +32,12 @@ const LinearKernels &helm::kernels::linearKernelsFor(Isa isa) {
 
 namespace {
 
-bool validDType(int32_t code) { return code >= 0 && code <= int32_t(DType::bf16); }
+/// Below this many multiply-adds a call runs on the calling thread: waking the pool costs more.
+constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
 
-/// The calling thread's accumulator scratch (kGemvScratchFloats floats, 64-byte aligned).
-float *threadScratch() {
+} // namespace
+
+float *helm::kernels::gemvThreadScratch() {
   thread_local std::vector<float> buffer;
   if (buffer.empty())
     buffer.resize(size_t(kGemvScratchFloats) + 16);
@@ -43,15 +45,10 @@ float *threadScratch() {
   return reinterpret_cast<float *>((addr + 63) & ~uintptr_t(63));
 }
 
-/// Below this many multiply-adds a call runs on the calling thread: waking the pool costs more.
-constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
-
-} // namespace
-
 extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int32_t wDtype,
                               int32_t wTransposed, void *y, int32_t yDtype, int64_t M, int64_t K,
                               int64_t N) {
-  if (!validDType(xDtype) || !validDType(wDtype) || !validDType(yDtype) || K < 0) {
+  if (!isDType(xDtype) || !isDType(wDtype) || !isDType(yDtype) || K < 0) {
     // Generated code never does this; a bad code would index past the kernel tables.
     std::fprintf(stderr,
                  "helm_k_linear: invalid call: dtype codes x %d, w %d, y %d (0 = f32, 1 = f16, "
@@ -62,26 +59,29 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
   if (M <= 0 || N <= 0)
     return;
   auto xd = DType(xDtype), wd = DType(wDtype);
+  // Both paths compute in f32: x widened once (kept aligned for oneDNN).
+  const float *xf = static_cast<const float *>(x);
+  if (xd != DType::f32) {
+    thread_local std::vector<float> xBuffer;
+    if (xBuffer.size() < size_t(M * K) + 16)
+      xBuffer.resize(size_t(M * K) + 16);
+    auto addr = reinterpret_cast<uintptr_t>(xBuffer.data());
+    float *buf = reinterpret_cast<float *>((addr + 63) & ~uintptr_t(63));
+    widen(x, xd, buf, M * K);
+    xf = buf;
+  }
   if (gemmWanted(activeIsa(), xd, wd, wTransposed != 0, M, K, N)) { // prefill: oneDNN (Gemm.h)
-    linearGemm(x, xd, w, wd, wTransposed != 0, y, DType(yDtype), M, K, N);
+    linearGemm(x, xf, xd, w, wd, wTransposed != 0, y, DType(yDtype), M, K, N);
     return;
   }
   const LinearKernels &kernels = linearKernelsFor(activeIsa());
 
-  const float *xf = static_cast<const float *>(x);
-  if (xd != DType::f32) {
-    thread_local std::vector<float> xBuffer;
-    if (xBuffer.size() < size_t(M * K))
-      xBuffer.resize(size_t(M * K));
-    widen(x, xd, xBuffer.data(), M * K);
-    xf = xBuffer.data();
-  }
   LinearProblem problem{xf, w, y, DType(yDtype), M, K, N};
   LinearRangeFn fn = wTransposed ? kernels.nk[int(wd)] : kernels.kn[int(wd)];
 
   ThreadPool &threads = pool();
   if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {
-    fn(problem, 0, N, threadScratch());
+    fn(problem, 0, N, gemvThreadScratch());
     return;
   }
   if (!wTransposed && M <= kGemvMaxRows && M * N <= kGemvScratchFloats) {
@@ -119,6 +119,6 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
   } job{&problem, fn};
   // One captured pointer: std::function keeps it inline, no allocation.
   threads.parallelFor(N, wTransposed ? 16 : 64, [&job](int64_t n0, int64_t n1) {
-    job.fn(*job.problem, n0, n1, threadScratch());
+    job.fn(*job.problem, n0, n1, gemvThreadScratch());
   });
 }

@@ -43,15 +43,10 @@ template <DType D> inline float loadElem(const void *p, int64_t i) {
   else
     return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
 }
-/// Element i of a buffer of `dtype`, widened to f32.
-inline float loadAs(const void *p, DType dtype, int64_t i) {
-  switch (dtype) {
-  case DType::f32: return loadElem<DType::f32>(p, i);
-  case DType::f16: return loadElem<DType::f16>(p, i);
-  case DType::bf16: return loadElem<DType::bf16>(p, i);
-  }
-  return 0;
-}
+/// Bytes per element of `dtype`.
+constexpr int64_t dtypeBytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+/// Whether `code` (a dtype code from generated code) names a DType.
+constexpr bool isDType(int32_t code) { return code >= 0 && code <= int32_t(DType::bf16); }
 inline void storeAs(void *p, DType dtype, int64_t i, float v) {
   switch (dtype) {
   case DType::f32: static_cast<float *>(p)[i] = v; return;
@@ -73,6 +68,9 @@ void widen(const void *src, DType dtype, float *dst, int64_t n);
 /// Rounds n f32 values to `dtype` (nearest even, bit-identical to storeAs), e.g. a row of kernel
 /// outputs. Vectorised for the active ISA (Convert.cpp).
 void narrow(const float *src, DType dtype, void *dst, int64_t n);
+/// x[i] = roundTo(x[i], dtype) for i < n (a narrow and a widen, vectorised): one arithmetic step
+/// in `dtype`, as reference frameworks round their intermediate results.
+void roundInPlace(float *x, DType dtype, int64_t n);
 
 } // namespace helm::kernels
 

@@ -9,13 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Attention.h"
 #include "kernels/cpu/Numeric.h"
-#include "kernels/cpu/ThreadPool.h"
 #include "kernels/cpu/helm_kernels.h"
 #include "runtime/core/StageContext.h"
 #include "runtime/device/StageMemory.h"
 
-#include <cmath>
-#include <limits>
 #include <vector>
 
 using namespace helm::kernels;
@@ -41,6 +38,10 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
                                   int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
                                   int64_t window) {
   auto *c = static_cast<StageContext *>(ctx);
+  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
+    c->error = "the stage's attention call has a bad dtype code or size";
+    return;
+  }
   DType dt = DType(dtype);
   int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
   // The cache was sized from the manifest; code that disagrees must not write past it.
@@ -60,7 +61,7 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
     kf.resize(static_cast<size_t>(S * kvWidth));
     vf.resize(static_cast<size_t>(S * kvWidth));
   }
-  size_t elem = dt == DType::f32 ? 4 : 2;
+  size_t elem = size_t(dtypeBytes(dt));
   for (int64_t b = 0; b < B; ++b) {
     const char *kb = static_cast<const char *>(k) + size_t(b * S * kvWidth) * elem;
     const char *vb = static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem;

@@ -84,6 +84,7 @@ protected:
 TEST_P(LinearGemmTest, MatchesFloat64Reference) {
   auto [xt, wt, yt, transposed] = GetParam();
   std::mt19937_64 rng(4321 + int(xt) * 100 + int(wt) * 10 + int(yt) + (transposed ? 1000 : 0));
+  const int64_t fallbacksBefore = helm::kernels::gemmFallbackPanelsForTesting();
   for (const LinearShape &s : kGemmShapes) {
     const LinearCase c(xt, wt, transposed, s, rng);
     for (Isa isa : vectorIsas()) {
@@ -96,6 +97,9 @@ TEST_P(LinearGemmTest, MatchesFloat64Reference) {
       }
     }
   }
+  // oneDNN computed every panel: the GEMV fallback (which would also match the reference) ran
+  // for none of them, so this test checked the GEMM itself.
+  EXPECT_EQ(helm::kernels::gemmFallbackPanelsForTesting(), fallbacksBefore);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, LinearGemmTest, allLinearParams(), linearParamName);
@@ -114,7 +118,8 @@ TEST(LinearGemm, ExactIntegerProducts) {
   helm::kernels::setThreads(1);
 }
 
-// K = 0 through the GEMM: every output is exactly zero, in each output type.
+// K = 0 with the GEMM forced: every output is exactly zero, in each output type (gemmWanted
+// leaves the empty sum to the GEMV kernels, which write zeros; oneDNN would leave y unwritten).
 TEST(LinearGemm, ZeroKGivesZeros) {
   if (vectorIsas().empty())
     GTEST_SKIP() << "no AVX2";

@@ -211,12 +211,44 @@ TEST(Numeric, WidenAndNarrowArraysMatchReferenceOnEveryPath) {
       for (int64_t i = 0; i < n; ++i) {
         float f = values[size_t(i)];
         if (std::isnan(f)) {
+          // NaNs are quieted the same way on every path (Convert.cpp's contract): the vector
+          // results equal the scalar conversions bit for bit.
           ASSERT_TRUE(isHalfNaN(half[size_t(i)]) && isBf16NaN(bf[size_t(i)])) << i;
+          ASSERT_EQ(half[size_t(i)], k::floatToHalf(f)) << "float bits 0x" << std::hex << toBits(f);
+          ASSERT_EQ(bf[size_t(i)], k::floatToBf16(f)) << "float bits 0x" << std::hex << toBits(f);
           continue;
         }
         ASSERT_EQ(half[size_t(i)], refFloatToHalf(f)) << "float bits 0x" << std::hex << toBits(f);
         ASSERT_EQ(bf[size_t(i)], refFloatToBf16(f)) << "float bits 0x" << std::hex << toBits(f);
         ASSERT_EQ(toBits(same[size_t(i)]), toBits(f));
+      }
+    }
+  }
+  k::resetIsaForTesting();
+}
+
+// roundInPlace (the attention kernel's rounding points) against the references, on every path:
+// one value in f16/bf16 widened back, f32 untouched, at lengths around its 256-element chunks.
+TEST(Numeric, RoundInPlaceMatchesReferenceOnEveryPath) {
+  std::vector<float> values = randomFloats(4099, 31);
+  for (k::Isa isa : {k::Isa::scalar, k::Isa::avx2, k::Isa::avx512}) {
+    if (!k::setIsaForTesting(isa))
+      continue;
+    SCOPED_TRACE(k::isaName(isa));
+    for (int64_t n : {int64_t(values.size()), int64_t(256), int64_t(257), int64_t(3)}) {
+      std::vector<float> h(values.begin(), values.begin() + n), b = h, f = h;
+      k::roundInPlace(h.data(), k::DType::f16, n);
+      k::roundInPlace(b.data(), k::DType::bf16, n);
+      k::roundInPlace(f.data(), k::DType::f32, n);
+      for (int64_t i = 0; i < n; ++i) {
+        float v = values[size_t(i)];
+        if (std::isnan(v)) {
+          ASSERT_TRUE(std::isnan(h[size_t(i)]) && std::isnan(b[size_t(i)]));
+          continue;
+        }
+        ASSERT_EQ(double(h[size_t(i)]), refHalfToDouble(refFloatToHalf(v))) << std::hex << toBits(v);
+        ASSERT_EQ(double(b[size_t(i)]), refBf16ToDouble(refFloatToBf16(v))) << std::hex << toBits(v);
+        ASSERT_EQ(toBits(f[size_t(i)]), toBits(v));
       }
     }
   }
