@@ -95,9 +95,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   }
 
   // Decode: every unfinished sequence advances by one token per step.
-  LinkCounters decodeStart_ = device ? device->counters() : LinkCounters();
   if (device)
-    stats.prefillLink = decodeStart_ - linkStart;
+    stats.prefillLink = device->counters() - linkStart;
   auto decodeStart = Clock::now();
   for (;;) {
     std::vector<int> rows;

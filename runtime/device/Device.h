@@ -109,6 +109,8 @@ public:
   /// allocation failure that happened inside the stage (then the stage's outputs are undefined).
   virtual llvm::Error runHostStage(llvm::function_ref<llvm::Error()> body);
 
+  /// Totals since the device was created. Not synchronised: read them from the thread that
+  /// issues the device's work (the runtime's token loop).
   const LinkCounters &counters() const { return counters_; }
 
 protected:
