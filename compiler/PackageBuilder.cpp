@@ -69,21 +69,32 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
     tokenizerManifest["eos_ids"] = std::move(eos);
   }
 
-  // A GPU stage can be compiled for the host only: that is how the emu device runs it. CUDA code
-  // generation for real GPUs is not built yet, so such a plan is refused before any code is
-  // generated.
+  // The GPU stage's code: host code compiled for the emulated GPU ("host"), or host code that
+  // only launches the device's kernels ("kernels": what a CUDA GPU runs; emu runs it with host
+  // implementations of the kernels). A plan for a real GPU needs the CUDA kernels' fatbin, which
+  // the package carries; both are checked before any code is generated.
   bool emuTarget = options.target && llvm::StringRef(options.target->name).starts_with("emu:");
-  if (!emuTarget) {
-    llvm::SmallVector<UnitOp> units = unitsOf(module);
-    auto onGpu = [](UnitOp unit) {
-      auto device = unit->getAttrOfType<DeviceAttr>("helm.device");
-      return device && device.getValue() == Device::gpu;
-    };
-    if (auto first = llvm::find_if(units, onGpu); first != units.end()) {
-      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and code "
-                            "generation for CUDA GPUs is not built yet; compile for "
-                            "--target=emu:{3} (the emulated GPU) or keep everything on the CPU "
-                            "with --force-split={4}",
+  llvm::SmallVector<UnitOp> units = unitsOf(module);
+  auto onGpu = [](UnitOp unit) {
+    auto device = unit->getAttrOfType<DeviceAttr>("helm.device");
+    return device && device.getValue() == Device::gpu;
+  };
+  bool hasGpuStage = llvm::any_of(units, onGpu);
+  bool gpuKernels = options.gpuCode == "kernels" || (options.gpuCode == "auto" && !emuTarget);
+  if (hasGpuStage && !emuTarget) {
+    if (!gpuKernels) {
+      error = llvm::formatv("{0}: --gpu-code=host compiles the GPU stage for the host, which only "
+                            "the emulated GPU runs; the target '{1}' is a CUDA GPU",
+                            options.modelPath, options.target ? options.target->name : "?")
+                  .str();
+      return false;
+    }
+    if (options.cudaKernels.empty()) {
+      auto first = llvm::find_if(units, onGpu);
+      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and this helmc "
+                            "was built without CUDA (HELM_ENABLE_CUDA=OFF or no nvcc), so it has no "
+                            "CUDA kernels to package; compile for --target=emu:{3} (the emulated "
+                            "GPU) or keep everything on the CPU with --force-split={4}",
                             options.modelPath, first->getIndex(), units.back().getIndex(),
                             options.target ? options.target->name : std::string("?"), units.size())
                   .str();
@@ -92,7 +103,7 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<CpuStage> stages;
-  if (!compileHostStages(module, options.cpu, stages, error, progress)) {
+  if (!compileHostStages(module, options.cpu, stages, error, progress, gpuKernels)) {
     error = options.modelPath + ": " + error;
     return false;
   }
@@ -145,12 +156,20 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
     llvm::json::Object entry{{"device", stage.device},
                              {"entry", stage.entry},
                              {"code_section", codeSection},
-                             {"code_format", "host-shared-object"},
+                             {"code_format", stage.deviceCalls ? "device-calls"
+                                                               : "host-shared-object"},
                              {"weights_section", weightsSection},
                              {"kv_layers", stage.kvLayers},
                              {"units", llvm::json::Array{stage.firstUnit, stage.lastUnit}},
                              {"input", stage.takesIds ? "token_ids" : "activation"},
                              {"output", stage.returnsLogits ? "logits" : "activation"}};
+    // A CUDA GPU stage launches kernels/cuda's kernels: their fatbin travels with the package.
+    if (stage.deviceCalls && !emuTarget) {
+      writer.addSection(pkg::SectionKind::GpuCode, "gpu_kernels", options.cudaKernels);
+      report.codeBytes += options.cudaKernels.size();
+      entry["kernels_section"] = "gpu_kernels";
+      entry["kernels_format"] = "cuda-fatbin";
+    }
     stageTable.push_back(std::move(entry));
   }
   if (!tokenizerText.empty())

@@ -22,6 +22,10 @@ struct PackageOptions {
   CpuCodegenTarget cpu;                     // ISA of the CPU stage
   std::string planJson;                     // --emit=plan-json text of the plan, if planned
   double vramReserve = -1;                  // --vram-reserve, bytes (-1: the target's)
+  /// --gpu-code: "auto" (kernels for a CUDA GPU, host for emu), "host" or "kernels".
+  std::string gpuCode = "auto";
+  /// The CUDA kernels' fatbin a CUDA package carries (empty: this helmc has no CUDA kernels).
+  llvm::ArrayRef<char> cudaKernels;
 };
 
 struct PackageReport {

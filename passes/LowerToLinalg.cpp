@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/StageAbi.h"
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
@@ -25,16 +26,7 @@ using namespace helm;
 
 namespace {
 
-/// Element type codes of the kernel ABI (kernels/cpu/helm_kernels.h).
-int32_t dtypeCode(Type t) {
-  if (t.isF32())
-    return 0;
-  if (t.isF16())
-    return 1;
-  if (t.isBF16())
-    return 2;
-  return -1;
-}
+int32_t dtypeCode(Type t) { return kernelDtypeCode(t); }
 
 class StageLowering {
 public:
@@ -158,34 +150,8 @@ private:
         /*restrict=*/true, writable);
   }
 
-  /// A memref over `ptr` with the given type; dynamic sizes as i64 values in order.
   Value memrefFromPointer(Value ptr, MemRefType type, ArrayRef<Value> dynamicSizesI64) {
-    MLIRContext *mctx = b.getContext();
-    Type i64t = b.getI64Type();
-    int64_t rank = type.getRank();
-    auto array = LLVM::LLVMArrayType::get(i64t, rank);
-    auto descType = LLVM::LLVMStructType::getLiteral(mctx, {ptrType, ptrType, i64t, array, array});
-    SmallVector<Value> sizes;
-    unsigned dyn = 0;
-    for (int64_t i = 0; i < rank; ++i)
-      sizes.push_back(type.isDynamicDim(i) ? dynamicSizesI64[dyn++] : i64(type.getDimSize(i)));
-    SmallVector<Value> strides(rank);
-    Value stride = i64(1);
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      strides[i] = stride;
-      if (i > 0)
-        stride = arith::MulIOp::create(b, loc, stride, sizes[i]);
-    }
-    Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
-    for (int64_t i = 0; i < rank; ++i) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[i], ArrayRef<int64_t>{3, i});
-      desc = LLVM::InsertValueOp::create(b, loc, desc, strides[i], ArrayRef<int64_t>{4, i});
-    }
-    return UnrealizedConversionCastOp::create(b, loc, TypeRange{type}, ValueRange{desc})
-        .getResult(0);
+    return helm::memrefFromPointer(b, loc, ptr, type, dynamicSizesI64);
   }
 
   /// `outType`-shaped elementwise generic over `inputs` (each of the output's shape, or with the
@@ -708,94 +674,21 @@ private:
   //===--------------------------------------------------------------------===//
 
   LogicalResult rewriteSignature() {
-    Block &entry = stage.getBody().front();
-    auto ret = cast<func::ReturnOp>(entry.getTerminator());
-    if (entry.getNumArguments() != 3 || ret.getNumOperands() != 1)
-      return stage.emitError()
-             << "stage must take (context, input, positions) and return one result";
-    auto inputType = dyn_cast<RankedTensorType>(entry.getArgument(1).getType());
-    auto resultType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
-    // Input: token ids [B, S] or an activation [B, S, H]; result: logits [B, 1, V] or an
-    // activation [B, S, H] for the next stage. B and S are the call's; everything else is static.
-    auto batchAndSequence = [](RankedTensorType t, int64_t rank) {
-      if (!t || t.getRank() != rank)
-        return false;
-      for (int64_t i = 2; i < rank; ++i)
-        if (t.isDynamicDim(i))
-          return false;
-      return true;
-    };
-    if (!(batchAndSequence(inputType, 2) && inputType.getElementType().isInteger(64)) &&
-        !batchAndSequence(inputType, 3))
-      return stage.emitError() << "stage input must be token ids [B, S] or an activation [B, S, H]";
-    if (!batchAndSequence(resultType, 3))
-      return stage.emitError() << "stage result must be logits [B, 1, V] or an activation [B, S, H]";
-    bool returnsLogits = resultType.getDimSize(1) == 1;
-    Type i64t = b.getI64Type();
-    BlockArgument inPtr = entry.addArgument(ptrType, loc);
-    BlockArgument posPtr = entry.addArgument(ptrType, loc);
-    BlockArgument outPtr = entry.addArgument(ptrType, loc);
-    BlockArgument batch = entry.addArgument(i64t, loc);
-    BlockArgument seq = entry.addArgument(i64t, loc);
-
-    b.setInsertionPointToStart(&entry);
-    loc = stage.getLoc();
-    auto idsMemref = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64t);
-    Value input = asTensor(
-        memrefFromPointer(inPtr, MemRefType::get(inputType.getShape(), inputType.getElementType()),
-                          {batch, seq}),
-        false);
-    Value pos = asTensor(memrefFromPointer(posPtr, idsMemref, {batch, seq}), false);
-    entry.getArgument(1).replaceAllUsesWith(input);
-    entry.getArgument(2).replaceAllUsesWith(pos);
-
-    b.setInsertionPoint(ret);
-    Value result = ret.getOperand(0);
-    auto type = cast<RankedTensorType>(result.getType());
-    SmallVector<Value> outSizes{batch};
-    if (returnsLogits) {
-      // Logits leave as f32 [B, V] whatever the model's dtype.
-      if (!type.getElementType().isF32()) {
-        auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
-        result = elementwise({result}, {}, f32Type, result,
-                             [](OpBuilder &, Location, ValueRange v) { return v[0]; });
-        type = f32Type;
-      }
-    } else {
-      // The boundary activation leaves in the model's dtype: these are the bytes on the link.
-      outSizes.push_back(seq);
-    }
-    auto outMemrefType = MemRefType::get(type.getShape(), type.getElementType());
-    Value outMemref = memrefFromPointer(outPtr, outMemrefType, outSizes);
-    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, result, outMemref,
-                                                      /*restrict=*/true, /*writable=*/true);
-    ret->setOperands({});
-    stage.removeArgAttrsAttr();
-    entry.eraseArguments(1, 2);
-    emitAbiRecord(inputType, type, returnsLogits);
-    // The context stays first; the model arguments follow.
-    stage.setFunctionType(b.getFunctionType(
-        {ptrType, ptrType, ptrType, ptrType, i64t, i64t}, {}));
-    return success();
-  }
-  /// `<stage>_abi`: what the stage's code reads and writes through its raw pointers, as an
-  /// exported constant i64[4] = {1 (record version), input width (0: token ids), output width
-  /// (the vocabulary for logits, the hidden size for an activation), bytes per activation element
-  /// (0 when the stage has no activation)}. The runtime sizes the buffers it passes from the
-  /// manifest and refuses a package whose manifest disagrees with this record, so a foreign or
-  /// hand-edited manifest cannot make the code write past a buffer.
-  void emitAbiRecord(RankedTensorType input, RankedTensorType output, bool returnsLogits) {
-    int64_t inputWidth = input.getRank() == 3 ? input.getDimSize(2) : 0;
-    RankedTensorType activation = inputWidth ? input : !returnsLogits ? output : nullptr;
-    int64_t elementBytes =
-        activation ? int64_t(activation.getElementType().getIntOrFloatBitWidth() / 8) : 0;
-    SmallVector<int64_t> record{1, inputWidth, output.getDimSize(2), elementBytes};
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(stage);
-    auto arrayType = LLVM::LLVMArrayType::get(b.getI64Type(), int64_t(record.size()));
-    LLVM::GlobalOp::create(b, stage.getLoc(), arrayType, /*isConstant=*/true,
-                           LLVM::Linkage::External, (stage.getName() + "_abi").str(),
-                           b.getI64TensorAttr(record));
+    return rewriteStageSignature(
+        stage, [&](OpBuilder &, Location l, Value result, Value out, bool returnsLogits) {
+          loc = l;
+          auto type = cast<RankedTensorType>(result.getType());
+          if (returnsLogits && !type.getElementType().isF32()) {
+            auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
+            b.setInsertionPoint(result.getParentBlock()->getTerminator());
+            result = elementwise({result}, {}, f32Type, result,
+                                 [](OpBuilder &, Location, ValueRange v) { return v[0]; });
+          }
+          b.setInsertionPoint(result.getParentBlock()->getTerminator());
+          bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, result, out,
+                                                            /*restrict=*/true, /*writable=*/true);
+          return success();
+        });
   }
 };
 

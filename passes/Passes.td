@@ -60,6 +60,34 @@ def LowerToLinalg : Pass<"helm-lower-to-linalg", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def LowerToDeviceCalls : Pass<"helm-lower-to-device-calls", "mlir::ModuleOp"> {
+  let summary = "Lower a device stage to host code that calls device kernels (helm_dev_*)";
+  let description = [{
+    The GPU stage of a CUDA package: every HELM op of the stage function whose `helm.stage` is
+    `stage-device` becomes one call of the device-kernel ABI (`helm_dev_embed`, `helm_dev_rms_norm`,
+    `helm_dev_linear`, `helm_dev_copy_columns`, `helm_dev_rope`, `helm_dev_attention`,
+    `helm_dev_swiglu`, `helm_dev_add`, `helm_dev_convert`, `helm_dev_constant`; documented in
+    runtime/core/DeviceOps.h) on raw pointers of device buffers (`memref.alloc`, served by the
+    runtime from the device). No linalg is emitted: the host code computes only sizes from B and S.
+    Split pieces and the head's last-position slice become column copies; a gamma or bias in a
+    wider type than the activation is converted to it once per call; graph constants are handed to
+    `helm_dev_constant`, which keeps one device copy. The stage gets the same C signature and ABI
+    record as helm-lower-to-linalg gives, and the attribute `helm.device_calls`. An op with no
+    device kernel is an error naming it.
+
+    Before: `%y = helm.swiglu %g, %u : tensor<?x?x128xf16>`.
+    After:  `%m = memref.alloc(%b, %s) : memref<?x?x128xf16>` and
+            `call @helm_dev_swiglu(%ctx, %gp, %up, %mp, %c1_i32, %n)`.
+  }];
+  let options = [
+    Option<"stageDevice", "stage-device", "std::string", /*default=*/"\"gpu\"",
+           "The `helm.stage` value of the stage functions to lower">
+  ];
+  let dependentDialects = ["::helm::HelmDialect", "mlir::LLVM::LLVMDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect", "mlir::func::FuncDialect"];
+}
+
 def FreeBuffers : Pass<"helm-free-buffers", "mlir::func::FuncOp"> {
   let summary = "Free each stage-local buffer right after its last use";
   let description = [{

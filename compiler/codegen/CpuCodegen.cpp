@@ -71,6 +71,22 @@ void buildCpuBufferizePipeline(OpPassManager &pm, bool splitStages) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void buildDeviceCallsBufferizePipeline(OpPassManager &pm) {
+  LowerToDeviceCallsOptions options;
+  options.stageDevice = "gpu";
+  pm.addPass(createLowerToDeviceCalls(options));
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (failed(parsePassPipeline(
+          "canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map "
+          "unknown-type-conversion=identity-layout-map},canonicalize",
+          pm, os)))
+    llvm::report_fatal_error(llvm::Twine("helm-device-calls-bufferize pipeline: ") + error);
+  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void buildCpuToLlvmPipeline(OpPassManager &pm, bool deviceBuffers) {
   std::string error;
   llvm::raw_string_ostream os(error);
@@ -90,6 +106,10 @@ void registerCpuCodegenPipelines() {
   PassPipelineRegistration<>("helm-cpu-bufferize",
                              "Stage split, HELM to linalg + kernel calls, bufferization, early frees",
                              [](OpPassManager &pm) { buildCpuBufferizePipeline(pm); });
+  PassPipelineRegistration<>(
+      "helm-device-calls-bufferize",
+      "A split GPU stage to device-kernel calls (helm_dev_*), bufferization, early frees",
+      [](OpPassManager &pm) { buildDeviceCallsBufferizePipeline(pm); });
   PassPipelineRegistration<>("helm-cpu-to-llvm", "Bufferized stage code to the LLVM dialect",
                              [](OpPassManager &pm) { buildCpuToLlvmPipeline(pm); });
 }
@@ -179,12 +199,34 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   DiagnosticCapture diags(ctx);
   std::string what = stage.device + " stage";
 
-  say("lowering the " + what + " to linalg and bufferizing");
   PassManager bufferize(&ctx);
-  buildCpuBufferizePipeline(bufferize, /*splitStages=*/false);
+  if (stage.deviceCalls) {
+    say("lowering the " + what + " to device-kernel calls");
+    buildDeviceCallsBufferizePipeline(bufferize);
+  } else {
+    say("lowering the " + what + " to linalg and bufferizing");
+    buildCpuBufferizePipeline(bufferize, /*splitStages=*/false);
+  }
   if (failed(bufferize.run(module))) {
     error = diags.message.empty() ? what + " lowering failed" : diags.message;
     return false;
+  }
+  if (stage.deviceCalls) {
+    // The kernel-form stage must never touch its buffers on the host: they are device memory.
+    Operation *hostAccess = nullptr;
+    module.walk([&](Operation *op) {
+      if (isa<memref::CopyOp, memref::LoadOp, memref::StoreOp>(op) ||
+          isa<linalg::LinalgDialect, vector::VectorDialect>(op->getDialect())) {
+        hostAccess = op;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (hostAccess) {
+      error = "internal error: the kernel-form " + what + " accesses device memory on the host (" +
+              hostAccess->getName().getStringRef().str() + ")";
+      return false;
+    }
   }
 
   // The tensor table: every weight the generated code fetches, by id.
@@ -298,7 +340,7 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
 
 bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
                        std::vector<CpuStage> &stages, std::string &error,
-                       const std::function<void(llvm::StringRef)> &progress) {
+                       const std::function<void(llvm::StringRef)> &progress, bool gpuDeviceCalls) {
   MLIRContext &ctx = *module.getContext();
   {
     DiagnosticCapture diags(ctx);
@@ -318,6 +360,7 @@ bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
     CpuStage stage;
     stage.device = f->getAttrOfType<StringAttr>("helm.stage").getValue().str();
     stage.entry = f.getName().str();
+    stage.deviceCalls = gpuDeviceCalls && stage.device == "gpu";
     if (auto layers = f->getAttrOfType<IntegerAttr>("helm.kv_layers"))
       stage.kvLayers = layers.getInt();
     if (auto units = f->getAttrOfType<DenseI64ArrayAttr>("helm.units"); units && units.size() == 2) {

@@ -41,25 +41,34 @@ struct CpuStage {
   bool returnsLogits = true;  // output: logits [B, V] f32, else the boundary activation
   std::string activationDtype; // boundary activation [B, S, width] (when it has one)
   int64_t activationWidth = 0;
+  /// A GPU stage in kernel form (helm-lower-to-device-calls): host code that only calls the
+  /// device's kernels (helm_dev_*); otherwise the stage's code computes on the host.
+  bool deviceCalls = false;
 };
 
 /// Adds stage-split, HELM-to-linalg lowering, bufferization and early frees (pipeline
 /// `helm-cpu-bufferize`). `splitStages` false: the module already holds its stage functions.
 void buildCpuBufferizePipeline(mlir::OpPassManager &pm, bool splitStages = true);
+/// Adds the kernel-form lowering of the GPU stage (helm-lower-to-device-calls), bufferization and
+/// early frees (pipeline `helm-device-calls-bufferize`). The module already holds its stages.
+void buildDeviceCallsBufferizePipeline(mlir::OpPassManager &pm);
 /// Adds the lowering of bufferized stage code to the LLVM dialect (pipeline `helm-cpu-to-llvm`).
 /// `deviceBuffers`: the code allocates its buffers through `_mlir_memref_to_llvm_alloc/free`, which
 /// the runtime serves from the device the stage runs on (an emu device stage's arena).
 void buildCpuToLlvmPipeline(mlir::OpPassManager &pm, bool deviceBuffers = false);
-/// Registers both pipelines under their names.
+/// Registers the pipelines above under their names.
 void registerCpuCodegenPipelines();
 
 /// Splits the raised (and optionally planned) module into its stages (helm-stage-split) and
 /// compiles each into a shared object for `target`: the CPU stage, and the GPU stage of a split
 /// plan compiled for the host (how the emu device runs it). The module is consumed. `progress`
 /// gets one line per step. On failure returns false with a one-line `error`.
+/// `gpuDeviceCalls`: the GPU stage is compiled in kernel form (what a CUDA GPU runs; emu can run
+/// either form).
 bool compileHostStages(mlir::ModuleOp module, const CpuCodegenTarget &target,
                        std::vector<CpuStage> &stages, std::string &error,
-                       const std::function<void(llvm::StringRef)> &progress = {});
+                       const std::function<void(llvm::StringRef)> &progress = {},
+                       bool gpuDeviceCalls = false);
 
 } // namespace helm
 

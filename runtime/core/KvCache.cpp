@@ -51,21 +51,30 @@ DeviceKvCache::~DeviceKvCache() {
       device_.free(chunk);
 }
 
+bool DeviceKvCache::reserve(int64_t layer, int32_t seq, int64_t to) {
+  auto &list = chunks_[size_t(layer * sequences_ + seq)];
+  size_t chunkFloats = size_t(chunkTokens_ * width_);
+  size_t chunks = size_t((to + chunkTokens_ - 1) / chunkTokens_);
+  while (list.size() < chunks) {
+    auto block = device_.allocate(2 * chunkFloats * 4, "the device stage's KV cache");
+    if (!block) {
+      error_ = llvm::toString(block.takeError());
+      return false;
+    }
+    list.push_back(static_cast<float *>(*block));
+  }
+  return true;
+}
+
 bool DeviceKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
                           const float *v) {
+  if (!reserve(layer, seq, pos + count))
+    return false;
   auto &list = chunks_[size_t(layer * sequences_ + seq)];
   size_t chunkFloats = size_t(chunkTokens_ * width_);
   for (int64_t i = 0; i < count;) {
     int64_t p = pos + i;
     size_t chunk = size_t(p / chunkTokens_);
-    while (list.size() <= chunk) {
-      auto block = device_.allocate(2 * chunkFloats * 4, "the device stage's KV cache");
-      if (!block) {
-        error_ = llvm::toString(block.takeError());
-        return false;
-      }
-      list.push_back(static_cast<float *>(*block));
-    }
     int64_t at = p % chunkTokens_, n = std::min(count - i, chunkTokens_ - at);
     std::memcpy(list[chunk] + at * width_, k + i * width_, size_t(n * width_) * 4);
     std::memcpy(list[chunk] + chunkFloats + at * width_, v + i * width_, size_t(n * width_) * 4);

@@ -30,6 +30,15 @@ public:
   /// false when the cache cannot grow (its device is full); `error()` then says why.
   virtual bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
                      const float *v) = 0;
+  /// Makes room for positions [0, to) of `seq` in `layer` without writing them, for a cache whose
+  /// rows are written on its device (the caller then writes through forEachSpan's spans, which
+  /// point into device memory). False when the cache cannot grow; `error()` says why. Host caches
+  /// are written through `write` only and refuse.
+  virtual bool reserve(int64_t layer, int32_t seq, int64_t to) {
+    (void)layer, (void)seq, (void)to;
+    error_ = "this KV cache is written through write() only";
+    return false;
+  }
   /// Why the last write failed (one line).
   virtual const std::string &error() const { return error_; }
   /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count).
@@ -82,6 +91,7 @@ public:
   int64_t layers() const override { return layers_; }
   bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
              const float *v) override;
+  bool reserve(int64_t layer, int32_t seq, int64_t to) override;
   void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
                    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
       const override;

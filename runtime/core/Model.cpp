@@ -1,5 +1,6 @@
 //===- Model.cpp - load a .helmpkg ---------------------------------------------------===//
 #include "runtime/core/Model.h"
+#include "runtime/device/CudaDevice.h"
 #include "runtime/package/Checksum.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -85,6 +86,7 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
                                                                const LoadOptions &options) {
   auto start = std::chrono::steady_clock::now();
   (void)stageAbiSymbols();
+  (void)deviceAbiSymbols();
   // GPU weights are checksummed while they stream to the device (below), so they are read once.
   auto pkgOrErr = pkg::Package::open(path, pkg::Package::Verify::AllButGpuWeights);
   if (!pkgOrErr)
@@ -193,21 +195,26 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
       return fail(path, "manifest: stage " + llvm::Twine(index) +
                             " does not fit the pipeline (the first stage takes token ids, the last "
                             "returns logits, a split hands over one activation)");
-    if (format && *format != "host-shared-object")
+    bool gpu = si.device == "gpu";
+    // "host-shared-object": host code that reads its buffers (the CPU stage; an emu GPU stage
+    // compiled for the host). "device-calls": a GPU stage whose host code only launches the
+    // device's kernels (helm_dev_*), the form a CUDA GPU runs.
+    loaded.deviceCalls = format && *format == "device-calls";
+    if (format && *format != "host-shared-object" && !(gpu && loaded.deviceCalls))
       return fail(path, "stage " + llvm::Twine(index) + " has code format '" + *format +
                             "', which this runtime cannot load");
-    bool gpu = si.device == "gpu";
     if (gpu) {
-      // The GPU stage's code is host code compiled for the emulated GPU.
       const llvm::json::Object *target = root->getObject("target");
       auto kind = target ? target->getString("device") : std::nullopt;
       const llvm::json::Object *gpuObj = target ? target->getObject("gpu") : nullptr;
       const llvm::json::Object *link = target ? target->getObject("link") : nullptr;
-      if (!kind || *kind != "emu" || !gpuObj || !link)
+      if (!kind || (*kind != "emu" && *kind != "cuda") || !gpuObj || !link)
         return fail(path, "package has a GPU stage for device '" +
                               (kind ? kind->str() : std::string("?")) +
-                              "'; this runtime runs GPU stages on the emulated GPU only (compile "
-                              "with --target=emu:<name> or --target=host)");
+                              "'; this runtime runs GPU stages on 'cuda' or 'emu' devices");
+      if (*kind == "cuda" && !loaded.deviceCalls)
+        return fail(path, "the package's GPU stage is host code, which a CUDA GPU cannot run "
+                          "(recompile the model)");
       auto vram = gpuObj->getInteger("vram_bytes");
       auto reserved = gpuObj->getInteger("reserved_bytes");
       auto bw = link->getNumber("bw_gbs");
@@ -221,6 +228,19 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
                                         "{1} bytes of VRAM for the GPU stage",
                                         *reserved, *vram)
                               .str());
+      if (*kind == "cuda") {
+        std::string reason;
+        if (!cudaAvailable(&reason))
+          return fail(path, "the package's GPU stage runs on a CUDA GPU ('" + info.targetName +
+                                "'), and there is none here: " + reason +
+                                " (compile with --target=emu:<name> to run it on the emulated GPU)");
+        CudaOptions cuda;
+        cuda.reserveBytes = uint64_t(*reserved);
+        auto dev = createCudaDevice(cuda);
+        if (!dev)
+          return fail(path, llvm::toString(dev.takeError()));
+        model->device_ = std::move(*dev);
+      } else {
       EmuOptions emu;
       emu.targetName = info.targetName;
       emu.arenaBytes = options.emuArenaBytes ? options.emuArenaBytes : uint64_t(*vram - *reserved);
@@ -231,6 +251,25 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
       if (!dev)
         return fail(path, llvm::toString(dev.takeError()));
       model->device_ = std::move(*dev);
+      }
+      if (loaded.deviceCalls) {
+        if (*kind == "emu") {
+          model->deviceOps_ = createHostDeviceOps();
+        } else {
+          // The CUDA kernels the stage launches ship in the package, next to its host code.
+          auto kernels = stage->getString("kernels_section");
+          const pkg::Package::Section *image =
+              kernels ? package.find(pkg::SectionKind::GpuCode, *kernels) : nullptr;
+          if (!image)
+            return fail(path, "manifest: the CUDA stage names no GPU-kernels section "
+                              "('kernels_section'), or it is missing");
+          auto ops = createCudaDeviceOps(*static_cast<CudaDevice *>(model->device_.get()),
+                                         image->bytes);
+          if (!ops)
+            return fail(path, llvm::toString(ops.takeError()));
+          model->deviceOps_ = std::move(*ops);
+        }
+      }
     }
     const pkg::Package::Section *code =
         package.find(gpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, *codeSection);
@@ -431,7 +470,22 @@ llvm::Error LoadedModel::run(Session &session, const int32_t *sequence, const in
     ctx.kv = session.caches[index].get();
     ctx.sequence = sequence;
     ctx.past = past;
-    st.fn(&ctx, input, positions, output, batch, seq);
+    const int64_t *stagePositions = positions;
+    if (st.deviceCalls) {
+      ctx.ops = deviceOps_.get();
+      auto onDevice = deviceOps_->stagePositions(positions, batch * seq);
+      if (!onDevice)
+        return onDevice.takeError();
+      stagePositions = *onDevice;
+    }
+    st.fn(&ctx, input, stagePositions, output, batch, seq);
+    if (ctx.ops)
+      if (llvm::Error e = ctx.ops->synchronize()) {
+        if (ctx.error)
+          llvm::consumeError(std::move(e));
+        else
+          return e;
+      }
     if (ctx.error)
       return llvm::createStringError(llvm::inconvertibleErrorCode(), ctx.error);
     return llvm::Error::success();

@@ -2,6 +2,7 @@
 #ifndef HELM_RUNTIME_CORE_MODEL_H
 #define HELM_RUNTIME_CORE_MODEL_H
 
+#include "runtime/core/DeviceOps.h"
 #include "runtime/core/StageContext.h"
 #include "runtime/device/Device.h"
 #include "runtime/package/Package.h"
@@ -87,11 +88,13 @@ private:
     StageFn fn = nullptr;
     std::vector<const void *> weights; // by tensor id, in the stage's device memory
     void *deviceWeights = nullptr;     // the device block holding them (GPU stage)
+    bool deviceCalls = false;          // code format "device-calls": runs through deviceOps_
   };
   std::unique_ptr<pkg::Package> package_;
   std::vector<Stage> stages_;
   std::vector<StageInfo> stageInfo_;
   std::unique_ptr<Device> device_;
+  std::unique_ptr<DeviceOps> deviceOps_; // the device's kernels, for a device-calls stage
   LinkCounters loadTraffic_;
   std::string tokenizer_;
   ModelInfo info_;

@@ -10,6 +10,7 @@
 #include "kernels/cpu/Attention.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/helm_kernels.h"
+#include "runtime/core/HostAttention.h"
 #include "runtime/core/StageContext.h"
 #include "runtime/device/StageMemory.h"
 
@@ -33,24 +34,13 @@ extern "C" const void *helm_rt_weight(void *ctx, int64_t id) {
   return c->weights[id];
 }
 
-extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const void *k,
-                                  const void *v, void *out, int32_t dtype, int64_t B, int64_t S,
-                                  int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
-                                  int64_t window) {
-  auto *c = static_cast<StageContext *>(ctx);
-  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
-    c->error = "the stage's attention call has a bad dtype code or size";
-    return;
-  }
-  DType dt = DType(dtype);
+namespace helm::rt {
+
+const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t *past,
+                            int64_t layer, const void *q, const void *k, const void *v, void *out,
+                            DType dt, int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
+                            int64_t headDim, float scale, int64_t window) {
   int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
-  // The cache was sized from the manifest; code that disagrees must not write past it.
-  if (layer < 0 || layer >= c->kv->layers() || kvWidth != c->kv->rowWidth() || kvHeads <= 0 ||
-      heads % kvHeads != 0) {
-    c->error = "the stage's attention does not match the package's KV geometry (kv.layers, "
-               "kv.kv_heads, kv.head_dim)";
-    return;
-  }
   // 1. Append this call's keys and values to every row's cache (f16/bf16 widened to f32 first;
   // f32 rows go straight in).
   // Called once per layer per token: the staging rows and the span list are per-thread buffers
@@ -67,27 +57,25 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
     const char *vb = static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem;
     bool stored;
     if (dt == DType::f32) {
-      stored = c->kv->write(layer, c->sequence[b], c->past[b], S,
-                            reinterpret_cast<const float *>(kb), reinterpret_cast<const float *>(vb));
+      stored = kv.write(layer, sequence[b], past[b], S, reinterpret_cast<const float *>(kb),
+                        reinterpret_cast<const float *>(vb));
     } else {
       widen(kb, dt, kf.data(), S * kvWidth);
       widen(vb, dt, vf.data(), S * kvWidth);
-      stored = c->kv->write(layer, c->sequence[b], c->past[b], S, kf.data(), vf.data());
+      stored = kv.write(layer, sequence[b], past[b], S, kf.data(), vf.data());
     }
-    if (!stored) {
-      c->error = c->kv->error().c_str();
-      return;
-    }
+    if (!stored)
+      return kv.error().c_str();
   }
   // 2. Attend, one sequence at a time (kernels/cpu/Attention.h threads over kv heads and query
   // blocks), over the spans the cache keeps this sequence's rows in.
   size_t qBytes = size_t(S * qWidth) * elem;
   for (int64_t b = 0; b < B; ++b) {
     spans.clear();
-    c->kv->forEachSpan(layer, c->sequence[b], 0, c->past[b] + S,
-                       [&](const float *ks, const float *vs, int64_t start, int64_t count) {
-                         spans.push_back({ks, vs, start, count});
-                       });
+    kv.forEachSpan(layer, sequence[b], 0, past[b] + S,
+                   [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                     spans.push_back({ks, vs, start, count});
+                   });
     AttentionProblem problem{static_cast<const char *>(q) + b * qBytes,
                              static_cast<char *>(out) + b * qBytes,
                              dt,
@@ -97,12 +85,38 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
                              headDim,
                              kvWidth,
                              scale,
-                             c->past[b],
+                             past[b],
                              window,
                              spans.data(),
                              int64_t(spans.size())};
     attendCausal(problem);
   }
+  return nullptr;
+}
+
+} // namespace helm::rt
+
+extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const void *k,
+                                  const void *v, void *out, int32_t dtype, int64_t B, int64_t S,
+                                  int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
+                                  int64_t window) {
+  auto *c = static_cast<StageContext *>(ctx);
+  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
+    c->error = "the stage's attention call has a bad dtype code or size";
+    return;
+  }
+  int64_t kvWidth = kvHeads * headDim;
+  // The cache was sized from the manifest; code that disagrees must not write past it.
+  if (layer < 0 || layer >= c->kv->layers() || kvWidth != c->kv->rowWidth() || kvHeads <= 0 ||
+      heads % kvHeads != 0) {
+    c->error = "the stage's attention does not match the package's KV geometry (kv.layers, "
+               "kv.kv_heads, kv.head_dim)";
+    return;
+  }
+  if (const char *error = helm::rt::appendAndAttend(*c->kv, c->sequence, c->past, layer, q, k, v,
+                                                    out, DType(dtype), B, S, heads, kvHeads,
+                                                    headDim, scale, window))
+    c->error = error;
 }
 
 namespace helm::rt {

@@ -4,9 +4,13 @@
 
 #include "runtime/core/KvCache.h"
 
+#include <string>
+
 #include <cstdint>
 
 namespace helm::rt {
+
+class DeviceOps;
 
 struct StageContext {
   const void *const *weights = nullptr; // by tensor id
@@ -17,10 +21,16 @@ struct StageContext {
   /// Set by an ABI function that refused its call (the stage's code and the package's manifest
   /// disagree); the call's outputs are then undefined and the runtime reports the message.
   const char *error = nullptr;
+  /// The device kernels of a kernel-form device stage (helm_dev_*); null for host-code stages.
+  DeviceOps *ops = nullptr;
+  /// Holds `error`'s text when it is not a literal.
+  std::string errorStorage;
 };
 
 /// Addresses of the ABI functions the runtime exports to stage code (keeps them linked in).
 const void *const *stageAbiSymbols();
+/// Addresses of the device-kernel ABI functions (helm_dev_*, DeviceAbi.cpp).
+const void *const *deviceAbiSymbols();
 
 } // namespace helm::rt
 

@@ -141,10 +141,10 @@ public:
   llvm::Error synchronizeStream(Stream stream) override;
   /// Host stage code would get device pointers from its buffer allocations: a CUDA stage is a
   /// sequence of kernel launches (launchKernel), never host code run "on" the device.
-  llvm::Error runHostStage(llvm::function_ref<llvm::Error()>) override {
-    return fail("host stage code cannot run on a CUDA device (its buffers would be device "
-                "memory); the GPU stage must be CUDA code");
-  }
+  // runHostStage is Device's: the host code of a device-calls stage runs on the calling thread
+  // and its buffers come from this device; it never dereferences them, it hands them to the
+  // device's kernels (runtime/core/DeviceOps.h). A stage compiled for the host (linalg code that
+  // reads its buffers) is refused by the runtime before it gets here.
 
   // --- CudaDevice -----------------------------------------------------------------------
   int ordinal() const override { return options_.ordinal; }

@@ -6,6 +6,8 @@ For each model (test/models/*/model.onnx) with N units (embedding, one per block
      tokens at batch 1 (one prompt) and batch 2 (two prompts of different lengths);
   2. for every k in 0..N compiles `--target=emu:rtx4060-laptop --force-split=k` (units [0, k) on
      the CPU, the rest on the emulated GPU) and runs the same two generations with --stats-json;
+     for every k < N also with `--gpu-code=kernels`: the GPU stage in the kernel form a CUDA GPU
+     runs (host code calling helm_dev_* kernels, which emu implements on the host);
   3. requires the generated ids to be identical to the all-CPU package's, and the emu's link
      counters to show, for every decode step with B rows:
        host -> device: exactly one transfer of B x H x dtype bytes, the boundary activation
@@ -107,15 +109,19 @@ def check_model(args, name: str) -> list[tuple[bool, str]]:
             reference = {b: generate(args.helm_rt, cpu_pkg, p, stats_path) for b, p in runs.items()}
         except RuntimeError as e:
             return [(False, f"{name}: all-CPU reference: {e}")]
-        for k in range(n_units + 1):
-            pkg = os.path.join(tmp, f"k{k}.helmpkg")
+        # Both forms of the GPU stage's code: compiled for the host, and the kernel form a CUDA GPU
+        # runs (emu runs its kernel calls with host kernels), which must give the same tokens.
+        splits = [(k, "host") for k in range(n_units + 1)] + [(k, "kernels") for k in range(n_units)]
+        for k, form in splits:
+            pkg = os.path.join(tmp, f"k{k}-{form}.helmpkg")
             try:
-                compile_package(args.helmc, model, pkg, [f"--target={TARGET}", f"--force-split={k}"])
+                compile_package(args.helmc, model, pkg, [f"--target={TARGET}", f"--force-split={k}",
+                                                         f"--gpu-code={form}"])
                 for batch, p in runs.items():
                     ids = generate(args.helm_rt, pkg, p, stats_path)
                     with open(stats_path) as f:
                         stats = json.load(f)
-                    label = f"{name} k={k}/{n_units} batch {batch}"
+                    label = f"{name} k={k}/{n_units} {form} batch {batch}"
                     if ids != reference[batch]:
                         first = next(i for i, (a, b) in enumerate(zip(ids, reference[batch])) if a != b)
                         results.append((False, f"{label}: tokens differ from the all-CPU package "
@@ -129,7 +135,7 @@ def check_model(args, name: str) -> list[tuple[bool, str]]:
                         results.append((True, f"{label}: {N_NEW} tokens identical, "
                                               f"{per_step:.0f} link bytes per step"))
             except RuntimeError as e:
-                results.append((False, f"{name} k={k}: {e}"))
+                results.append((False, f"{name} k={k} {form}: {e}"))
     return results
 
 
@@ -185,6 +191,31 @@ def check_limits(args) -> list[tuple[bool, str]]:
                                 f"arena {cap} B, {s['link_bytes_per_step']:.0f} link bytes per step"))
         except RuntimeError as e:
             results.append((False, f"emu:profile.json: {e}"))
+        # 3. A package for a real GPU (the kernel form plus the CUDA kernels' fatbin): without a GPU
+        # it fails at load with one line saying so; with one it gives the all-CPU tokens.
+        cuda_pkg = os.path.join(tmp, "cuda.helmpkg")
+        r = subprocess.run([args.helmc, model, "-q", "-o", cuda_pkg, "--target=rtx4060-laptop",
+                            "--force-split=1"], capture_output=True, text=True)
+        if r.returncode != 0:
+            ok = "built without CUDA" in r.stderr and not os.path.exists(cuda_pkg)
+            results.append((ok, f"CUDA package: helmc without CUDA refuses: {r.stderr.strip()}"))
+        else:
+            r = subprocess.run([args.helm_rt, cuda_pkg, "--prompt-ids", "1,2,3", "-n", "4",
+                                "--stats-json", stats], capture_output=True, text=True)
+            lines = r.stderr.strip().splitlines()
+            if r.returncode == 0:
+                try:
+                    got = generate(args.helm_rt, cuda_pkg, prompts, stats)
+                    want = generate(args.helm_rt, cpu_pkg, prompts, stats)
+                    results.append((got == want, f"CUDA package on a GPU: tokens "
+                                                 f"{'identical' if got == want else 'differ'}"))
+                except RuntimeError as e:
+                    results.append((False, f"CUDA package on a GPU: {e}"))
+            else:
+                ok = (r.returncode == 1 and len(lines) == 1 and "CUDA GPU" in lines[0]
+                      and "there is none here" in lines[0] and r.stdout == "")
+                results.append((ok, f"CUDA package without a GPU: rc {r.returncode}: "
+                                    f"{r.stderr.strip()}"))
     return results
 
 

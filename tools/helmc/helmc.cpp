@@ -11,6 +11,9 @@
 #include "compiler/ModelConfig.h"
 #include "compiler/Pipeline.h"
 #include "compiler/PackageBuilder.h"
+#if HELM_HAVE_CUDA
+#include "kernels/cuda/CudaKernels.h"
+#endif
 #include "compiler/PlanReport.h"
 #include "compiler/codegen/CpuCodegen.h"
 #include "compiler/target/TargetProfile.h"
@@ -88,6 +91,12 @@ cl::opt<int64_t> maxContext("max-context",
                             cl::desc("Longest sequence (prompt + generated) the package accepts "
                                      "(default 4096)"),
                             cl::init(4096), cl::cat(helmcCategory));
+cl::opt<std::string> gpuCode(
+    "gpu-code",
+    cl::desc("Form of the GPU stage's code: auto (default: kernels for a CUDA GPU, host for emu), "
+             "host (compiled to run on the host: emu only) or kernels (host code launching the "
+             "device's kernels, what a CUDA GPU runs; emu runs it with host kernels)"),
+    cl::init("auto"), cl::cat(helmcCategory));
 cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(helmcCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(helmcCategory));
@@ -204,6 +213,12 @@ int main(int argc, char **argv) {
       options.modelPath = inputPath;
       options.tokenizerPath = tokenizerPath;
       options.maxContext = maxContext;
+      if (gpuCode != "auto" && gpuCode != "host" && gpuCode != "kernels")
+        return fail("--gpu-code must be auto, host or kernels, not '" + gpuCode + "'");
+      options.gpuCode = gpuCode;
+#if HELM_HAVE_CUDA
+      options.cudaKernels = helm::kernels::cudaKernelImage();
+#endif
       if (planning) {
         progress("planning for " + target.name);
         if (!helm::planModule(*model.module, target, planOptions, inputPath, error))

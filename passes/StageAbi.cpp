@@ -1,0 +1,146 @@
+//===- StageAbi.cpp - the C signature and ABI record every lowered stage gets -----===//
+#include "passes/StageAbi.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+namespace helm {
+
+int32_t kernelDtypeCode(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF16())
+    return 1;
+  if (t.isBF16())
+    return 2;
+  return -1;
+}
+
+Value memrefFromPointer(OpBuilder &b, Location loc, Value ptr, MemRefType type,
+                        ArrayRef<Value> dynamicSizesI64) {
+  MLIRContext *mctx = b.getContext();
+  Type i64t = b.getI64Type();
+  Type ptrType = LLVM::LLVMPointerType::get(mctx);
+  auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64t, v).getResult(); };
+  int64_t rank = type.getRank();
+  auto array = LLVM::LLVMArrayType::get(i64t, rank);
+  auto descType = LLVM::LLVMStructType::getLiteral(mctx, {ptrType, ptrType, i64t, array, array});
+  SmallVector<Value> sizes;
+  unsigned dyn = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    sizes.push_back(type.isDynamicDim(i) ? dynamicSizesI64[dyn++] : i64(type.getDimSize(i)));
+  SmallVector<Value> strides(rank);
+  Value stride = i64(1);
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    if (i > 0)
+      stride = arith::MulIOp::create(b, loc, stride, sizes[i]);
+  }
+  Value desc = LLVM::PoisonOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
+  for (int64_t i = 0; i < rank; ++i) {
+    desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[i], ArrayRef<int64_t>{3, i});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, strides[i], ArrayRef<int64_t>{4, i});
+  }
+  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type}, ValueRange{desc}).getResult(0);
+}
+
+namespace {
+/// `<stage>_abi`: what the stage's code reads and writes through its raw pointers, as an
+/// exported constant i64[4] = {1 (record version), input width (0: token ids), output width
+/// (the vocabulary for logits, the hidden size for an activation), bytes per activation element
+/// (0 when the stage has no activation)}. The runtime sizes the buffers it passes from the
+/// manifest and refuses a package whose manifest disagrees with this record, so a foreign or
+/// hand-edited manifest cannot make the code write past a buffer.
+void emitAbiRecord(OpBuilder &b, func::FuncOp stage, RankedTensorType input,
+                   RankedTensorType output, bool returnsLogits) {
+  int64_t inputWidth = input.getRank() == 3 ? input.getDimSize(2) : 0;
+  RankedTensorType activation = inputWidth ? input : !returnsLogits ? output : nullptr;
+  int64_t elementBytes =
+      activation ? int64_t(activation.getElementType().getIntOrFloatBitWidth() / 8) : 0;
+  SmallVector<int64_t> record{1, inputWidth, output.getDimSize(2), elementBytes};
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(stage);
+  auto arrayType = LLVM::LLVMArrayType::get(b.getI64Type(), int64_t(record.size()));
+  LLVM::GlobalOp::create(b, stage.getLoc(), arrayType, /*isConstant=*/true,
+                         LLVM::Linkage::External, (stage.getName() + "_abi").str(),
+                         b.getI64TensorAttr(record));
+}
+} // namespace
+
+LogicalResult rewriteStageSignature(func::FuncOp stage, StageResultWriter writeResult) {
+  OpBuilder b(stage.getContext());
+  Location loc = stage.getLoc();
+  Block &entry = stage.getBody().front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  if (entry.getNumArguments() != 3 || ret.getNumOperands() != 1)
+    return stage.emitError() << "stage must take (context, input, positions) and return one result";
+  auto inputType = dyn_cast<RankedTensorType>(entry.getArgument(1).getType());
+  auto resultType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+  // Input: token ids [B, S] or an activation [B, S, H]; result: logits [B, 1, V] or an
+  // activation [B, S, H] for the next stage. B and S are the call's; everything else is static.
+  auto batchAndSequence = [](RankedTensorType t, int64_t rank) {
+    if (!t || t.getRank() != rank)
+      return false;
+    for (int64_t i = 2; i < rank; ++i)
+      if (t.isDynamicDim(i))
+        return false;
+    return true;
+  };
+  if (!(batchAndSequence(inputType, 2) && inputType.getElementType().isInteger(64)) &&
+      !batchAndSequence(inputType, 3))
+    return stage.emitError() << "stage input must be token ids [B, S] or an activation [B, S, H]";
+  if (!batchAndSequence(resultType, 3))
+    return stage.emitError() << "stage result must be logits [B, 1, V] or an activation [B, S, H]";
+  bool returnsLogits = resultType.getDimSize(1) == 1;
+  Type i64t = b.getI64Type();
+  Type ptrType = LLVM::LLVMPointerType::get(stage.getContext());
+  BlockArgument inPtr = entry.addArgument(ptrType, loc);
+  BlockArgument posPtr = entry.addArgument(ptrType, loc);
+  BlockArgument outPtr = entry.addArgument(ptrType, loc);
+  BlockArgument batch = entry.addArgument(i64t, loc);
+  BlockArgument seq = entry.addArgument(i64t, loc);
+
+  auto asTensor = [&](Value memref) {
+    auto mt = cast<MemRefType>(memref.getType());
+    return bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), memref,
+        /*restrict=*/true, /*writable=*/false);
+  };
+  b.setInsertionPointToStart(&entry);
+  auto idsMemref = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64t);
+  Value input = asTensor(memrefFromPointer(
+      b, loc, inPtr, MemRefType::get(inputType.getShape(), inputType.getElementType()),
+      {batch, seq}));
+  Value pos = asTensor(memrefFromPointer(b, loc, posPtr, idsMemref, {batch, seq}));
+  entry.getArgument(1).replaceAllUsesWith(input);
+  entry.getArgument(2).replaceAllUsesWith(pos);
+
+  b.setInsertionPoint(ret);
+  Value result = ret.getOperand(0);
+  // Logits leave as f32 [B, 1, V] whatever the model's dtype; the boundary activation leaves in
+  // the model's dtype: these are the bytes on the link.
+  Type outElement = returnsLogits ? b.getF32Type() : resultType.getElementType();
+  SmallVector<Value> outSizes{batch};
+  if (!returnsLogits)
+    outSizes.push_back(seq);
+  auto outMemrefType = MemRefType::get(resultType.getShape(), outElement);
+  Value outMemref = memrefFromPointer(b, loc, outPtr, outMemrefType, outSizes);
+  if (failed(writeResult(b, loc, result, outMemref, returnsLogits)))
+    return failure();
+  ret->setOperands({});
+  stage.removeArgAttrsAttr();
+  entry.eraseArguments(1, 2);
+  emitAbiRecord(b, stage, inputType, RankedTensorType::get(resultType.getShape(), outElement),
+                returnsLogits);
+  // The context stays first; the model arguments follow.
+  stage.setFunctionType(b.getFunctionType({ptrType, ptrType, ptrType, ptrType, i64t, i64t}, {}));
+  return success();
+}
+
+} // namespace helm
