@@ -236,17 +236,23 @@ Scratch &scratch() {
   return s;
 }
 
-/// One work item: kv head g, query rows [s0, s1).
-void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
-                int64_t s1) {
+/// Attention of work item (kv head g, query rows [s0, s1)) over the cached keys in [k0, k1)
+/// only (all keys for the one-pass kernel, one page's for the streaming one). For each of the
+/// item's nq queries (i = row * group + j) it leaves in `acc` [nq, D] the output normalised over
+/// those keys and not yet rounded, in `maxOut[i]` the largest (rounded) score and in `sumOut[i]`
+/// the sum of exp(score - max) over them; a query that sees none of them gets sum 0.
+void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
+                     int64_t s1, int64_t k0, int64_t k1, float *acc, float *maxOut,
+                     float *sumOut) {
   const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
   const int64_t rows = s1 - s0, nq = rows * group, elem = dtypeBytes(p.dt);
   auto firstKey = [&](int64_t pos) {
     return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : int64_t(0);
   };
-  // Keys any query of the block can see: [keyBegin, keyEnd).
-  const int64_t keyBegin = firstKey(p.past + s0), keyEnd = p.past + s1;
-  const int64_t L = keyEnd - keyBegin;
+  // Keys any query of the block can see, within [k0, k1): [keyBegin, keyEnd).
+  const int64_t keyBegin = std::max(k0, firstKey(p.past + s0));
+  const int64_t keyEnd = std::min(k1, p.past + s1);
+  const int64_t L = std::max<int64_t>(0, keyEnd - keyBegin);
 
   Scratch &buf = scratch();
   if (buf.q.size() < size_t(nq * D))
@@ -277,7 +283,9 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   // Softmax per query over its own visible keys; everything else becomes probability 0.
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = p.past + s0 + r;
-    const int64_t lo = firstKey(pos) - keyBegin, hi = pos + 1 - keyBegin; // [lo, hi)
+    // [lo, hi): this query's visible keys within the range, relative to keyBegin.
+    const int64_t lo = std::max(firstKey(pos), keyBegin) - keyBegin;
+    const int64_t hi = std::max(lo, std::min(pos + 1, keyEnd) - keyBegin);
     for (int64_t j = 0; j < group; ++j) {
       const int64_t i = r * group + j;
       float maxScore = -std::numeric_limits<float>::infinity();
@@ -289,7 +297,9 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
         sc[t * nq + i] = e;
         sum += e;
       }
-      const float inv = 1.0f / sum;
+      maxOut[i] = maxScore;
+      sumOut[i] = sum;
+      const float inv = sum > 0 ? 1.0f / sum : 0.0f;
       for (int64_t t = 0; t < lo; ++t)
         sc[t * nq + i] = 0.0f;
       for (int64_t t = lo; t < hi; ++t)
@@ -300,8 +310,7 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   }
   roundInPlace(sc, p.dt, L * nq);
 
-  // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32 (reusing qf as output).
-  float *acc = qf;
+  // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32.
   std::fill(acc, acc + nq * D, 0.0f);
   for (int64_t i = 0; i < nq; ++i) {
     float *o = acc + i * D;
@@ -314,11 +323,56 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
       ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o);
     }
   }
-  for (int64_t r = 0; r < rows; ++r)
+}
+
+/// Per-thread output block of a work item and its per-query max and sum.
+struct ItemScratch {
+  std::vector<float> acc, max, sum;
+  void fit(int64_t nq, int64_t D) {
+    if (acc.size() < size_t(nq * D))
+      acc.resize(size_t(nq * D));
+    if (max.size() < size_t(nq)) {
+      max.resize(size_t(nq));
+      sum.resize(size_t(nq));
+    }
+  }
+};
+ItemScratch &itemScratch() {
+  thread_local ItemScratch s;
+  return s;
+}
+
+/// One work item of the one-pass kernel: kv head g, query rows [s0, s1), all keys.
+void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
+                int64_t s1) {
+  const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
+  const int64_t nq = (s1 - s0) * group, elem = dtypeBytes(p.dt);
+  ItemScratch &buf = itemScratch();
+  buf.fit(nq, D);
+  attendItemRange(p, ops, g, s0, s1, 0, p.past + p.S, buf.acc.data(), buf.max.data(),
+                  buf.sum.data());
+  for (int64_t r = 0; r < s1 - s0; ++r)
     for (int64_t j = 0; j < group; ++j) {
       int64_t offset = (s0 + r) * qWidth + (g * group + j) * D;
-      narrow(acc + (r * group + j) * D, p.dt, static_cast<char *>(p.out) + offset * elem, D);
+      narrow(buf.acc.data() + (r * group + j) * D, p.dt,
+             static_cast<char *>(p.out) + offset * elem, D);
     }
+}
+
+/// Runs `item(g, s0, s1)` for every work item of `p` on the thread pool.
+template <typename Item> void forEachItem(const AttentionProblem &p, Item item) {
+  const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
+  const int64_t items = p.kvHeads * blocks;
+  // Causal blocks cost more the later they are. Items run in the order 0, B-1, 1, B-2, ... of
+  // blocks so that the pool's contiguous halves get about equal work.
+  pool().parallelFor(items, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; ++it) {
+      int64_t g = it % p.kvHeads, k = it / p.kvHeads;
+      int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+      int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
+      item(g, s0, s1);
+    }
+  });
 }
 
 } // namespace
@@ -329,18 +383,74 @@ void attendCausal(const AttentionProblem &p) {
   // The caller (helm_rt_attention) checks the geometry; the spans must cover every visible key.
   assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
   const AttentionOps &ops = opsFor(activeIsa());
-  const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
-  const int64_t items = p.kvHeads * blocks;
-  // Causal blocks cost more the later they are. Items run in the order 0, B-1, 1, B-2, ... of
-  // blocks so that the pool's contiguous halves get about equal work.
-  pool().parallelFor(items, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      int64_t g = item % p.kvHeads, k = item / p.kvHeads;
-      int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
-      int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
-      attendItem(p, ops, g, s0, s1);
-    }
+  forEachItem(p, [&](int64_t g, int64_t s0, int64_t s1) { attendItem(p, ops, g, s0, s1); });
+}
+
+void StreamingAttention::begin(const AttentionProblem &p) {
+  problem_ = p;
+  problem_.spans = nullptr;
+  problem_.numSpans = 0;
+  int64_t queries = p.S * p.heads;
+  max_.assign(size_t(queries), -std::numeric_limits<float>::infinity());
+  sum_.assign(size_t(queries), 0.0f);
+  out_.assign(size_t(queries * p.headDim), 0.0f);
+  pages_ = 0;
+}
+
+void StreamingAttention::addPage(const KvSpan &page) {
+  const AttentionProblem &p = problem_;
+  if (p.S <= 0 || p.heads <= 0 || page.count <= 0)
+    return;
+  assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
+  const AttentionOps &ops = opsFor(activeIsa());
+  AttentionProblem pageProblem = p;
+  pageProblem.spans = &page;
+  pageProblem.numSpans = 1;
+  const int64_t D = p.headDim, group = p.heads / p.kvHeads;
+  forEachItem(p, [&](int64_t g, int64_t s0, int64_t s1) {
+    const int64_t nq = (s1 - s0) * group;
+    ItemScratch &buf = itemScratch();
+    buf.fit(nq, D);
+    attendItemRange(pageProblem, ops, g, s0, s1, page.start, page.start + page.count,
+                    buf.acc.data(), buf.max.data(), buf.sum.data());
+    // Merge the page's (m_p, l_p, o_p) into the running (m, l, o) of each query:
+    //   m' = max(m, m_p), a = l e^(m - m'), b = l_p e^(m_p - m'), o' = (a o + b o_p) / (a + b).
+    // The first page a query sees is taken as it is, so a context of one page gives exactly the
+    // one-pass kernel's result.
+    for (int64_t r = 0; r < s1 - s0; ++r)
+      for (int64_t j = 0; j < group; ++j) {
+        const int64_t i = r * group + j;
+        const float lp = buf.sum[size_t(i)];
+        if (!(lp > 0))
+          continue;
+        const int64_t q = (s0 + r) * p.heads + g * group + j;
+        float &m = max_[size_t(q)], &l = sum_[size_t(q)];
+        float *o = out_.data() + q * D;
+        const float *op = buf.acc.data() + i * D;
+        const float mp = buf.max[size_t(i)];
+        if (!(l > 0)) {
+          m = mp;
+          l = lp;
+          std::copy(op, op + D, o);
+          continue;
+        }
+        const float mNew = std::max(m, mp);
+        const float a = l * std::exp(m - mNew), b = lp * std::exp(mp - mNew);
+        const float inv = 1.0f / (a + b);
+        for (int64_t d = 0; d < D; ++d)
+          o[d] = (a * o[d] + b * op[d]) * inv;
+        m = mNew;
+        l = a + b;
+      }
   });
+  ++pages_;
+}
+
+void StreamingAttention::end() {
+  const AttentionProblem &p = problem_;
+  const int64_t D = p.headDim, elem = dtypeBytes(p.dt);
+  for (int64_t q = 0; q < p.S * p.heads; ++q)
+    narrow(out_.data() + q * D, p.dt, static_cast<char *>(p.out) + q * D * elem, D);
 }
 
 } // namespace helm::kernels

@@ -11,6 +11,7 @@
 #include "kernels/cpu/Numeric.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace helm::kernels {
 
@@ -38,6 +39,31 @@ struct AttentionProblem {
 /// kvHeads). f32 products and sums; for f16/bf16 the scores, the probabilities and the output are
 /// rounded to dt where the reference frameworks round them. Threads over (kv head, query block).
 void attendCausal(const AttentionProblem &p);
+
+/// The same attention computed page by page (streaming paged attention): only the page being
+/// added has to be in memory. For every query row and head it keeps the online-softmax state
+/// (m: the largest score so far, l: the sum of exp(score - m), o: the output normalised by l, f32)
+/// and merges each page's own (m_p, l_p, o_p) into it. Within a page the arithmetic and the
+/// roundings are attendCausal's over that page's keys, so a context that fits one page gives
+/// attendCausal's result exactly. Threads over (kv head, query block) in addPage.
+///
+///   StreamingAttention att;
+///   att.begin(problem);            // problem.spans is not read
+///   for (each page, ascending)     // pages need not be full; together they cover [0, past + S)
+///     att.addPage(span);
+///   att.end();                     // writes problem.out, rounded to problem.dt
+class StreamingAttention {
+public:
+  void begin(const AttentionProblem &p);
+  void addPage(const KvSpan &page);
+  void end();
+  int64_t pages() const { return pages_; }
+
+private:
+  AttentionProblem problem_{};
+  std::vector<float> max_, sum_, out_; // per query (row * heads + head); out_ has headDim each
+  int64_t pages_ = 0;
+};
 
 } // namespace helm::kernels
 

@@ -1,0 +1,183 @@
+//===- StreamingAttentionTest.cpp - kernels::StreamingAttention (paged, online softmax) -===//
+//
+// The streaming kernel sees the KV cache one page at a time and merges each page's softmax
+// partial into a running (m, l, o) state. References: the thesis' six-token example worked by
+// hand, attendCausal (the one-pass kernel, itself tested against float64 in AttentionKernelTest)
+// and a float64 softmax written here.
+//
+//===----------------------------------------------------------------------===//
+#include "kernels/cpu/Attention.h"
+#include "kernels/cpu/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace hk = helm::kernels;
+
+namespace {
+
+/// Keys and values of `total` positions, row stride `stride` floats.
+struct Cache {
+  std::vector<float> k, v;
+  int64_t stride;
+};
+
+/// Streams `cache` in pages of `page` positions (each page a separate copy, so a kernel that reads
+/// past its page reads garbage) and returns the output.
+std::vector<float> streamed(const hk::AttentionProblem &base, const Cache &cache, int64_t total,
+                            int64_t page) {
+  std::vector<float> out(size_t(base.S * base.heads * base.headDim), -7.0f);
+  hk::AttentionProblem p = base;
+  p.out = out.data();
+  hk::StreamingAttention att;
+  att.begin(p);
+  for (int64_t start = 0; start < total; start += page) {
+    int64_t count = std::min(page, total - start);
+    std::vector<float> k(cache.k.begin() + start * cache.stride,
+                         cache.k.begin() + (start + count) * cache.stride);
+    std::vector<float> v(cache.v.begin() + start * cache.stride,
+                         cache.v.begin() + (start + count) * cache.stride);
+    k.push_back(NAN); // a read past the page poisons the result
+    v.push_back(NAN);
+    att.addPage({k.data(), v.data(), start, count});
+  }
+  att.end();
+  EXPECT_EQ(att.pages(), (total + page - 1) / page);
+  return out;
+}
+
+std::vector<float> onePass(const hk::AttentionProblem &base, const Cache &cache, int64_t total) {
+  std::vector<float> out(size_t(base.S * base.heads * base.headDim), -7.0f);
+  hk::AttentionProblem p = base;
+  p.out = out.data();
+  hk::KvSpan span{cache.k.data(), cache.v.data(), 0, total};
+  p.spans = &span;
+  p.numSpans = 1;
+  hk::attendCausal(p);
+  return out;
+}
+
+} // namespace
+
+// Thesis example: one query, scores 2, 4, 1, 0, 1, 2 (q = 1, keys = the scores, scale 1) over
+// values 10, 30, 5, 2, 8, 12. Softmax-weighted mean = 1837.84 / 75.81 = 24.24 ("24.2"), whatever
+// the page size.
+TEST(StreamingAttention, ThesisSixTokenExample) {
+  const float scores[6] = {2, 4, 1, 0, 1, 2}, values[6] = {10, 30, 5, 2, 8, 12};
+  double num = 0, den = 0;
+  for (int t = 0; t < 6; ++t) {
+    num += std::exp(double(scores[t])) * values[t];
+    den += std::exp(double(scores[t]));
+  }
+  const double expected = num / den;
+  EXPECT_NEAR(expected, 24.2, 0.05);
+  Cache cache{std::vector<float>(scores, scores + 6), std::vector<float>(values, values + 6), 1};
+  float q = 1.0f;
+  // The query is the 6th token (past 5), so it sees all six keys.
+  hk::AttentionProblem p{&q, nullptr, hk::DType::f32, 1, 1, 1, 1, 1, 1.0f, 5, 0, nullptr, 0};
+  for (int64_t page : {1, 2, 3, 4, 5, 6}) {
+    std::vector<float> out = streamed(p, cache, 6, page);
+    EXPECT_NEAR(out[0], expected, 1e-5 * expected) << "page " << page;
+  }
+}
+
+// Random problems: streaming equals the one-pass kernel (relative error of each output row
+// <= 1e-5 in f32) for page sizes 1, 7 and 512, contexts that are not multiples of the page,
+// GQA ratios 1, 4 and 8, decode and prefill rows, with and without a sliding window.
+TEST(StreamingAttention, EqualsOnePassOnRandomProblems) {
+  struct Case {
+    int64_t heads, kvHeads, headDim, S, past, window;
+  };
+  const Case cases[] = {{4, 4, 16, 1, 1001, 0},  {8, 2, 32, 1, 777, 0},  {16, 2, 64, 1, 1300, 0},
+                        {8, 1, 8, 5, 600, 0},    {4, 1, 16, 33, 90, 0},   {8, 2, 16, 1, 1030, 300},
+                        {4, 4, 24, 20, 513, 17}, {8, 8, 128, 1, 1025, 0}, {16, 4, 40, 3, 2, 0}};
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (int threads : {1, 2}) {
+    hk::setThreads(threads);
+    for (const Case &c : cases) {
+      const int64_t total = c.past + c.S, D = c.headDim, stride = c.kvHeads * D + 2;
+      Cache cache{std::vector<float>(size_t(total * stride)),
+                  std::vector<float>(size_t(total * stride)), stride};
+      for (float &x : cache.k)
+        x = uni(rng);
+      for (float &x : cache.v)
+        x = uni(rng);
+      std::vector<float> q(size_t(c.S * c.heads * D));
+      for (float &x : q)
+        x = 3.0f * uni(rng); // peaked softmaxes make the merge's rescaling matter
+      hk::AttentionProblem p{q.data(), nullptr, hk::DType::f32, c.S,
+                             c.heads,  c.kvHeads, D,          stride,
+                             float(1.0 / std::sqrt(double(D))), c.past, c.window, nullptr, 0};
+      std::vector<float> want = onePass(p, cache, total);
+      for (int64_t page : {int64_t(1), int64_t(7), int64_t(512)}) {
+        ASSERT_NE(total % page == 0 && page > 1, true) << "contexts must not be page multiples";
+        std::vector<float> got = streamed(p, cache, total, page);
+        for (int64_t row = 0; row < c.S * c.heads; ++row) {
+          double diff = 0, norm = 0;
+          for (int64_t d = 0; d < D; ++d) {
+            double a = got[size_t(row * D + d)], b = want[size_t(row * D + d)];
+            diff += (a - b) * (a - b);
+            norm += b * b;
+          }
+          ASSERT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-7)
+              << "heads " << c.heads << "/" << c.kvHeads << " D " << D << " S " << c.S << " past "
+              << c.past << " window " << c.window << " page " << page << " row " << row;
+        }
+      }
+    }
+  }
+  hk::setThreads(0);
+}
+
+// A context that fits one page gives the one-pass kernel's output bit for bit, also in f16 and
+// bf16 (where scores, probabilities and outputs are rounded to the dtype): paged KV does not
+// change the tokens of short generations.
+TEST(StreamingAttention, OnePageIsBitIdenticalToOnePass) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (hk::DType dt : {hk::DType::f32, hk::DType::f16, hk::DType::bf16}) {
+    const int64_t heads = 8, kvHeads = 2, D = 32, S = 7, past = 40, total = past + S;
+    const int64_t stride = kvHeads * D;
+    Cache cache{std::vector<float>(size_t(total * stride)),
+                std::vector<float>(size_t(total * stride)), stride};
+    for (float &x : cache.k)
+      x = uni(rng);
+    for (float &x : cache.v)
+      x = uni(rng);
+    std::vector<float> qf(size_t(S * heads * D));
+    for (float &x : qf)
+      x = uni(rng);
+    std::vector<uint16_t> qh(qf.size());
+    for (size_t i = 0; i < qf.size(); ++i)
+      qh[i] = dt == hk::DType::f16 ? hk::floatToHalf(qf[i]) : hk::floatToBf16(qf[i]);
+    const void *q = dt == hk::DType::f32 ? static_cast<const void *>(qf.data()) : qh.data();
+    hk::AttentionProblem p{q, nullptr, dt, S, heads, kvHeads, D, stride, 0.25f, past, 0,
+                           nullptr, 0};
+    // Outputs are read back as raw bytes: the f32-sized buffers hold dt elements.
+    std::vector<float> want = onePass(p, cache, total);
+    std::vector<float> got = streamed(p, cache, total, 512);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(),
+                          size_t(S * heads * D * hk::dtypeBytes(dt))),
+              0)
+        << "dtype " << int(dt);
+  }
+}
+
+// Pages may hold positions no query sees (a sliding window, or a query before the page): they
+// contribute nothing, and a query that saw no page at all is impossible (its own key is always
+// in some page).
+TEST(StreamingAttention, WindowSkipsWholePages) {
+  const int64_t total = 100, stride = 1;
+  Cache cache{std::vector<float>(total, 0.0f), std::vector<float>(total), stride};
+  for (int64_t t = 0; t < total; ++t)
+    cache.v[size_t(t)] = float(t);
+  float q = 0.0f; // equal scores: the output is the mean of the visible values
+  hk::AttentionProblem p{&q, nullptr, hk::DType::f32, 1, 1, 1, 1, stride, 1.0f, 99, 4, nullptr, 0};
+  std::vector<float> out = streamed(p, cache, total, 10);
+  EXPECT_FLOAT_EQ(out[0], (96 + 97 + 98 + 99) / 4.0f);
+}
