@@ -1,7 +1,12 @@
 //===- Common.cuh - element types and a block reduction shared by the CUDA kernels -===//
 //
 // Every kernel computes in f32 whatever its storage type: `load` widens an element to f32 and
-// `store` rounds an f32 to the storage type (round to nearest even).
+// `store` rounds an f32 to the storage type (round to nearest even); `roundTo<T>` is the rounding
+// of an intermediate (runtime/core/DeviceOps.h says which intermediates are rounded).
+//
+// nvcc contracts a * b + c into a fused multiply-add by default. Where DeviceOps.h rounds a
+// product on its own (the host rounds it), the kernels use __fmul_rn, which is never contracted,
+// so that f32 results stay close to the host's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_CUDA_COMMON_CUH
@@ -20,6 +25,17 @@ __device__ __forceinline__ float load(const __nv_bfloat16 *p) { return __bfloat1
 __device__ __forceinline__ void store(float *p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half *p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void store(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+/// `v` rounded to T and widened back: one arithmetic step in T, where the reference framework
+/// rounds an intermediate result to the storage type (the identity for f32).
+template <typename T> __device__ __forceinline__ float roundTo(float v);
+template <> __device__ __forceinline__ float roundTo<float>(float v) { return v; }
+template <> __device__ __forceinline__ float roundTo<__half>(float v) {
+  return __half2float(__float2half_rn(v));
+}
+template <> __device__ __forceinline__ float roundTo<__nv_bfloat16>(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
 
 /// Sum of `v` over the block, returned to every thread. blockDim.x must be a multiple of 32 (at
 /// most 1024) and every thread of the block must call it.

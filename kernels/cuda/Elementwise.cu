@@ -1,19 +1,28 @@
-//===- Elementwise.cu - helm_cuda_add (residual add) and helm_cuda_swiglu -----------===//
+//===- Elementwise.cu - add, swiglu, bias add and dtype conversion ------------------===//
 //
-// Math, for i in [0, n):
-//   helm_cuda_add:    y[i] = a[i] + b[i]
-//   helm_cuda_swiglu: y[i] = silu(gate[i]) * up[i],  silu(g) = g / (1 + exp(-g))
-// computed in f32 and rounded once to the storage type.
+// Math, for i in [0, n) (runtime/core/DeviceOps.h), in f32 and rounded to the storage type:
+//   helm_cuda_add:      y[i] = round(a[i] + b[i])
+//   helm_cuda_swiglu:   y[i] = round(round(g / (1 + exp(-g))) * up[i]),  g = gate[i]
+//                       (the inner rounding of silu(g) is the reference framework's; a no-op for
+//                       f32)
+//   helm_cuda_add_bias: y[r, c] = round(y[r, c] + bias[c]) over rows x cols (linear's bias, added
+//                       to the already rounded product, as DeviceOps.h specifies)
+//   helm_cuda_convert:  y[i] = x[i] converted from x_dtype to y_dtype (codes of kernels::DType:
+//                       0 f32, 1 f16, 2 bf16): widened exactly to f32, then rounded once to
+//                       nearest even. Unknown codes leave y untouched (the host validates them).
 //
 // Launch: any 1-D grid and block (grid-stride loop); e.g. block 256, grid min(ceil(n / 256),
-// 4 * multiprocessors * 8). `y` may equal an input.
+// 65535). `y` may equal an input (not for convert between types of different sizes).
 //
 // helm_cuda_add(const T *a, const T *b, T *y, int64_t n)
 // helm_cuda_swiglu(const T *gate, const T *up, T *y, int64_t n)
+// helm_cuda_add_bias(T *y, const T *bias, int64_t rows, int64_t cols)
 // T = float; _f16 / _bf16 variants take __half / __nv_bfloat16.
+// helm_cuda_convert(const void *x, void *y, int64_t n, int32_t x_dtype, int32_t y_dtype)
 //
 //===----------------------------------------------------------------------===//
 #include "Common.cuh"
+#include "KernelParams.h"
 
 namespace helm_cuda {
 
@@ -25,7 +34,29 @@ template <typename T> __device__ void add(const T *a, const T *b, T *y, int64_t 
 template <typename T> __device__ void swiglu(const T *gate, const T *up, T *y, int64_t n) {
   for (int64_t i = gridStart(); i < n; i += gridStride()) {
     const float g = load(gate + i);
-    store(y + i, g / (1.0f + expf(-g)) * load(up + i));
+    store(y + i, __fmul_rn(roundTo<T>(g / (1.0f + expf(-g))), load(up + i)));
+  }
+}
+
+template <typename T> __device__ void addBias(T *y, const T *bias, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = gridStart(); i < n; i += gridStride())
+    store(y + i, load(y + i) + load(bias + i % cols));
+}
+
+template <typename From, typename To> __device__ void convertAs(const void *x, void *y, int64_t n) {
+  const From *src = static_cast<const From *>(x);
+  To *dst = static_cast<To *>(y);
+  for (int64_t i = gridStart(); i < n; i += gridStride())
+    store(dst + i, load(src + i));
+}
+
+template <typename From>
+__device__ void convertFrom(const void *x, void *y, int64_t n, int32_t yDtype) {
+  switch (yDtype) {
+  case kDTypeF32: convertAs<From, float>(x, y, n); return;
+  case kDTypeF16: convertAs<From, __half>(x, y, n); return;
+  case kDTypeBf16: convertAs<From, __nv_bfloat16>(x, y, n); return;
   }
 }
 
@@ -36,3 +67,16 @@ HELM_CUDA_TYPED_KERNELS(helm_cuda_add, helm_cuda::add, HELM_ADD_PARAMS, (a, b, y
 
 #define HELM_SWIGLU_PARAMS(T) (const T *gate, const T *up, T *y, int64_t n)
 HELM_CUDA_TYPED_KERNELS(helm_cuda_swiglu, helm_cuda::swiglu, HELM_SWIGLU_PARAMS, (gate, up, y, n))
+
+#define HELM_ADD_BIAS_PARAMS(T) (T * y, const T *bias, int64_t rows, int64_t cols)
+HELM_CUDA_TYPED_KERNELS(helm_cuda_add_bias, helm_cuda::addBias, HELM_ADD_BIAS_PARAMS,
+                        (y, bias, rows, cols))
+
+extern "C" __global__ void helm_cuda_convert(const void *x, void *y, int64_t n, int32_t x_dtype,
+                                             int32_t y_dtype) {
+  switch (x_dtype) {
+  case helm_cuda::kDTypeF32: helm_cuda::convertFrom<float>(x, y, n, y_dtype); return;
+  case helm_cuda::kDTypeF16: helm_cuda::convertFrom<__half>(x, y, n, y_dtype); return;
+  case helm_cuda::kDTypeBf16: helm_cuda::convertFrom<__nv_bfloat16>(x, y, n, y_dtype); return;
+  }
+}

@@ -1,8 +1,9 @@
 //===- Embed.cu - helm_cuda_embed: embedding rows gathered by token id --------------===//
 //
-// Math: y[r, :] = table[ids[r], :] for r in [0, rows), table [vocab, width]. An id outside
-// [0, vocab) gives a row of zeros (the importer's graphs never produce one; zeros keep a bad id
-// from reading outside the table).
+// Math (runtime/core/DeviceOps.h, embed): y[r, :] = table[clamp(ids[r], 0, vocab - 1), :] for r
+// in [0, rows), table [vocab, width] (vocab >= 1). An id outside the table reads its nearest
+// row, as the CPU lowering does (the importer's graphs never produce one; the clamp keeps a bad
+// id from reading outside the table). A gather: the bits are copied.
 //
 // Launch: any grid (rows are grid-strided; `rows` blocks is natural), any blockDim.x (threads
 // stride over the width), no dynamic shared memory.
@@ -20,13 +21,8 @@ template <typename T>
 __device__ void embed(const T *table, const int64_t *ids, T *y, int64_t rows, int64_t vocab,
                       int32_t width) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t id = ids[row];
+    const int64_t id = min(max(ids[row], int64_t(0)), vocab - 1);
     T *yr = y + row * width;
-    if (id < 0 || id >= vocab) {
-      for (int32_t i = threadIdx.x; i < width; i += blockDim.x)
-        store(yr + i, 0.0f);
-      continue;
-    }
     const T *src = table + id * width;
     for (int32_t i = threadIdx.x; i < width; i += blockDim.x)
       yr[i] = src[i];

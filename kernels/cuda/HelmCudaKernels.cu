@@ -4,6 +4,7 @@
 // Common.cuh). Add a new kernel file to this list and to KERNEL_SOURCES in CMakeLists.txt.
 //
 //===----------------------------------------------------------------------===//
+#include "Attention.cu"
 #include "Elementwise.cu"
 #include "Embed.cu"
 #include "RmsNorm.cu"

@@ -1,13 +1,17 @@
 //===- RmsNorm.cu - helm_cuda_rms_norm: RMSNorm over rows ---------------------------===//
 //
-// Math: for each of `rows` rows of `width` elements,
-//   y[r, i] = x[r, i] / sqrt(mean_j(x[r, j]^2) + eps) * weight[i]
-// with the mean over j in [0, width). A row of the hidden size is the usual RMSNorm; a row of the
-// head dimension is Qwen3's per-head q/k norm (helm.rms_norm with gamma of that size).
+// Math (runtime/core/DeviceOps.h, rmsNorm): for each of `rows` rows of `width` elements, with ss
+// the f32 sum of squares of the row,
+//   inv     = 1 / sqrt(ss / width + eps)                  (f32, IEEE sqrt and division)
+//   y[r, i] = round(round(x[r, i] * inv) * weight[i])
+// where the inner rounding is to the storage type, as the reference framework rounds it (a no-op
+// for f32). A row of the hidden size is the usual RMSNorm; a row of the head dimension is Qwen3's
+// per-head q/k norm (helm.rms_norm with gamma of that size).
 // The sum of squares is accumulated in f32 (per thread, then a block tree reduction).
 //
 // Launch: any grid (rows are grid-strided; `rows` blocks is natural), blockDim.x a multiple of 32
-// up to 1024 (256 is a good default), no dynamic shared memory. `y` may equal `x`.
+// up to 1024 (256 is a good default; the width rounded up to 32 for short rows), no dynamic
+// shared memory. `y` may equal `x`.
 //
 // helm_cuda_rms_norm(const T *x, const T *weight, T *y, int64_t rows, int32_t width, float eps)
 // T = float; _f16 / _bf16 variants take __half / __nv_bfloat16 for x, weight and y.
@@ -28,9 +32,9 @@ __device__ void rmsNorm(const T *x, const T *weight, T *y, int64_t rows, int32_t
       float v = load(xr + i);
       squares = fmaf(v, v, squares);
     }
-    const float scale = rsqrtf(blockSum(squares) / float(width) + eps);
+    const float inv = 1.0f / sqrtf(blockSum(squares) / float(width) + eps);
     for (int32_t i = threadIdx.x; i < width; i += blockDim.x)
-      store(yr + i, load(xr + i) * scale * load(weight + i));
+      store(yr + i, __fmul_rn(roundTo<T>(__fmul_rn(load(xr + i), inv)), load(weight + i)));
   }
 }
 

@@ -1,21 +1,26 @@
-//===- Rope.cu - helm_cuda_rope: rotary position embedding, half ("neox") rotation --===//
+//===- Rope.cu - helm_cuda_rope: rotary position embedding (neox or interleaved pairs) ----===//
 //
-// Math: x is [rows, heads * head_dim]; row r is a token at position p = positions[r]. In every
-// head the first `rotary_dim` channels rotate in pairs (c, c + rotary_dim / 2) for
-// c in [0, rotary_dim / 2) (Hugging Face `rotate_half`):
-//   f = theta^(-2c / rotary_dim),  a = p * f
-//   y[c]                  = x[c] * cos(a) - x[c + rotary_dim/2] * sin(a)
-//   y[c + rotary_dim / 2] = x[c] * sin(a) + x[c + rotary_dim/2] * cos(a)
-// and channels [rotary_dim, head_dim) are copied unchanged. The angle and its sine and cosine are
-// computed in f64 (once per row and pair, shared by all heads), so large positions keep full f32
-// accuracy; the rotation itself is f32.
+// Math (runtime/core/DeviceOps.h, rope): x is [rows, heads * head_dim]; row r is a token at
+// position p = positions[r]. In every head the first `rotary_dim` channels rotate in pairs
+// (i0, i1) = (c, c + rotary_dim / 2) (Hugging Face `rotate_half`, "neox"), or (2c, 2c + 1) when
+// `interleaved` (GPT-J), for c in [0, rotary_dim / 2):
+//   f = float(1 / theta^(2c / rotary_dim))   the ratio 2c / rotary_dim in f32, the power in f64
+//   a = float(p) * f                          in f32
+//   C = round(cos a), S = round(sin a)        cos and sin in f32, rounded to the storage type
+//   y[i0] = round(round(x[i0] * C) - round(x[i1] * S))
+//   y[i1] = round(round(x[i1] * C) + round(x[i0] * S))
+// and channels [rotary_dim, head_dim) are copied unchanged. These are the CPU lowering's steps
+// (passes/LowerToLinalg.cpp), so the angle carries the same f32 error as on the host; the inner
+// roundings are no-ops for f32. f is computed once per pair and block, C and S once per row and
+// pair (shared by all heads).
 //
-// Launch: any grid (rows are grid-strided; `rows` blocks is natural), any blockDim.x (threads
-// stride over the pairs; rotary_dim / 2 rounded up to 32 is natural), no dynamic shared memory.
-// `y` may equal `x` (in place).
+// Launch: any grid (rows are grid-strided; min(rows, a few thousand) blocks is natural), any
+// blockDim.x (threads stride over the pairs; rotary_dim / 2 rounded up to 32 is natural), no
+// dynamic shared memory. `y` may equal `x` (in place). rotary_dim must be even and at most
+// head_dim.
 //
 // helm_cuda_rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
-//                int32_t head_dim, int32_t rotary_dim, float theta)
+//                int32_t head_dim, int32_t rotary_dim, double theta, int32_t interleaved)
 // T = float; _f16 / _bf16 variants take __half / __nv_bfloat16 for x and y.
 //
 //===----------------------------------------------------------------------===//
@@ -25,31 +30,37 @@ namespace helm_cuda {
 
 template <typename T>
 __device__ void rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
-                     int32_t headDim, int32_t rotaryDim, float theta) {
+                     int32_t headDim, int32_t rotaryDim, double theta, int32_t interleaved) {
   const int32_t half = rotaryDim / 2;
   const int64_t rowWidth = int64_t(heads) * headDim;
+  for (int32_t c = threadIdx.x; c < half; c += blockDim.x) {
+    const float ratio = float(2 * c) / float(rotaryDim);
+    const float freq = float(1.0 / pow(theta, double(ratio)));
+    const int32_t i0 = interleaved ? 2 * c : c, i1 = interleaved ? 2 * c + 1 : c + half;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+      const float angle = __fmul_rn(float(positions[row]), freq);
+      float sinA, cosA;
+      sincosf(angle, &sinA, &cosA);
+      const float co = roundTo<T>(cosA), s = roundTo<T>(sinA);
+      const T *xr = x + row * rowWidth;
+      T *yr = y + row * rowWidth;
+      for (int32_t h = 0; h < heads; ++h) {
+        const int64_t base = int64_t(h) * headDim;
+        const float x0 = load(xr + base + i0), x1 = load(xr + base + i1);
+        store(yr + base + i0, roundTo<T>(__fmul_rn(x0, co)) - roundTo<T>(__fmul_rn(x1, s)));
+        store(yr + base + i1, roundTo<T>(__fmul_rn(x1, co)) + roundTo<T>(__fmul_rn(x0, s)));
+      }
+    }
+  }
+  const int32_t pass = headDim - rotaryDim;
+  if (x == y || pass == 0)
+    return;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xr = x + row * rowWidth;
     T *yr = y + row * rowWidth;
-    const double position = double(positions[row]);
-    for (int32_t c = threadIdx.x; c < half; c += blockDim.x) {
-      const double angle = position * pow(double(theta), -2.0 * c / rotaryDim);
-      double sinA, cosA;
-      sincos(angle, &sinA, &cosA);
-      const float s = float(sinA), co = float(cosA);
-      for (int32_t h = 0; h < heads; ++h) {
-        const int64_t base = int64_t(h) * headDim;
-        const float x0 = load(xr + base + c), x1 = load(xr + base + c + half);
-        store(yr + base + c, x0 * co - x1 * s);
-        store(yr + base + c + half, x0 * s + x1 * co);
-      }
-    }
-    if (x != y) {
-      const int32_t pass = headDim - rotaryDim;
-      for (int32_t k = threadIdx.x; k < heads * pass; k += blockDim.x) {
-        const int64_t at = int64_t(k / pass) * headDim + rotaryDim + k % pass;
-        yr[at] = xr[at];
-      }
+    for (int32_t k = threadIdx.x; k < heads * pass; k += blockDim.x) {
+      const int64_t at = int64_t(k / pass) * headDim + rotaryDim + k % pass;
+      yr[at] = xr[at];
     }
   }
 }
@@ -58,6 +69,6 @@ __device__ void rope(const T *x, T *y, const int64_t *positions, int64_t rows, i
 
 #define HELM_ROPE_PARAMS(T)                                                                        \
   (const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads, int32_t head_dim,      \
-   int32_t rotary_dim, float theta)
+   int32_t rotary_dim, double theta, int32_t interleaved)
 HELM_CUDA_TYPED_KERNELS(helm_cuda_rope, helm_cuda::rope, HELM_ROPE_PARAMS,
-                        (x, y, positions, rows, heads, head_dim, rotary_dim, theta))
+                        (x, y, positions, rows, heads, head_dim, rotary_dim, theta, interleaved))

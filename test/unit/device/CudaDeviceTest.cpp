@@ -554,25 +554,31 @@ TEST_F(CudaKernelTest, AddAndSwiglu) {
   }
 }
 
-TEST_F(CudaKernelTest, RopeHalfRotation) {
+TEST_F(CudaKernelTest, RopeNeoxAndInterleaved) {
   struct Case {
     int32_t heads, headDim, rotaryDim;
-    float theta;
+    double theta;
+    bool interleaved;
   };
   const std::vector<int64_t> positions = {0, 1, 17, 4095, 40000, 131071};
   const int64_t rows = int64_t(positions.size());
   void *dpos = upload(positions.data(), positions.size() * 8);
   for (const ElemType &t : kAllTypes) {
-    for (Case c : {Case{4, 64, 64, 10000.0f}, Case{3, 128, 32, 1e6f}, Case{2, 80, 40, 500000.0f}}) {
+    for (Case c : {Case{4, 64, 64, 10000.0, false}, Case{3, 128, 32, 1e6, false},
+                   Case{2, 80, 40, 500000.0, false}, Case{2, 64, 64, 10000.0, true},
+                   Case{3, 96, 48, 10000.0, true}}) {
       for (bool inPlace : {false, true}) {
         std::string what = std::string("rope") + t.suffix + " heads=" + std::to_string(c.heads) +
                            " head_dim=" + std::to_string(c.headDim) +
                            " rotary_dim=" + std::to_string(c.rotaryDim) +
-                           (inPlace ? " in place" : "");
+                           (c.interleaved ? " interleaved" : "") + (inPlace ? " in place" : "");
         const size_t width = size_t(c.heads) * c.headDim, n = rows * width;
         std::vector<float> x = roundTo(t, randomFloats(n, -2, 2, 5 + c.headDim));
         std::vector<double> want(n), scale(n);
         const int32_t half = c.rotaryDim / 2;
+        // The kernel's steps (runtime/core/DeviceOps.h): f32 angle from an f64 power, cos and sin
+        // rounded to the type, each product rounded to the type.
+        auto round1 = [&](float v) { return roundTo(t, std::vector<float>{v})[0]; };
         for (int64_t r = 0; r < rows; ++r) {
           for (int32_t h = 0; h < c.heads; ++h) {
             const size_t base = r * width + size_t(h) * c.headDim;
@@ -581,12 +587,17 @@ TEST_F(CudaKernelTest, RopeHalfRotation) {
               scale[base + i] = std::fabs(x[base + i]);
             }
             for (int32_t i = 0; i < half; ++i) {
-              double angle =
-                  double(positions[r]) * std::pow(double(c.theta), -2.0 * i / c.rotaryDim);
-              double x0 = x[base + i], x1 = x[base + i + half];
-              want[base + i] = x0 * std::cos(angle) - x1 * std::sin(angle);
-              want[base + i + half] = x0 * std::sin(angle) + x1 * std::cos(angle);
-              scale[base + i] = scale[base + i + half] = std::fabs(x0) + std::fabs(x1);
+              const float freq =
+                  float(1.0 / std::pow(c.theta, double(float(2 * i) / float(c.rotaryDim))));
+              const float angle = float(positions[r]) * freq;
+              const float co = round1(float(std::cos(double(angle))));
+              const float si = round1(float(std::sin(double(angle))));
+              const size_t i0 = base + (c.interleaved ? 2 * i : i);
+              const size_t i1 = base + (c.interleaved ? 2 * i + 1 : i + half);
+              const float x0 = x[i0], x1 = x[i1];
+              want[i0] = double(round1(x0 * co)) - double(round1(x1 * si));
+              want[i1] = double(round1(x1 * co)) + double(round1(x0 * si));
+              scale[i0] = scale[i1] = std::fabs(x0) + std::fabs(x1);
             }
           }
         }
@@ -594,16 +605,17 @@ TEST_F(CudaKernelTest, RopeHalfRotation) {
         void *dy = inPlace ? dx : deviceBuffer(n * t.size);
         int64_t rowsArg = rows;
         int32_t heads = c.heads, headDim = c.headDim, rotaryDim = c.rotaryDim;
-        float theta = c.theta;
+        double theta = c.theta;
+        int32_t interleaved = c.interleaved ? 1 : 0;
         launch(std::string("helm_cuda_rope") + t.suffix, {uint32_t(rows)}, {64},
-               {&dx, &dy, &dpos, &rowsArg, &heads, &headDim, &rotaryDim, &theta});
+               {&dx, &dy, &dpos, &rowsArg, &heads, &headDim, &rotaryDim, &theta, &interleaved});
         expectClose(decode(t, download(dy, n * t.size)), want, scale, t.tolerance, t.slack, what);
       }
     }
   }
 }
 
-TEST_F(CudaKernelTest, EmbedGathersRowsAndZeroesBadIds) {
+TEST_F(CudaKernelTest, EmbedGathersRowsAndClampsBadIds) {
   const int64_t vocab = 37;
   const int32_t width = 300;
   const std::vector<int64_t> ids = {0, 36, 5, -1, 37, 5, 1 << 20};
@@ -612,12 +624,13 @@ TEST_F(CudaKernelTest, EmbedGathersRowsAndZeroesBadIds) {
   for (const ElemType &t : kAllTypes) {
     std::vector<float> table = roundTo(t, randomFloats(vocab * width, -1, 1, 6));
     std::vector<double> want(rows * width, 0.0), scale(rows * width, 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      if (ids[r] >= 0 && ids[r] < vocab)
-        for (int32_t i = 0; i < width; ++i)
-          want[r * width + i] = table[ids[r] * width + i];
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t id = std::clamp<int64_t>(ids[r], 0, vocab - 1);
+      for (int32_t i = 0; i < width; ++i)
+        want[r * width + i] = table[id * width + i];
+    }
     void *dtable = upload(encode(t, table));
-    // Start from non-zero garbage so that the zero rows are written, not left over.
+    // Start from garbage so that every row is seen to be written.
     std::vector<float> garbage(rows * width, 7.0f);
     void *dy = upload(encode(t, garbage));
     int64_t rowsArg = rows, vocabArg = vocab;
