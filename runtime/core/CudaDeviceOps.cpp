@@ -166,7 +166,6 @@ private:
   std::map<std::pair<const void *, int64_t>, void *> constants_;
   // Per-call lists that only grow (no allocation per call once warm).
   std::vector<helm_cuda::KvAppendSegment> segments_;
-  std::vector<helm_cuda::KvSpanDesc> spans_;
 };
 
 CudaDeviceOpsImpl::~CudaDeviceOpsImpl() {
@@ -550,34 +549,42 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
   for (int64_t b = 0; b < call.batch; ++b) {
     int64_t past = call.past[b];
     const int64_t from = window > 0 ? std::max<int64_t>(0, past - window + 1) : 0;
-    spans_.clear();
-    kv.forEachSpan(call.layer, call.sequence[b], from, past + call.seq,
-                   [&](const float *ks, const float *vs, int64_t first, int64_t count) {
-                     spans_.push_back({ks, vs, first, count});
-                   });
-    // More spans than a launch takes: launches over the same queries carry (m, s, o) in state.
-    float *state = nullptr;
-    if (spans_.size() > size_t(kAttentionSpans)) {
-      auto p = scratch(attentionState_,
-                       uint64_t(call.seq * call.heads * (call.headDim + 2)) * sizeof(float),
-                       "the attention's online-softmax state");
-      if (!p)
-        return opError(op, llvm::toString(p.takeError()));
-      state = static_cast<float *>(*p);
-    }
+    // One launch per span, carrying (m, s, o) in `state` between them: a paged cache hands out
+    // a streamed page's rows only for the visit (its staging buffer is refilled afterwards, in
+    // stream order after this launch), so each span's reads are enqueued before the visit ends.
+    auto p = scratch(attentionState_,
+                     uint64_t(call.seq * call.heads * (call.headDim + 2)) * sizeof(float),
+                     "the attention's online-softmax state");
+    if (!p)
+      return opError(op, llvm::toString(p.takeError()));
+    float *state = static_cast<float *>(*p);
     const void *q = static_cast<const char *>(call.q) + b * rowBytes;
     void *out = static_cast<char *>(call.out) + b * rowBytes;
-    for (size_t s0 = 0; s0 == 0 || s0 < spans_.size(); s0 += kAttentionSpans) {
-      KvSpanBatch batch{};
-      for (size_t s = s0; s < std::min(spans_.size(), s0 + kAttentionSpans); ++s)
-        batch.span[batch.count++] = spans_[s];
-      int32_t flags = (s0 > 0 ? kAttentionResume : 0) |
-                      (s0 + kAttentionSpans >= spans_.size() ? kAttentionFinish : 0);
-      if (llvm::Error e = launch(op, attention_[dtype], {blocks}, kAttentionThreads,
-                                 {&q, &out, &state, &batch, &heads, &group, &headDim, &width, &past,
-                                  &window, &scale, &flags}))
-        return e;
-    }
+    const int64_t to = past + call.seq;
+    bool started = false;
+    std::string failure;
+    kv.forEachSpan(call.layer, call.sequence[b], from, to,
+                   [&](const float *ks, const float *vs, int64_t first, int64_t count) {
+                     if (!failure.empty())
+                       return;
+                     KvSpanBatch batch{};
+                     batch.span[batch.count++] = {ks, vs, first, count};
+                     int32_t flags = (started ? kAttentionResume : 0) |
+                                     (first + count >= to ? kAttentionFinish : 0);
+                     if (llvm::Error e = launch(op, attention_[dtype], {blocks},
+                                                kAttentionThreads,
+                                                {&q, &out, &state, &batch, &heads, &group,
+                                                 &headDim, &width, &past, &window, &scale,
+                                                 &flags}))
+                       failure = llvm::toString(std::move(e));
+                     started = true;
+                   });
+    if (!failure.empty())
+      return opError(op, failure);
+    if (!started)
+      return opError(op, llvm::formatv("the KV cache has no rows for positions [{0}, {1}) of "
+                                       "sequence {2}",
+                                       from, to, call.sequence[b]));
   }
   return llvm::Error::success();
 }

@@ -3,6 +3,7 @@
 
 #include "runtime/core/KvCache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 
@@ -42,7 +43,11 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
                     llvm::Twine(info.vocab - 1) + ")");
   }
 
-  auto session = model.newSession(n);
+  int64_t longestPrompt = 0;
+  for (const auto &p : request.prompts)
+    longestPrompt = std::max<int64_t>(longestPrompt, int64_t(p.size()));
+  int64_t maxTokens = std::min<int64_t>(info.maxContext, longestPrompt + request.maxNewTokens);
+  auto session = model.newSession(n, maxTokens);
   if (!session)
     return session.takeError();
   std::vector<Sampler> samplers;
@@ -57,6 +62,13 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   std::vector<bool> active(static_cast<size_t>(n), true);
   std::vector<float> logits;
   Device *device = model.device();
+  // The GPU stage's paged cache, if there is one (it has KV layers).
+  const KvCache *paged = nullptr;
+  for (size_t st = 0; st < model.stages().size(); ++st)
+    if (model.stages()[st].device == "gpu" && model.stages()[st].kvLayers > 0)
+      paged = (*session)->caches[st].get();
+  const int64_t pageTokens = paged ? (*session)->kvPageTokens : 0;
+  stats.kvPageTokens = pageTokens;
   LinkCounters linkStart = device ? device->counters() : LinkCounters();
 
   auto accept = [&](int i, int32_t token) {
@@ -77,12 +89,18 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     std::vector<int64_t> ids(p.begin(), p.end()), positions(static_cast<size_t>(len));
     std::iota(positions.begin(), positions.end(), 0);
     int32_t row = i;
-    int64_t zero = 0;
     logits.assign(static_cast<size_t>(info.vocab), 0.0f);
     auto t0 = Clock::now();
-    if (llvm::Error e = model.run(**session, &row, &zero, ids.data(), positions.data(),
-                                  logits.data(), 1, len))
-      return e;
+    // With a paged device KV cache the prompt goes in chunks of one page (page-aligned, since it
+    // starts at position 0): each stage call completes at most one page, which can then be
+    // evicted, so the device never needs more pages than the batch's tails.
+    int64_t chunk = pageTokens > 0 ? pageTokens : len;
+    for (int64_t at = 0; at < len; at += chunk) {
+      int64_t count = std::min(chunk, len - at);
+      if (llvm::Error e = model.run(**session, &row, &at, ids.data() + at, positions.data() + at,
+                                    logits.data(), 1, count))
+        return e;
+    }
     stats.prefillMs += msSince(t0);
     stats.promptTokens += len;
     past[size_t(i)] = len;
@@ -139,6 +157,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     }
   }
   stats.decodeMs = msSince(decodeStart);
+  if (paged)
+    stats.kvPaging = paged->paging();
   return llvm::Error::success();
 }
 

@@ -2,6 +2,7 @@
 #ifndef HELM_RUNTIME_CORE_GENERATOR_H
 #define HELM_RUNTIME_CORE_GENERATOR_H
 
+#include "runtime/core/KvCache.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 
@@ -24,6 +25,9 @@ struct GenerateStats {
   /// Link traffic of a split package's device (zero when everything runs on the CPU).
   LinkCounters prefillLink, decodeLink;
   uint64_t minStepLinkBytes = 0, maxStepLinkBytes = 0; // over decode steps
+  /// The GPU stage's paged KV cache: evictions, prefetches, device pages (zero without one).
+  PagingCounters kvPaging;
+  int64_t kvPageTokens = 0; // 0: no paged cache
   double ttftMs = 0, prefillMs = 0, decodeMs = 0;
   double prefillTokS() const { return prefillMs > 0 ? promptTokens / (prefillMs / 1000) : 0; }
   double decodeTokS() const { return decodeMs > 0 ? decodeTokens / (decodeMs / 1000) : 0; }
@@ -41,7 +45,8 @@ using TokenCallback = std::function<bool(int sequence, int32_t token)>;
 using LogitsCallback =
     std::function<void(const float *logits, int64_t rows, const int *sequenceOfRow)>;
 
-/// Prefills each prompt on its own (no padding), then decodes all unfinished sequences together,
+/// Prefills each prompt on its own (no padding; with a paged GPU-stage KV cache, in chunks of one
+/// page, so a long prompt never needs more device pages than one chunk writes), then decodes all unfinished sequences together,
 /// one token per step, each at its own position. Bad requests (empty prompt, id outside the
 /// vocabulary, prompt at or past the context limit) fail before any work with a one-line error.
 llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,

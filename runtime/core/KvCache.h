@@ -3,7 +3,7 @@
 // Generated stages never see the cache: `helm_rt_attention` writes the new keys/values through
 // this interface and reads them back span by span. A span is a run of consecutive positions stored
 // contiguously ([count, kv_width] f32 for K and for V); the contiguous cache hands out one span per
-// sequence, the paged cache (issue 7) one per page.
+// sequence, the paged cache (PagedKvCache.h) one per page.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_RUNTIME_CORE_KVCACHE_H
@@ -18,6 +18,15 @@
 #include <vector>
 
 namespace helm::rt {
+
+/// What a paged cache did since it was created (zero for caches that do not page).
+struct PagingCounters {
+  uint64_t evicted = 0;        // pages copied to host memory to free a device slot
+  uint64_t prefetched = 0;     // page-layers streamed back to the device for attention
+  int64_t devicePagesPeak = 0; // most pages resident on the device at once
+  int64_t devicePages = 0;     // pages resident now
+  int64_t hostPages = 0;       // evicted pages (held in host memory)
+};
 
 class KvCache {
 public:
@@ -49,6 +58,8 @@ public:
   virtual void reset(int32_t seq) = 0;
   /// Bytes currently held.
   virtual uint64_t bytes() const = 0;
+  /// Paging activity (paged caches only).
+  virtual PagingCounters paging() const { return {}; }
 
 protected:
   std::string error_;
@@ -75,36 +86,6 @@ private:
   int32_t sequences_;
   int64_t width_;
   std::vector<std::vector<float>> k_, v_;
-};
-
-/// The KV cache of a device stage, in that device's memory: fixed chunks of `chunkTokens`
-/// positions per (layer, sequence), allocated as the sequence grows, so the device's byte budget
-/// covers the cache like it covers the weights. (The paged cache with host offload replaces it.)
-class DeviceKvCache final : public KvCache {
-public:
-  DeviceKvCache(Device &device, int64_t layers, int32_t sequences, int64_t rowWidth,
-                int64_t chunkTokens = 128)
-      : device_(device), layers_(layers), sequences_(sequences), width_(rowWidth),
-        chunkTokens_(chunkTokens), chunks_(size_t(layers * sequences)) {}
-  ~DeviceKvCache() override;
-  int64_t rowWidth() const override { return width_; }
-  int64_t layers() const override { return layers_; }
-  bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
-             const float *v) override;
-  bool reserve(int64_t layer, int32_t seq, int64_t to) override;
-  void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
-                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
-      const override;
-  void reset(int32_t seq) override;
-  uint64_t bytes() const override;
-
-private:
-  Device &device_;
-  int64_t layers_;
-  int32_t sequences_;
-  int64_t width_, chunkTokens_;
-  /// K rows then V rows of one chunk: [2][chunkTokens][width] f32.
-  std::vector<std::vector<float *>> chunks_; // by layer * sequences + seq
 };
 
 } // namespace helm::rt

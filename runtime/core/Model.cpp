@@ -1,11 +1,13 @@
 //===- Model.cpp - load a .helmpkg ---------------------------------------------------===//
 #include "runtime/core/Model.h"
+#include "runtime/core/PagedKvCache.h"
 #include "runtime/device/CudaDevice.h"
 #include "runtime/package/Checksum.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <chrono>
@@ -92,6 +94,7 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   if (!pkgOrErr)
     return pkgOrErr.takeError();
   auto model = std::unique_ptr<LoadedModel>(new LoadedModel());
+  model->options_ = options;
   model->package_ = std::move(*pkgOrErr);
   const pkg::Package &package = *model->package_;
 
@@ -443,19 +446,123 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   return model;
 }
 
+namespace {
+/// Host memory the kernel says is available now (MemAvailable), or 0 when unknown.
+uint64_t availableHostBytes() {
+  auto text = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo");
+  if (!text)
+    return 0;
+  for (llvm::StringRef rest = (*text)->getBuffer(); !rest.empty();) {
+    auto [line, tail] = rest.split('\n');
+    rest = tail;
+    if (!line.consume_front("MemAvailable:"))
+      continue;
+    uint64_t kib = 0;
+    if (!line.trim().split(' ').first.getAsInteger(10, kib))
+      return kib * 1024;
+  }
+  return 0;
+}
+} // namespace
+
+int64_t LoadedModel::kvPageTokens() const {
+  const Stage *gpu = nullptr;
+  for (const Stage &st : stages_)
+    if (st.info.device == "gpu" && st.info.kvLayers > 0)
+      gpu = &st;
+  if (!gpu)
+    return 0;
+  if (options_.kvPageTokens > 0)
+    return options_.kvPageTokens;
+  // Automatic: 512 positions, or half as many until the device's KV budget holds two pages and
+  // the two staging buffers (a plan with KV offload leaves the GPU little room beyond its weights).
+  const int64_t width = info_.kvHeads * info_.headDim;
+  uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
+  uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
+  int64_t tokens = 512;
+  for (; tokens > 16; tokens /= 2) {
+    uint64_t page = PagedKvCache::pageBytes(gpu->info.kvLayers, width, tokens);
+    if (2 * page + 2 * (page / uint64_t(gpu->info.kvLayers)) <= budget)
+      break;
+  }
+  return tokens;
+}
+
 llvm::Expected<std::unique_ptr<LoadedModel::Session>>
-LoadedModel::newSession(int32_t sequences) const {
+LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
   auto session = std::make_unique<Session>();
   session->device = device_.get();
-  int64_t width = info_.kvHeads * info_.headDim;
+  const int64_t width = info_.kvHeads * info_.headDim;
+  const int64_t pageTokens = kvPageTokens();
+  if (options_.kvPageTokens < 0 || options_.kvPageTokens > (int64_t(1) << 20))
+    return fail(package_->name(), "--kv-page must be 1 .. 1048576 tokens, not " +
+                                      llvm::Twine(options_.kvPageTokens));
+  if (!(options_.kvWatermark > 0 && options_.kvWatermark <= 1))
+    return fail(package_->name(), llvm::formatv("--kv-watermark must be in (0, 1], not {0}",
+                                                options_.kvWatermark)
+                                      .str());
+  // KV bytes the host must hold for sequences of maxTokens: the CPU stage's layers, and the GPU
+  // stage's pages that do not stay on the device.
+  uint64_t hostNeed = 0, cpuNeed = 0, evictedNeed = 0;
   for (const Stage &st : stages_) {
-    if (st.info.device == "gpu")
-      session->caches.push_back(
-          std::make_unique<DeviceKvCache>(*device_, st.info.kvLayers, sequences, width));
-    else
+    uint64_t perToken = uint64_t(st.info.kvLayers) * 2 * uint64_t(width) * 4;
+    if (st.info.device == "gpu" && st.info.kvLayers > 0) {
+      uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, pageTokens);
+      uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
+      uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
+      uint64_t staging = 2 * (page / uint64_t(st.info.kvLayers));
+      int64_t devicePages = int64_t((budget - std::min(budget, staging)) / page);
+      if (devicePages < 1)
+        return fail(package_->name(),
+                    llvm::formatv("the device memory left after the weights ({0}) holds no KV "
+                                  "page at --kv-watermark {1}: a page of {2} tokens for {3} "
+                                  "layers is {4} (plus two staging buffers of {5}); lower "
+                                  "--kv-page or put fewer units on the GPU",
+                                  formatBytes(free), options_.kvWatermark, pageTokens,
+                                  st.info.kvLayers, formatBytes(page), formatBytes(staging / 2))
+                        .str());
+      if (maxTokens > 0) {
+        int64_t pages = int64_t(sequences) * ((maxTokens + pageTokens - 1) / pageTokens);
+        if (pages > devicePages) {
+          if (!options_.kvOffload)
+            return fail(package_->name(),
+                        llvm::formatv("{0} sequence(s) of {1} tokens need {2} KV pages of {3} "
+                                      "tokens on the device, which holds {4} ({5} each) with "
+                                      "KV offload off; use --kv-offload=on, fewer tokens or a "
+                                      "larger device",
+                                      sequences, maxTokens, pages, pageTokens, devicePages,
+                                      formatBytes(page))
+                            .str());
+          evictedNeed += uint64_t(pages - devicePages) * page;
+        }
+      }
+      PagedKvOptions kv;
+      kv.pageTokens = pageTokens;
+      kv.devicePages = devicePages;
+      kv.offload = options_.kvOffload;
+      auto cache = PagedKvCache::create(*device_, st.info.kvLayers, sequences, width, kv);
+      if (!cache)
+        return fail(package_->name(), llvm::toString(cache.takeError()));
+      session->caches.push_back(std::move(*cache));
+      session->kvPageTokens = pageTokens;
+    } else {
+      // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
+      if (st.info.device == "cpu")
+        cpuNeed += perToken * uint64_t(std::max<int64_t>(maxTokens, 0)) * uint64_t(sequences);
       session->caches.push_back(
           std::make_unique<ContiguousKvCache>(st.info.kvLayers, sequences, width));
+    }
   }
+  hostNeed = cpuNeed + evictedNeed;
+  // A context the host RAM cannot hold is refused now, not by the OOM killer mid-generation.
+  if (uint64_t available = availableHostBytes(); available && hostNeed > available)
+    return fail(package_->name(),
+                llvm::formatv("{0} sequence(s) of {1} tokens need {2} of KV cache in host RAM "
+                              "({3} for the CPU stage's layers, {4} of GPU pages evicted to the "
+                              "host); {5} is available",
+                              sequences, maxTokens, formatBytes(hostNeed), formatBytes(cpuNeed),
+                              formatBytes(evictedNeed), formatBytes(available))
+                    .str());
   return session;
 }
 

@@ -40,6 +40,12 @@ struct StageInfo {
 struct LoadOptions {
   bool emuThrottle = false; // emu: delay every copy to the profile's link bandwidth and latency
   uint64_t emuArenaBytes = 0; // emu: device memory instead of the target's VRAM - reserve (0: that)
+  // The GPU stage's paged KV cache (docs/kv-cache.md).
+  int64_t kvPageTokens = 0;   // --kv-page: positions per page; 0: 512, halved (down to 16) until
+                              // the device holds two pages
+  double kvWatermark = 0.8;   // --kv-watermark: share of the device memory left after the
+                              // weights that KV pages may take before the oldest is evicted
+  bool kvOffload = true;      // --kv-offload: evict full pages to host RAM (off: error when full)
 };
 
 /// Signature of a generated stage (compiler/codegen): input (token ids [B, S] i64 or the boundary
@@ -71,7 +77,17 @@ public:
   /// Per-generation state: each stage's KV cache (in its device's memory) and the buffers the
   /// boundary activation and the logits cross the link in.
   class Session;
-  llvm::Expected<std::unique_ptr<Session>> newSession(int32_t sequences) const;
+  /// A session for `sequences` sequences of up to `maxTokens` positions each (prompt and
+  /// generated). Fails, before any work, when their KV cache cannot fit: the device holds no KV
+  /// page, or the host RAM cannot hold the CPU stage's KV plus the GPU stage's evicted pages.
+  llvm::Expected<std::unique_ptr<Session>> newSession(int32_t sequences,
+                                                      int64_t maxTokens = 0) const;
+  /// The paged KV cache's settings this model was loaded with.
+  const LoadOptions &options() const { return options_; }
+  /// Positions per KV page of the GPU stage's cache (0 when there is none): --kv-page, or the
+  /// automatic choice for the device memory free now (newSession makes it once per session:
+  /// Session::kvPageTokens).
+  int64_t kvPageTokens() const;
 
   /// One step for B rows of S tokens: CPU stage -> transfer -> device stage -> logits back.
   /// Row b is sequence `sequence[b]` with `past[b]` tokens already cached. `logits`: [B, vocab].
@@ -98,6 +114,7 @@ private:
   LinkCounters loadTraffic_;
   std::string tokenizer_;
   ModelInfo info_;
+  LoadOptions options_;
   double loadSeconds_ = 0;
 };
 
@@ -113,6 +130,7 @@ public:
   }
   std::vector<std::unique_ptr<KvCache>> caches; // one per stage
   Device *device = nullptr;
+  int64_t kvPageTokens = 0; // the GPU stage's KV page (0: no paged cache)
   // Where the boundary activation (or, with no CPU stage, the token ids) waits on the host, and
   // the device buffers it and the logits cross the link in; grown to the largest call so far.
   void *hostActivation = nullptr, *deviceInput = nullptr, *deviceLogits = nullptr;

@@ -14,6 +14,7 @@
 #include "runtime/core/StageContext.h"
 #include "runtime/device/StageMemory.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace helm::kernels;
@@ -46,7 +47,6 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
   // Called once per layer per token: the staging rows and the span list are per-thread buffers
   // that only grow, so a decode step allocates nothing here.
   thread_local std::vector<float> kf, vf;
-  thread_local std::vector<KvSpan> spans;
   if (dt != DType::f32 && kf.size() < size_t(S * kvWidth)) {
     kf.resize(static_cast<size_t>(S * kvWidth));
     vf.resize(static_cast<size_t>(S * kvWidth));
@@ -67,15 +67,12 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
     if (!stored)
       return kv.error().c_str();
   }
-  // 2. Attend, one sequence at a time (kernels/cpu/Attention.h threads over kv heads and query
-  // blocks), over the spans the cache keeps this sequence's rows in.
+  // 2. Attend, one sequence at a time, streaming over the pages (spans) the cache keeps this
+  // sequence's rows in: a paged cache may bring each page to memory only for its turn. With one
+  // span (the contiguous host cache) this is the one-pass kernel's result exactly.
+  thread_local StreamingAttention attention;
   size_t qBytes = size_t(S * qWidth) * elem;
   for (int64_t b = 0; b < B; ++b) {
-    spans.clear();
-    kv.forEachSpan(layer, sequence[b], 0, past[b] + S,
-                   [&](const float *ks, const float *vs, int64_t start, int64_t count) {
-                     spans.push_back({ks, vs, start, count});
-                   });
     AttentionProblem problem{static_cast<const char *>(q) + b * qBytes,
                              static_cast<char *>(out) + b * qBytes,
                              dt,
@@ -87,9 +84,16 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
                              scale,
                              past[b],
                              window,
-                             spans.data(),
-                             int64_t(spans.size())};
-    attendCausal(problem);
+                             nullptr,
+                             0};
+    attention.begin(problem);
+    // Keys before the first query's window are never visible: their pages are not read.
+    int64_t from = window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0;
+    kv.forEachSpan(layer, sequence[b], from, past[b] + S,
+                   [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                     attention.addPage({ks, vs, start, count});
+                   });
+    attention.end();
   }
   return nullptr;
 }

@@ -42,6 +42,9 @@ struct Options {
   int threads = 0;
   bool ignoreEos = false, emitIds = false, info = false, quiet = false, emuThrottle = false;
   uint64_t emuVram = 0;
+  int64_t kvPage = 0; // automatic
+  double kvWatermark = 0.8;
+  bool kvOffload = true;
   std::string statsJson, logitsOut;
 };
 
@@ -67,6 +70,12 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
                           transfer to the target's link bandwidth and latency
   --emu-vram SIZE         emulated GPU: memory for the device stage instead of the target's VRAM
                           minus reserve (bytes, or with KiB/MiB/GiB), to try a plan on less memory
+  --kv-page N             positions per page of the GPU stage's KV cache (default 512, halved
+                          down to 16 until the device holds two pages)
+  --kv-watermark F        share of the device memory left after the weights that KV pages may
+                          take before the oldest full page is evicted to host RAM (default 0.8)
+  --kv-offload on|off     evict KV pages to host RAM when the device is full (default on);
+                          off: a context that outgrows the device is an error
   --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
                           link_bytes_per_step, link_transfers_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
@@ -159,6 +168,19 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       if (!bytes || *bytes == 0)
         return "--emu-vram expects a positive size such as 512MiB, got '" + v + "'";
       o.emuVram = *bytes;
+    } else if (a == "--kv-page") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.kvPage)).empty()) return err;
+      if (o.kvPage < 1 || o.kvPage > (1 << 20))
+        return "--kv-page must be 1 .. 1048576 tokens, got " + std::to_string(o.kvPage);
+    } else if (a == "--kv-watermark") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.kvWatermark)).empty()) return err;
+      if (!(o.kvWatermark > 0 && o.kvWatermark <= 1))
+        return "--kv-watermark must be in (0, 1], got '" + v + "'";
+    } else if (a == "--kv-offload") {
+      if (!(err = value(v)).empty()) return err;
+      if (v != "on" && v != "off")
+        return "--kv-offload must be on or off, got '" + v + "'";
+      o.kvOffload = v == "on";
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a.starts_with("-") && a != "-") {
@@ -266,6 +288,9 @@ int main(int argc, char **argv) {
   helm::rt::LoadOptions loadOptions;
   loadOptions.emuThrottle = o.emuThrottle;
   loadOptions.emuArenaBytes = o.emuVram;
+  loadOptions.kvPageTokens = o.kvPage;
+  loadOptions.kvWatermark = o.kvWatermark;
+  loadOptions.kvOffload = o.kvOffload;
   auto loaded = helm::rt::LoadedModel::load(packagePath, loadOptions);
   if (loaded && (o.emuThrottle || o.emuVram) && !(*loaded)->device())
     return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
@@ -419,6 +444,11 @@ int main(int argc, char **argv) {
                       "transfers | device peak {4:f1} MiB\n",
                       device->describe(), model.loadTraffic().bytes(), stats.linkBytesPerStep(),
                       stats.linkTransfersPerStep(), double(device->peakBytesInUse()) / (1 << 20));
+  if (stats.kvPageTokens && (stats.kvPaging.evicted || stats.kvPaging.prefetched))
+    errs() << formatv("helm-rt: KV pages of {0} tokens: {1} evicted to host, {2} page-layers "
+                      "prefetched, at most {3} on the device\n",
+                      stats.kvPageTokens, stats.kvPaging.evicted, stats.kvPaging.prefetched,
+                      stats.kvPaging.devicePagesPeak);
   if (!statsJson.empty()) {
     json::Object o{{"load_ms", model.loadSeconds() * 1000},
                    {"ttft_ms", stats.ttftMs},
@@ -446,6 +476,13 @@ int main(int argc, char **argv) {
       o["link_decode_d2h_transfers"] = int64_t(d.deviceToHostTransfers);
       o["link_step_bytes_min"] = int64_t(stats.minStepLinkBytes);
       o["link_step_bytes_max"] = int64_t(stats.maxStepLinkBytes);
+    }
+    if (stats.kvPageTokens) {
+      o["kv_page_tokens"] = stats.kvPageTokens;
+      o["kv_pages_evicted"] = int64_t(stats.kvPaging.evicted);
+      o["kv_pages_prefetched"] = int64_t(stats.kvPaging.prefetched);
+      o["kv_device_pages_peak"] = stats.kvPaging.devicePagesPeak;
+      o["kv_host_pages"] = stats.kvPaging.hostPages;
     }
     *statsFile << formatv("{0:2}", json::Value(std::move(o))) << "\n";
   }

@@ -7,7 +7,7 @@
 // differently: other summation orders and fused multiply-adds in f32, which can move an
 // intermediate rounding to f16/bf16 by one step.
 //
-// Attention runs on a real DeviceKvCache in the GPU's memory: prefill then decode calls, so the
+// Attention runs on a real PagedKvCache in the GPU's memory: prefill then decode calls, so the
 // keys and values the kernel appended in one call are read back by the next; batches whose rows
 // have different pasts, GQA ratios 1, 4 and 8, head dims 1 to 256, a sliding window, several
 // chunks per sequence and more spans than one kernel launch takes (the online-softmax state
@@ -18,6 +18,7 @@
 #include "kernels/cuda/CudaKernels.h"
 #include "runtime/core/DeviceOps.h"
 #include "runtime/core/KvCache.h"
+#include "runtime/core/PagedKvCache.h"
 #include "runtime/device/CudaDevice.h"
 
 #include <gtest/gtest.h>
@@ -535,6 +536,22 @@ struct AttentionGeometry {
   int64_t layer = 1; // of 2: the cache's layers are kept apart
 };
 
+/// The runtime's GPU-stage KV cache on `device`: pages of `pageTokens` positions, `devicePages`
+/// of them on the device (the rest evicted to pinned host memory and streamed back).
+std::unique_ptr<PagedKvCache> pagedCache(Device &device, int64_t layers, int32_t sequences,
+                                         int64_t width, int64_t pageTokens = 128,
+                                         int64_t devicePages = 1 << 16) {
+  PagedKvOptions options;
+  options.pageTokens = pageTokens;
+  options.devicePages = devicePages;
+  auto cache = PagedKvCache::create(device, layers, sequences, width, options);
+  if (!cache) {
+    ADD_FAILURE() << llvm::toString(cache.takeError());
+    return nullptr;
+  }
+  return std::move(*cache);
+}
+
 /// The host's copy of what the cache holds: per sequence slot, K rows and V rows (f32).
 using KvMirror = std::map<int32_t, std::pair<std::vector<float>, std::vector<float>>>;
 
@@ -648,7 +665,8 @@ TEST_F(CudaDeviceOpsAttentionTest, ThesisSixTokenExample) {
   EXPECT_NEAR(expected, 24.2, 0.05);
   for (DType dt : {DType::f32, DType::f16}) {
     for (int64_t chunk : {int64_t(128), int64_t(2)}) {
-      DeviceKvCache kv(*device_, 2, 1, 1, chunk);
+      auto kvOwner = pagedCache(*device_, 2, 1, 1, chunk);
+    PagedKvCache &kv = *kvOwner;
       AttentionGeometry g;
       g.dtype = dt;
       g.layer = 0;
@@ -710,7 +728,8 @@ TEST_F(CudaDeviceOpsAttentionTest, BatchRowsWithDifferentPasts) {
     g.kvHeads = 4;
     g.headDim = 64;
     g.scale = 1.0f / 8.0f;
-    DeviceKvCache kv(*device_, 2, 3, g.kvHeads * g.headDim);
+    auto kvOwner = pagedCache(*device_, 2, 3, g.kvHeads * g.headDim);
+    PagedKvCache &kv = *kvOwner;
     KvMirror mirror;
     const std::string name = std::string("batch of two ") + dtypeName(dt);
     // Slot 2 gets 37 tokens, slot 0 gets 150 (two chunks), each on its own.
@@ -719,9 +738,9 @@ TEST_F(CudaDeviceOpsAttentionTest, BatchRowsWithDifferentPasts) {
     // Both rows at once, at their own positions: 4 tokens, then a decode step.
     attend(g, kv, mirror, {2, 0}, {37, 150}, 4, 3, name + ": 4 more tokens");
     attend(g, kv, mirror, {2, 0}, {41, 154}, 1, 4, name + ": decode");
-    // Chunks of 128 rows were reserved as needed, in layer 1 only: one for slot 2 (42 tokens),
-    // two for slot 0 (155 tokens).
-    EXPECT_EQ(kv.bytes(), uint64_t(3 * 2 * 128 * g.kvHeads * g.headDim * 4));
+    // Pages of 128 positions (both layers) were taken as needed: one for slot 2 (42 tokens), two
+    // for slot 0 (155 tokens).
+    EXPECT_EQ(kv.bytes(), 3 * PagedKvCache::pageBytes(2, g.kvHeads * g.headDim, 128));
   }
 }
 
@@ -741,7 +760,8 @@ TEST_F(CudaDeviceOpsAttentionTest, GroupedQueryRatios) {
     g.kvHeads = c.kvHeads;
     g.headDim = c.headDim;
     g.scale = 1.0f / std::sqrt(float(c.headDim));
-    DeviceKvCache kv(*device_, 2, 1, g.kvHeads * g.headDim, c.chunk);
+    auto kvOwner = pagedCache(*device_, 2, 1, g.kvHeads * g.headDim, c.chunk);
+    PagedKvCache &kv = *kvOwner;
     KvMirror mirror;
     const std::string name = std::string(dtypeName(c.dtype)) + " heads " + std::to_string(c.heads) +
                              "/" + std::to_string(c.kvHeads) + " head_dim " +
@@ -761,7 +781,8 @@ TEST_F(CudaDeviceOpsAttentionTest, SlidingWindow) {
     g.headDim = 32;
     g.scale = 0.25f;
     g.window = 16;
-    DeviceKvCache kv(*device_, 2, 2, g.kvHeads * g.headDim, 32);
+    auto kvOwner = pagedCache(*device_, 2, 2, g.kvHeads * g.headDim, 32);
+    PagedKvCache &kv = *kvOwner;
     KvMirror mirror;
     const std::string name = std::string("window 16 ") + dtypeName(dt);
     attend(g, kv, mirror, {1}, {0}, 200, 21, name + ": prefill");
@@ -774,8 +795,8 @@ TEST_F(CudaDeviceOpsAttentionTest, SlidingWindow) {
 }
 
 TEST_F(CudaDeviceOpsAttentionTest, MoreSpansThanOneLaunchTakes) {
-  // Chunks of 2 and 1 tokens: 75 and 150+ spans, so the kernel runs in 2 and 3 launches that
-  // carry the online-softmax state.
+  // Pages of 2 and 1 tokens: 75 and 150+ spans, one launch each, carrying the online-softmax
+  // state.
   for (int64_t chunk : {int64_t(2), int64_t(1)}) {
     for (DType dt : {DType::f32, DType::f16}) {
       AttentionGeometry g;
@@ -784,7 +805,8 @@ TEST_F(CudaDeviceOpsAttentionTest, MoreSpansThanOneLaunchTakes) {
       g.kvHeads = 2;
       g.headDim = 64;
       g.scale = 0.125f;
-      DeviceKvCache kv(*device_, 2, 2, g.kvHeads * g.headDim, chunk);
+      auto kvOwner = pagedCache(*device_, 2, 2, g.kvHeads * g.headDim, chunk);
+    PagedKvCache &kv = *kvOwner;
       KvMirror mirror;
       const std::string name = std::string("chunk ") + std::to_string(chunk) + " " + dtypeName(dt);
       attend(g, kv, mirror, {0}, {0}, 150, 31, name + ": prefill");
@@ -804,7 +826,8 @@ TEST_F(CudaDeviceOpsAttentionTest, AppendsWidenedRowsIntoTheCache) {
   g.kvHeads = 2;
   g.headDim = 16;
   const int64_t width = g.kvHeads * g.headDim;
-  DeviceKvCache kv(*device_, 2, 1, width, 4);
+  auto kvOwner = pagedCache(*device_, 2, 1, width, 4);
+    PagedKvCache &kv = *kvOwner;
   KvMirror mirror;
   attend(g, kv, mirror, {0}, {0}, 7, 41, "append: prefill");
   attend(g, kv, mirror, {0}, {7}, 3, 42, "append: more");
@@ -859,7 +882,8 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
                          DType::f32, 0, 8, 8));
 
   // Attention: geometry the kernel or the cache cannot take.
-  DeviceKvCache kv(*device_, 2, 1, 2 * 300);
+  auto kvOwner = pagedCache(*device_, 2, 1, 2 * 300);
+    PagedKvCache &kv = *kvOwner;
   const int32_t slot = 0;
   const int64_t past = 0;
   DeviceAttentionCall call;
@@ -885,10 +909,40 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   expectRefusal(ops_->attention(call, kv), "unsupported dtype code 9");
   call.dtype = DType::f32;
   call.seq = 0;
-  DeviceKvCache fits(*device_, 1, 1, 2 * 64);
+  auto fitsOwner = pagedCache(*device_, 1, 1, 2 * 64);
+    PagedKvCache &fits = *fitsOwner;
   ASSERT_OK(ops_->attention(call, fits));
   EXPECT_EQ(fits.bytes(), 0u); // nothing reserved for nothing
   ASSERT_OK(ops_->synchronize());
+}
+
+TEST_F(CudaDeviceOpsAttentionTest, StreamsEvictedPagesBackForAttention) {
+  // Two device pages of 8 positions: as the sequence grows page by page (the last layer writes,
+  // so pages fill), the oldest full pages go to host memory; attention streams them back through
+  // the staging buffers, one page ahead, and must still see every position.
+  for (DType dt : {DType::f32, DType::f16}) {
+    AttentionGeometry g;
+    g.dtype = dt;
+    g.heads = 4;
+    g.kvHeads = 2;
+    g.headDim = 32;
+    g.scale = 1.0f / std::sqrt(32.0f);
+    auto owner = pagedCache(*device_, 2, 1, g.kvHeads * g.headDim, 8, 2);
+    ASSERT_TRUE(owner);
+    PagedKvCache &kv = *owner;
+    KvMirror mirror;
+    const std::string name = std::string("evicted pages ") + dtypeName(dt);
+    int64_t past = 0;
+    for (int step = 0; step < 6; ++step, past += 8)
+      attend(g, kv, mirror, {0}, {past}, 8, 10 + step, name + ": page " + std::to_string(step));
+    for (int step = 0; step < 3; ++step, ++past)
+      attend(g, kv, mirror, {0}, {past}, 1, 20 + step, name + ": decode");
+    ASSERT_OK(ops_->synchronize());
+    PagingCounters paging = kv.paging();
+    EXPECT_EQ(paging.devicePagesPeak, 2);
+    EXPECT_EQ(paging.evicted, 5u); // pages 0..4 (51 positions: pages 0..6, the last two stay)
+    EXPECT_GT(paging.prefetched, 0u);
+  }
 }
 
 } // namespace

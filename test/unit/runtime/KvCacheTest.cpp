@@ -1,5 +1,6 @@
-//===- KvCacheTest.cpp - host and device KV caches: round trips, layers/sequences, growth ===//
+//===- KvCacheTest.cpp - host and paged KV caches: round trips, layers/sequences, paging ===//
 #include "runtime/core/KvCache.h"
+#include "runtime/core/PagedKvCache.h"
 
 #include <gtest/gtest.h>
 
@@ -156,56 +157,172 @@ TEST(ContiguousKvCache, UsableThroughTheInterface) {
   EXPECT_LE(kv->bytes(), 64u);
 }
 
-// The device stage's cache: chunks of device memory, one span per chunk.
-TEST(DeviceKvCache, SpansFollowTheChunksAcrossBoundaries) {
-  helm::rt::EmuOptions o;
-  o.arenaBytes = 1 << 20;
-  auto device = helm::rt::createEmuDevice(o);
-  ASSERT_TRUE(bool(device));
-  {
-    helm::rt::DeviceKvCache kv(**device, /*layers=*/2, /*sequences=*/2, /*rowWidth=*/12,
-                               /*chunkTokens=*/5);
-    // A prefill that straddles two chunk boundaries, then decode steps one token at a time.
-    for (int64_t l = 0; l < 2; ++l)
-      for (int32_t s = 0; s < 2; ++s)
-        writeRange(kv, l, s, 0, 12 + s);
-    for (int step = 0; step < 9; ++step)
-      for (int64_t l = 0; l < 2; ++l)
-        for (int32_t s = 0; s < 2; ++s)
-          writeRange(kv, l, s, 12 + s + step, 1);
-    for (int64_t l = 0; l < 2; ++l)
-      for (int32_t s = 0; s < 2; ++s) {
-        expectRange(kv, l, s, 0, 21 + s);
-        expectRange(kv, l, s, 4, 11); // a window starting inside a chunk
-      }
-    int spans = 0;
-    kv.forEachSpan(0, 0, 0, 21, [&](const float *, const float *, int64_t, int64_t) { ++spans; });
-    EXPECT_EQ(spans, 5) << "positions 0..20 lie in five chunks of five";
-    // Device memory: 2 layers x 2 sequences x 5 chunks of K and V.
-    EXPECT_EQ(kv.bytes(), 2u * 2 * 5 * 2 * 5 * 12 * 4);
-    EXPECT_GE((*device)->bytesInUse(), kv.bytes());
-    kv.reset(0);
-    for (int64_t l = 0; l < 2; ++l)
-      expectRange(kv, l, 1, 0, 22);
-    EXPECT_EQ(kv.bytes(), 2u * 1 * 5 * 2 * 5 * 12 * 4);
+// The device stage's paged cache, on the emulated GPU and on the cpu device.
+std::unique_ptr<helm::rt::PagedKvCache> paged(helm::rt::Device &device, int64_t layers,
+                                              int32_t sequences, int64_t width,
+                                              int64_t pageTokens, int64_t devicePages,
+                                              bool offload = true,
+                                              uint64_t hostLimit = UINT64_MAX) {
+  helm::rt::PagedKvOptions o;
+  o.pageTokens = pageTokens;
+  o.devicePages = devicePages;
+  o.offload = offload;
+  o.hostLimitBytes = hostLimit;
+  auto kv = helm::rt::PagedKvCache::create(device, layers, sequences, width, o);
+  if (!kv) {
+    ADD_FAILURE() << llvm::toString(kv.takeError());
+    return nullptr;
   }
-  EXPECT_EQ((*device)->bytesInUse(), 0u) << "the cache frees its chunks";
+  return std::move(*kv);
 }
 
-TEST(DeviceKvCache, FullDeviceFailsTheWriteWithTheReason) {
+std::unique_ptr<helm::rt::Device> emu(uint64_t arena) {
   helm::rt::EmuOptions o;
   o.targetName = "tiny";
-  o.arenaBytes = 4096;
+  o.arenaBytes = arena;
   auto device = helm::rt::createEmuDevice(o);
-  ASSERT_TRUE(bool(device));
-  // One chunk is 2 x 8 x 32 x 4 = 2 KiB: two fit, the third does not.
-  helm::rt::DeviceKvCache kv(**device, 1, 1, 32, 8);
-  std::vector<float> rows(size_t(24 * 32), 1.0f);
-  EXPECT_TRUE(kv.write(0, 0, 0, 16, rows.data(), rows.data()));
-  EXPECT_FALSE(kv.write(0, 0, 16, 1, rows.data(), rows.data()));
-  EXPECT_NE(kv.error().find("cannot allocate 2.0 KiB (2048 bytes) for the device stage's KV cache"),
+  EXPECT_TRUE(bool(device));
+  return device ? std::move(*device) : nullptr;
+}
+
+TEST(PagedKvCache, SpansFollowThePagesAcrossBoundaries) {
+  std::unique_ptr<helm::rt::Device> devices[] = {emu(1 << 20), helm::rt::createCpuDevice()};
+  for (auto &device : devices) {
+    SCOPED_TRACE(helm::rt::deviceKindName(device->kind()).str());
+    {
+      auto kv = paged(*device, /*layers=*/2, /*sequences=*/2, /*width=*/12, /*page=*/5,
+                      /*devicePages=*/100);
+      ASSERT_TRUE(kv);
+      // A prefill that straddles two page boundaries, then decode steps one token at a time.
+      for (int64_t l = 0; l < 2; ++l)
+        for (int32_t s = 0; s < 2; ++s)
+          writeRange(*kv, l, s, 0, 12 + s);
+      for (int step = 0; step < 9; ++step)
+        for (int64_t l = 0; l < 2; ++l)
+          for (int32_t s = 0; s < 2; ++s)
+            writeRange(*kv, l, s, 12 + s + step, 1);
+      for (int64_t l = 0; l < 2; ++l)
+        for (int32_t s = 0; s < 2; ++s) {
+          expectRange(*kv, l, s, 0, 21 + s);
+          expectRange(*kv, l, s, 4, 11); // a window starting inside a page
+        }
+      int spans = 0;
+      kv->forEachSpan(0, 0, 0, 21, [&](const float *, const float *, int64_t, int64_t) { ++spans; });
+      EXPECT_EQ(spans, 5) << "positions 0..20 lie in five pages of five";
+      // Pages hold both layers: 2 sequences x 5 pages x (2 layers x K, V x 5 rows x 12 floats).
+      EXPECT_EQ(kv->bytes(), 2u * 5 * helm::rt::PagedKvCache::pageBytes(2, 12, 5));
+      EXPECT_EQ(kv->paging().evicted, 0u);
+      EXPECT_EQ(kv->paging().devicePagesPeak, 10);
+      kv->reset(0);
+      for (int64_t l = 0; l < 2; ++l)
+        expectRange(*kv, l, 1, 0, 22);
+      EXPECT_EQ(kv->paging().devicePages, 5);
+    }
+    EXPECT_EQ(device->bytesInUse(), 0u) << "the cache frees its pages and staging buffers";
+  }
+}
+
+// Two device pages: the oldest full pages go to host memory (one counted copy each), and
+// reading them streams each page's layer back (one counted copy per page and layer), rows
+// intact. Pages are full only once the last layer has written them.
+TEST(PagedKvCache, EvictsTheOldestFullPageAndStreamsItBack) {
+  auto device = emu(1 << 20);
+  ASSERT_TRUE(device);
+  const int64_t W = 8, T = 4;
+  const uint64_t page = helm::rt::PagedKvCache::pageBytes(2, W, T), slice = page / 2;
+  auto kv = paged(*device, 2, 1, W, T, 2);
+  ASSERT_TRUE(kv);
+  // Page by page, layer 0 then layer 1 (as a stage call does): 6 pages.
+  for (int64_t p = 0; p < 6; ++p)
+    for (int64_t l = 0; l < 2; ++l)
+      writeRange(*kv, l, 0, p * T, T);
+  helm::rt::PagingCounters c = kv->paging();
+  EXPECT_EQ(c.evicted, 4u) << "pages 0..3 left; 4 and 5 stay";
+  EXPECT_EQ(c.devicePagesPeak, 2);
+  EXPECT_EQ(c.hostPages, 4);
+  EXPECT_EQ(c.prefetched, 0u);
+  EXPECT_EQ(device->counters().deviceToHostBytes, 4 * page);
+  EXPECT_EQ(device->counters().deviceToHostTransfers, 4u);
+  // Attention over everything: 4 streamed pages per layer.
+  for (int64_t l = 0; l < 2; ++l)
+    expectRange(*kv, l, 0, 0, 6 * T);
+  EXPECT_EQ(kv->paging().prefetched, 8u);
+  EXPECT_EQ(device->counters().hostToDeviceBytes, 8 * slice);
+  // A window that starts in page 3 streams only page 3.
+  expectRange(*kv, 1, 0, 3 * T + 1, 6 * T);
+  EXPECT_EQ(kv->paging().prefetched, 9u);
+  // Resident pages only: nothing streamed.
+  expectRange(*kv, 0, 0, 4 * T, 6 * T);
+  EXPECT_EQ(kv->paging().prefetched, 9u);
+  // Bytes: 2 device slots and 4 host pages.
+  EXPECT_EQ(kv->bytes(), 6 * page);
+}
+
+TEST(PagedKvCache, PagesStillBeingWrittenAreNeverEvicted) {
+  auto device = emu(1 << 20);
+  ASSERT_TRUE(device);
+  auto kv = paged(*device, 2, 3, 8, 4, 2);
+  ASSERT_TRUE(kv);
+  writeRange(*kv, 0, 0, 0, 2);
+  writeRange(*kv, 0, 1, 0, 2);
+  // The third sequence's first page needs a slot; both pages are half written.
+  std::vector<float> rows(8, 1.0f);
+  EXPECT_FALSE(kv->write(0, 2, 0, 1, rows.data(), rows.data()));
+  EXPECT_NE(kv->error().find("taken by pages still being written (a batch of 3 sequences needs "
+                             "at least 3)"),
             std::string::npos)
-      << kv.error();
+      << kv->error();
+  // Layer 0 filling a page does not make it full: layer 1 has not written it yet.
+  writeRange(*kv, 0, 0, 2, 2);
+  EXPECT_FALSE(kv->write(0, 2, 0, 1, rows.data(), rows.data()));
+  writeRange(*kv, 1, 0, 0, 4);
+  EXPECT_TRUE(kv->write(0, 2, 0, 1, rows.data(), rows.data())) << kv->error();
+  EXPECT_EQ(kv->paging().evicted, 1u);
+}
+
+TEST(PagedKvCache, OffloadOffAndHostLimitFailWithTheReason) {
+  auto device = emu(1 << 20);
+  ASSERT_TRUE(device);
+  std::vector<float> rows(size_t(16 * 8), 1.0f);
+  {
+    auto kv = paged(*device, 1, 1, 8, 4, 2, /*offload=*/false);
+    ASSERT_TRUE(kv);
+    EXPECT_TRUE(kv->write(0, 0, 0, 8, rows.data(), rows.data()));
+    EXPECT_FALSE(kv->write(0, 0, 8, 1, rows.data(), rows.data()));
+    EXPECT_NE(kv->error().find("the device KV budget (2 pages of 4 tokens, 512 B) is full and KV "
+                               "offload is off"),
+              std::string::npos)
+        << kv->error();
+  }
+  {
+    // Room on the host for one evicted page.
+    uint64_t page = helm::rt::PagedKvCache::pageBytes(1, 8, 4);
+    auto kv = paged(*device, 1, 1, 8, 4, 2, true, page);
+    ASSERT_TRUE(kv);
+    for (int64_t pos = 0; pos < 12; pos += 4)
+      EXPECT_TRUE(kv->write(0, 0, pos, 4, rows.data(), rows.data())) << kv->error();
+    EXPECT_FALSE(kv->write(0, 0, 12, 1, rows.data(), rows.data()));
+    EXPECT_NE(kv->error().find("the KV cache's pages in host memory would exceed 256 B"),
+              std::string::npos)
+        << kv->error();
+  }
+  {
+    // One write that spans more pages than the device holds cannot evict its own pages.
+    auto kv = paged(*device, 1, 1, 8, 4, 2);
+    ASSERT_TRUE(kv);
+    EXPECT_FALSE(kv->write(0, 0, 0, 12, rows.data(), rows.data()));
+    EXPECT_NE(kv->error().find("taken by pages still being written"), std::string::npos)
+        << kv->error();
+  }
+  // Staging buffers that do not fit the device: creation fails with the device's message.
+  auto tiny = emu(256);
+  ASSERT_TRUE(tiny);
+  helm::rt::PagedKvOptions o;
+  o.pageTokens = 512;
+  auto kv = helm::rt::PagedKvCache::create(*tiny, 2, 1, 64, o);
+  ASSERT_FALSE(bool(kv));
+  EXPECT_NE(llvm::toString(kv.takeError()).find("for the KV cache's attention staging buffers"),
+            std::string::npos);
 }
 
 } // namespace
