@@ -53,6 +53,32 @@ PlanView readPlan(ModuleOp module) {
   }
   return v;
 }
+/// The longest context (positions per sequence) whose KV cache fits host RAM at split k: the
+/// host holds the CPU units' weights and KV, plus the GPU units' KV when it may be offloaded
+/// (pages spill there). -1 when no KV lives on the host (unbounded by host RAM), 0 when the
+/// weights alone do not fit.
+int64_t hostContextLimit(ModuleOp module, const TargetProfile &target, int64_t k, int64_t batch,
+                         bool kvOffload) {
+  double resident = 0, kvPerToken = 0;
+  int64_t index = 0;
+  for (UnitOp unit : unitsOf(module)) {
+    UnitCost c;
+    if (readUnitCost(unit, c)) {
+      bool onCpu = index < k;
+      if (onCpu)
+        resident += double(c.residentBytes);
+      if (onCpu || kvOffload)
+        kvPerToken += double(c.kvBytesPerToken);
+    }
+    ++index;
+  }
+  if (kvPerToken <= 0)
+    return -1;
+  double left = target.cpu.ramBytes - resident;
+  if (left <= 0)
+    return 0;
+  return int64_t(std::floor(left / (kvPerToken * double(std::max<int64_t>(batch, 1)))));
+}
 } // namespace
 
 std::string splitName(int64_t k, int64_t n) {
@@ -84,6 +110,19 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
                       v.objective == "prefill" ? "prompt" : "token",
                       v.objective == "prefill" ? 1000.0 * double(v.batch * v.promptLen) / v.predicted
                                                : 1000.0 * double(v.batch) / v.predicted);
+  if (v.chosenK >= 0) {
+    int64_t limit = hostContextLimit(module, target, v.chosenK, v.batch, v.kvOffload);
+    os << "context ";
+    if (limit < 0)
+      os << "no KV cache in host RAM at this split";
+    else
+      os << llvm::formatv("host RAM ({0:f2} GB) holds the KV cache of at most {1} tokens per "
+                          "sequence (batch {2}; {3})",
+                          target.cpu.ramBytes / 1e9, limit, v.batch,
+                          v.kvOffload ? "with kv-offload the GPU units' KV pages spill there too"
+                                      : "the CPU units' KV only");
+    os << "\n";
+  }
   return s;
 }
 
@@ -125,6 +164,8 @@ std::string planJson(ModuleOp module, const TargetProfile &target, const ModelCo
       {"candidates", std::move(candidates)},
       {"chosen_k", v.chosenK},
       {"predicted_ms_per_token", v.predicted},
+      {"max_context_host_ram",
+       v.chosenK >= 0 ? hostContextLimit(module, target, v.chosenK, v.batch, v.kvOffload) : 0},
   };
   std::string s;
   llvm::raw_string_ostream os(s);
