@@ -27,17 +27,13 @@ using namespace helm;
 
 namespace {
 
-class DeviceStageLowering {
+class DeviceStageLowering : StageLoweringBase {
 public:
   DeviceStageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
-      : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
-        loc(stage.getLoc()), tensorIds(tensorIds) {
-    ptrType = LLVM::LLVMPointerType::get(stage.getContext());
-  }
+      : StageLoweringBase(stage, tensorIds) {}
 
   LogicalResult run() {
     Block &entry = stage.getBody().front();
-    ctx = entry.getArgument(0);
     for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
       b.setInsertionPoint(&op);
       loc = op.getLoc();
@@ -69,17 +65,6 @@ public:
   }
 
 private:
-  func::FuncOp stage;
-  ModuleOp module;
-  OpBuilder b;
-  Location loc;
-  llvm::DenseMap<StringAttr, int64_t> &tensorIds;
-  Type ptrType;
-  Value ctx;
-
-  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
-  Value toI64(Value index) { return arith::IndexCastOp::create(b, loc, b.getI64Type(), index); }
   Value dim(Value t, int64_t i) { return toI64(tensor::DimOp::create(b, loc, t, i)); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
 
@@ -108,17 +93,10 @@ private:
     callValue(name, args, result);
   }
   Value callValue(StringRef name, ValueRange args, Type result) {
-    func::FuncOp f = module.lookupSymbol<func::FuncOp>(name);
-    if (!f) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> inputs{ptrType};
-      for (Value a : args)
-        inputs.push_back(a.getType());
-      f = func::FuncOp::create(b, loc, name,
-                               b.getFunctionType(inputs, result ? TypeRange{result} : TypeRange{}));
-      f.setPrivate();
-    }
+    SmallVector<Type> inputs{ptrType};
+    for (Value a : args)
+      inputs.push_back(a.getType());
+    func::FuncOp f = declare(name, inputs, result ? TypeRange{result} : TypeRange{});
     SmallVector<Value> operands{ctx};
     operands.append(args.begin(), args.end());
     auto op = func::CallOp::create(b, loc, f, operands);
@@ -132,10 +110,6 @@ private:
     Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, tensor, /*read_only=*/true);
     return pointerOf(buffer);
   }
-  Value pointerOf(Value memref) {
-    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    return LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(index));
-  }
   /// A fresh device buffer of `type` (dynamic sizes from `shapeSource`, which has the same rank).
   Value allocOutput(RankedTensorType type, Value shapeSource) {
     SmallVector<Value> dynamicSizes;
@@ -144,12 +118,6 @@ private:
         dynamicSizes.push_back(tensor::DimOp::create(b, loc, shapeSource, i));
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     return memref::AllocOp::create(b, loc, memrefType, dynamicSizes, b.getI64IntegerAttr(256));
-  }
-  Value asTensor(Value memref) {
-    auto mt = cast<MemRefType>(memref.getType());
-    return bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), memref,
-        /*restrict=*/true, /*writable=*/true);
   }
   /// `t` in element type `elem`: itself, or a converted copy (helm_dev_convert).
   Value convertTo(Value t, Type elem) {
@@ -160,7 +128,7 @@ private:
     Value out = allocOutput(outType, t);
     call("helm_dev_convert", {rawPointer(t), i32(kernelDtypeCode(type.getElementType())),
                               pointerOf(out), i32(kernelDtypeCode(elem)), numElements(t)});
-    return asTensor(out);
+    return asTensor(out, /*writable=*/true);
   }
   bool floatTensor(Value t) {
     auto type = dyn_cast<RankedTensorType>(t.getType());
@@ -206,24 +174,6 @@ private:
                           << " (a device stage can only run HELM block ops)";
   }
 
-  Value lowerWeight(WeightOp w) {
-    auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr());
-    int64_t id;
-    auto it = tensorIds.find(decl.getSymNameAttr());
-    if (it == tensorIds.end()) {
-      id = int64_t(tensorIds.size());
-      tensorIds[decl.getSymNameAttr()] = id;
-      decl->setAttr("helm.tensor_id", b.getI64IntegerAttr(id));
-    } else {
-      id = it->second;
-    }
-    // helm_rt_weight: the package's weights of this stage live on the device.
-    Value ptr = callValue("helm_rt_weight", {i64(id)}, ptrType);
-    auto type = cast<RankedTensorType>(w.getType());
-    return asTensor(
-        memrefFromPointer(b, loc, ptr, MemRefType::get(type.getShape(), type.getElementType()), {}));
-  }
-
   /// A small constant of the graph (a norm's gamma folded by the exporter): its bytes are in the
   /// stage's code; helm_dev_constant hands out a device copy, made once.
   FailureOr<SmallVector<Value>> lowerConstant(Operation &op, Attribute value) {
@@ -235,7 +185,8 @@ private:
     int64_t bytes = type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
     Value ptr = callValue("helm_dev_constant", {rawPointer(host), i64(bytes)}, ptrType);
     return SmallVector<Value>{asTensor(
-        memrefFromPointer(b, loc, ptr, MemRefType::get(type.getShape(), type.getElementType()), {}))};
+        memrefFromPointer(b, loc, ptr, MemRefType::get(type.getShape(), type.getElementType()), {}),
+        /*writable=*/false)};
   }
 
   FailureOr<SmallVector<Value>> lowerEmbed(EmbedOp e) {
@@ -250,7 +201,7 @@ private:
     call("helm_dev_embed", {rawPointer(e.getIds()), rawPointer(e.getTable()), pointerOf(out),
                             dtypeOf(e.getTable()), numElements(e.getIds()),
                             i64(tableType.getDimSize(0)), i64(tableType.getDimSize(1))});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 
   FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {
@@ -269,7 +220,7 @@ private:
          {rawPointer(x), rawPointer(gamma), pointerOf(out), dtypeOf(x), groups, i64(group),
           arith::ConstantOp::create(b, loc,
                                     b.getF32FloatAttr(float(n.getEpsilon().convertToDouble())))});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 
   FailureOr<SmallVector<Value>> lowerLinear(Operation &op, Value x, Value weight, Value bias,
@@ -289,7 +240,7 @@ private:
                              i32(transposed ? 1 : 0), biasPtr, pointerOf(out),
                              i32(kernelDtypeCode(outType.getElementType())), rows(x), i64(k),
                              i64(n)});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 
   /// `count` columns from `offset` of x seen as [rows, width]: the pieces of a split, or the
@@ -299,7 +250,7 @@ private:
     Value out = allocOutput(outType, shapeSource);
     call("helm_dev_copy_columns",
          {rawPointer(x), pointerOf(out), dtypeOf(x), rowCount, width, offset, count});
-    return asTensor(out);
+    return asTensor(out, /*writable=*/true);
   }
 
   FailureOr<SmallVector<Value>> lowerSplit(SplitOp s) {
@@ -367,7 +318,7 @@ private:
     Value out = allocOutputFromSizes(outType, s.getMixedSizes());
     call("helm_dev_copy_columns",
          {rawPointer(x), pointerOf(out), dtypeOf(x), rowCount, width, offset, count});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
   Value allocOutputFromSizes(RankedTensorType type, ArrayRef<OpFoldResult> sizes) {
     SmallVector<Value> dynamicSizes;
@@ -399,7 +350,7 @@ private:
           i64(width / headDim), i64(headDim), i64(r.getRotaryDim()),
           arith::ConstantOp::create(b, loc, b.getF64FloatAttr(r.getTheta()->convertToDouble())),
           i32(r.getStyle() == RopeStyle::interleaved ? 1 : 0)});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
@@ -421,7 +372,7 @@ private:
                                     b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
           i64(window)});
     // The present key/value results (when the op has a cache) live in the runtime's KV cache.
-    SmallVector<Value> results{asTensor(out)};
+    SmallVector<Value> results{asTensor(out, /*writable=*/true)};
     for (Value present : a.getPresent())
       if (!present.use_empty())
         return a.emitError() << "device stage: attention's present key/value must be unused "
@@ -437,7 +388,7 @@ private:
       return op.emitError() << "device stage: " << op.getName() << " needs a float tensor";
     Value out = allocOutput(cast<RankedTensorType>(op.getResult(0).getType()), lhs);
     call(kernel, {rawPointer(lhs), rawPointer(rhs), pointerOf(out), dtypeOf(lhs), numElements(lhs)});
-    return SmallVector<Value>{asTensor(out)};
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 };
 
@@ -445,10 +396,7 @@ struct LowerToDeviceCallsPass : helm::impl::LowerToDeviceCallsBase<LowerToDevice
   using LowerToDeviceCallsBase::LowerToDeviceCallsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    llvm::DenseMap<StringAttr, int64_t> tensorIds;
-    for (auto decl : module.getOps<WeightDeclOp>())
-      if (auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id"))
-        tensorIds[decl.getSymNameAttr()] = id.getInt();
+    llvm::DenseMap<StringAttr, int64_t> tensorIds = existingTensorIds(module);
     SmallVector<func::FuncOp> stages;
     for (auto f : module.getOps<func::FuncOp>())
       if (auto device = f->getAttrOfType<StringAttr>("helm.stage"); device && device == stageDevice)

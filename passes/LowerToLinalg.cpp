@@ -28,17 +28,13 @@ namespace {
 
 int32_t dtypeCode(Type t) { return kernelDtypeCode(t); }
 
-class StageLowering {
+class StageLowering : StageLoweringBase {
 public:
   StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
-      : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
-        loc(stage.getLoc()), tensorIds(tensorIds) {
-    ptrType = LLVM::LLVMPointerType::get(stage.getContext());
-  }
+      : StageLoweringBase(stage, tensorIds) {}
 
   LogicalResult run() {
     Block &entry = stage.getBody().front();
-    ctx = entry.getArgument(0);
     for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
       if (!isa<HelmDialect>(op.getDialect()))
         continue;
@@ -54,32 +50,11 @@ public:
   }
 
 private:
-  func::FuncOp stage;
-  ModuleOp module;
-  OpBuilder b;
-  Location loc;
-  llvm::DenseMap<StringAttr, int64_t> &tensorIds;
-  Type ptrType;
-  Value ctx;
-
   //===--------------------------------------------------------------------===//
   // Small builders
   //===--------------------------------------------------------------------===//
 
-  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value toI64(Value index) { return arith::IndexCastOp::create(b, loc, b.getI64Type(), index); }
-
-  func::FuncOp declare(StringRef name, TypeRange inputs, TypeRange results) {
-    if (auto f = module.lookupSymbol<func::FuncOp>(name))
-      return f;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
-    f.setPrivate();
-    return f;
-  }
 
   /// Sizes of `t` as OpFoldResults (static sizes as attributes).
   SmallVector<OpFoldResult> sizesOf(Value t) {
@@ -133,23 +108,11 @@ private:
     Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, tensor, /*read_only=*/true);
     return pointerOf(buffer);
   }
-  Value pointerOf(Value memref) {
-    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    return LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(index));
-  }
-
   /// A fresh 64-byte aligned buffer for a kernel to write (viewed as a tensor with asTensor).
   Value allocOutput(RankedTensorType type, ValueRange dynamicSizes) {
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     return memref::AllocOp::create(b, loc, memrefType, dynamicSizes, b.getI64IntegerAttr(64));
   }
-  Value asTensor(Value memref, bool writable) {
-    auto mt = cast<MemRefType>(memref.getType());
-    return bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), memref,
-        /*restrict=*/true, writable);
-  }
-
   Value memrefFromPointer(Value ptr, MemRefType type, ArrayRef<Value> dynamicSizesI64) {
     return helm::memrefFromPointer(b, loc, ptr, type, dynamicSizesI64);
   }
@@ -218,24 +181,6 @@ private:
             return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
           })};
     return op.emitError() << "no CPU lowering for " << op.getName();
-  }
-
-  Value lowerWeight(WeightOp w) {
-    auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr());
-    int64_t id;
-    auto it = tensorIds.find(decl.getSymNameAttr());
-    if (it == tensorIds.end()) {
-      id = int64_t(tensorIds.size());
-      tensorIds[decl.getSymNameAttr()] = id;
-      decl->setAttr("helm.tensor_id", b.getI64IntegerAttr(id));
-    } else {
-      id = it->second;
-    }
-    func::FuncOp fetch = declare("helm_rt_weight", {ptrType, b.getI64Type()}, {ptrType});
-    Value ptr = func::CallOp::create(b, loc, fetch, ValueRange{ctx, i64(id)}).getResult(0);
-    auto type = cast<RankedTensorType>(w.getType());
-    Value memref = memrefFromPointer(ptr, MemRefType::get(type.getShape(), type.getElementType()), {});
-    return asTensor(memref, /*writable=*/false);
   }
 
   Value lowerEmbed(EmbedOp e) {
@@ -695,11 +640,7 @@ private:
 struct LowerToLinalgPass : helm::impl::LowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    llvm::DenseMap<StringAttr, int64_t> tensorIds;
-    // Keep ids already assigned (a re-run, or a writer that numbered them).
-    for (auto decl : module.getOps<WeightDeclOp>())
-      if (auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id"))
-        tensorIds[decl.getSymNameAttr()] = id.getInt();
+    llvm::DenseMap<StringAttr, int64_t> tensorIds = existingTensorIds(module);
     SmallVector<func::FuncOp> stages;
     for (auto f : module.getOps<func::FuncOp>())
       if (f->hasAttr("helm.stage"))

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 
@@ -48,6 +49,72 @@ Value memrefFromPointer(OpBuilder &b, Location loc, Value ptr, MemRefType type,
     desc = LLVM::InsertValueOp::create(b, loc, desc, strides[i], ArrayRef<int64_t>{4, i});
   }
   return UnrealizedConversionCastOp::create(b, loc, TypeRange{type}, ValueRange{desc}).getResult(0);
+}
+
+llvm::DenseMap<StringAttr, int64_t> existingTensorIds(ModuleOp module) {
+  llvm::DenseMap<StringAttr, int64_t> ids;
+  for (auto decl : module.getOps<WeightDeclOp>())
+    if (auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id"))
+      ids[decl.getSymNameAttr()] = id.getInt();
+  return ids;
+}
+
+StageLoweringBase::StageLoweringBase(func::FuncOp stage,
+                                     llvm::DenseMap<StringAttr, int64_t> &tensorIds)
+    : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
+      loc(stage.getLoc()), tensorIds(tensorIds),
+      ptrType(LLVM::LLVMPointerType::get(stage.getContext())),
+      ctx(stage.getBody().front().getArgument(0)) {}
+
+Value StageLoweringBase::i64(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+}
+Value StageLoweringBase::i32(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+Value StageLoweringBase::toI64(Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+func::FuncOp StageLoweringBase::declare(StringRef name, TypeRange inputs, TypeRange results) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
+  f.setPrivate();
+  return f;
+}
+
+Value StageLoweringBase::pointerOf(Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(index));
+}
+
+Value StageLoweringBase::asTensor(Value memref, bool writable) {
+  auto mt = cast<MemRefType>(memref.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), memref,
+      /*restrict=*/true, writable);
+}
+
+Value StageLoweringBase::lowerWeight(WeightOp w) {
+  auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr());
+  int64_t id;
+  auto it = tensorIds.find(decl.getSymNameAttr());
+  if (it == tensorIds.end()) {
+    id = int64_t(tensorIds.size());
+    tensorIds[decl.getSymNameAttr()] = id;
+    decl->setAttr("helm.tensor_id", b.getI64IntegerAttr(id));
+  } else {
+    id = it->second;
+  }
+  func::FuncOp fetch = declare("helm_rt_weight", {ptrType, b.getI64Type()}, {ptrType});
+  Value ptr = func::CallOp::create(b, loc, fetch, ValueRange{ctx, i64(id)}).getResult(0);
+  auto type = cast<RankedTensorType>(w.getType());
+  Value view =
+      memrefFromPointer(b, loc, ptr, MemRefType::get(type.getShape(), type.getElementType()), {});
+  return asTensor(view, /*writable=*/false);
 }
 
 namespace {

@@ -9,9 +9,14 @@
 #ifndef HELM_PASSES_STAGEABI_H
 #define HELM_PASSES_STAGEABI_H
 
+#include "dialects/helm/HelmDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/DenseMap.h"
 
 namespace helm {
 
@@ -30,6 +35,39 @@ mlir::Value memrefFromPointer(mlir::OpBuilder &b, mlir::Location loc, mlir::Valu
 using StageResultWriter = llvm::function_ref<mlir::LogicalResult(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value result, mlir::Value out,
     bool returnsLogits)>;
+
+/// The `helm.tensor_id`s weight declarations of `module` already carry (a re-run, or a writer that
+/// numbered them).
+llvm::DenseMap<mlir::StringAttr, int64_t> existingTensorIds(mlir::ModuleOp module);
+
+/// What both stage lowerings share: the builder state for one stage function and the small
+/// builders for constants, pointers, runtime calls and weights.
+class StageLoweringBase {
+protected:
+  StageLoweringBase(mlir::func::FuncOp stage, llvm::DenseMap<mlir::StringAttr, int64_t> &tensorIds);
+
+  mlir::Value i64(int64_t v);
+  mlir::Value i32(int64_t v);
+  mlir::Value toI64(mlir::Value index);
+  /// The private declaration of runtime function `name` (made once per module).
+  mlir::func::FuncOp declare(llvm::StringRef name, mlir::TypeRange inputs,
+                             mlir::TypeRange results);
+  /// The aligned address of `memref`'s buffer as an !llvm.ptr.
+  mlir::Value pointerOf(mlir::Value memref);
+  /// `memref` seen as a tensor (restrict: nothing else aliases it).
+  mlir::Value asTensor(mlir::Value memref, bool writable);
+  /// A weight as a tensor view of `helm_rt_weight(ctx, id)`, numbering its declaration's
+  /// `helm.tensor_id` at first use (ids are dense per module: the stage's weight table).
+  mlir::Value lowerWeight(WeightOp w);
+
+  mlir::func::FuncOp stage;
+  mlir::ModuleOp module;
+  mlir::OpBuilder b;
+  mlir::Location loc;
+  llvm::DenseMap<mlir::StringAttr, int64_t> &tensorIds;
+  mlir::Type ptrType;
+  mlir::Value ctx; // the stage's context argument
+};
 
 /// Rewrites the lowered stage `stage(ctx, input, positions) -> result` to the C signature
 /// `(ctx, in*, positions*, out*, B, S) -> ()`: the input and positions become tensor views of
