@@ -17,6 +17,11 @@ as a profile JSON whose VRAM holds the GPU stage's weights plus room for exactly
          kv_pages_prefetched = 2 * sum over decode positions p of max(0, floor(p/512) - 1)
          kv_device_pages_peak = 2
      and the uncapped run evicts and prefetches nothing;
+     and at batch 2 (prompts of 8 and 5 tokens, 2100 tokens each) on the same two device pages,
+     one per sequence: every page but each sequence's tail is evicted, so
+         kv_pages_evicted    = sum over sequences of floor(last position / 512)
+         kv_pages_prefetched = 2 * sum over sequences and decode positions p of floor(p / 512)
+     with the ids of both sequences identical to the uncapped run without offload;
   3. the capped target with --kv-offload=off fails before generating, in one line naming the
      pages needed and the pages the device holds;
   4. a context whose KV cannot fit host RAM (a package compiled for a 2^31-token context, asked
@@ -53,6 +58,19 @@ def generate(helm_rt: str, pkg: str, stats: str, extra: list[str]) -> list[int]:
     if r.returncode != 0:
         raise RuntimeError(f"helm-rt {' '.join(extra)} failed: {r.stderr.strip()}")
     return [int(x) for x in r.stdout.strip().splitlines()[-1].split(",")]
+
+
+def generate_batch(helm_rt: str, pkg: str, prompts: list[list[int]], n: int, stats: str,
+                   extra: list[str]) -> list[list[int]]:
+    cmd = [helm_rt, pkg, "-n", str(n), "--temperature", "0", "--ignore-eos", "--emit-ids", "-q",
+           "-t", "1", "--stats-json", stats] + extra
+    for p in prompts:
+        cmd += ["--prompt-ids", ",".join(map(str, p))]
+    r = run(cmd)
+    if r.returncode != 0:
+        raise RuntimeError(f"helm-rt {' '.join(extra)} failed: {r.stderr.strip()}")
+    lines = r.stdout.strip().splitlines()[-len(prompts):]
+    return [[int(x) for x in line.split(",")] for line in lines]
 
 
 def main() -> int:
@@ -150,6 +168,29 @@ def main() -> int:
                                 f"{want_prefetched * slice_bytes + evicted_in_decode}"))
         except RuntimeError as e:
             results.append((False, str(e)))
+
+        # 2b. Batch 2 on the same two device pages: one tail page per sequence.
+        try:
+            prompts = [PROMPT, [9, 10, 11, 12, 13]]
+            n2 = 2100
+            got = generate_batch(args.helm_rt, capped, prompts, n2, stats_capped, ["--kv-page", str(PAGE)])
+            want = generate_batch(args.helm_rt, capped, prompts, n2, stats_free,
+                                  ["--kv-page", str(PAGE), "--kv-offload", "off", "--emu-vram", "1GiB"])
+            with open(stats_capped) as f:
+                sc = json.load(f)
+            lasts = [len(p) + n2 - 2 for p in prompts]
+            want_evicted = sum(last // PAGE for last in lasts)
+            want_prefetched = layers * sum(sum(p // PAGE for p in range(len(pr), last + 1))
+                                           for pr, last in zip(prompts, lasts))
+            ok = (got == want and sc.get("kv_pages_evicted") == want_evicted
+                  and sc.get("kv_pages_prefetched") == want_prefetched
+                  and sc.get("kv_device_pages_peak") == 2)
+            results.append((ok, f"batch 2 on 2 device pages: ids {'identical' if got == want else 'differ'}, "
+                                f"evicted {sc.get('kv_pages_evicted')} (expected {want_evicted}), "
+                                f"prefetched {sc.get('kv_pages_prefetched')} (expected {want_prefetched}), "
+                                f"peak {sc.get('kv_device_pages_peak')}"))
+        except RuntimeError as e:
+            results.append((False, f"batch 2: {e}"))
 
         # 3. Offload off on the capped device: refused before generation, one line.
         r = run([args.helm_rt, capped, "--prompt-ids", ",".join(map(str, PROMPT)), "-n", str(N_NEW),
