@@ -284,8 +284,9 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = p.past + s0 + r;
     // [lo, hi): this query's visible keys within the range, relative to keyBegin.
-    const int64_t lo = std::max(firstKey(pos), keyBegin) - keyBegin;
-    const int64_t hi = std::max(lo, std::min(pos + 1, keyEnd) - keyBegin);
+    // A window can start after this range ends (lo > L): the query sees none of its keys.
+    const int64_t lo = std::min(L, std::max(firstKey(pos), keyBegin) - keyBegin);
+    const int64_t hi = std::min(L, std::max(lo, std::min(pos + 1, keyEnd) - keyBegin));
     for (int64_t j = 0; j < group; ++j) {
       const int64_t i = r * group + j;
       float maxScore = -std::numeric_limits<float>::infinity();

@@ -6,11 +6,16 @@
 // kernels/cuda kernels (their .cu files give the math and launch shapes); linear is cuBLAS
 // (cublasGemmEx, f32 accumulation) plus a bias kernel; copyColumns is one 2-D memcpy.
 //
-// Attention never touches the KV cache's rows from the host: it reserves the new positions
-// (KvCache::reserve), widens the call's keys and values into the reserved device rows with one
-// helm_cuda_kv_append launch per 32 spans, then runs helm_cuda_attention once per batch row and
-// 64 spans, carrying the online-softmax state between launches in a device scratch buffer when a
-// sequence has more spans than one launch takes.
+// Attention never touches the KV cache's rows from the host: per batch row it reserves the new
+// positions (KvCache::reserve) and widens the call's keys and values into the reserved device rows
+// (helm_cuda_kv_append, up to 32 spans per launch) before the next row's reserve, then runs
+// helm_cuda_attention once per span the cache visits (the kernel takes up to 64, but a paged
+// cache's streamed span is valid only during its visit), carrying the online-softmax state between
+// launches in a device scratch buffer.
+//
+// Single-threaded: the scratch buffers, the constants map and the per-call lists are the object's
+// own. The stage's buffers come from CudaDevice::allocate/free (cudaMalloc/cudaFree, which waits
+// for the device), so a freed buffer is never reused while a kernel still reads it.
 //
 // Scratch buffers (x converted to the weight's dtype, a GEMM result in f32, the attention state,
 // the stage call's positions) are device memory from the device's budget, kept and grown as
@@ -510,32 +515,35 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
                                        call.sequence[b], call.past[b]));
 
   // 1. Room for the new positions, and their spans: the new keys and values are widened into
-  // the cache's device rows by the kernel (never through KvCache::write, a host copy).
-  segments_.clear();
+  // the cache's device rows by the kernel (never through KvCache::write, a host copy). Each row's
+  // rows are appended right after its reserve: reserving counts the pages it completes as full,
+  // and the next row's reserve may evict a full page (its copy is ordered after the work already
+  // on the compute stream), so the append must be on the stream by then.
+  const void *k = call.k, *v = call.v;
+  int32_t width = int32_t(kvWidth);
   for (int64_t b = 0; b < call.batch; ++b) {
     const int32_t seqId = call.sequence[b];
     const int64_t past = call.past[b];
     if (!kv.reserve(call.layer, seqId, past + call.seq))
       return opError(op, kv.error());
+    segments_.clear();
     kv.forEachSpan(call.layer, seqId, past, past + call.seq,
                    [&](const float *ks, const float *vs, int64_t first, int64_t count) {
                      segments_.push_back({const_cast<float *>(ks), const_cast<float *>(vs),
                                           b * call.seq + (first - past), count});
                    });
-  }
-  const void *k = call.k, *v = call.v;
-  int32_t width = int32_t(kvWidth);
-  for (size_t s0 = 0; s0 < segments_.size(); s0 += kKvAppendSegments) {
-    KvAppendBatch batch{};
-    int64_t longest = 0;
-    for (size_t s = s0; s < std::min(segments_.size(), s0 + kKvAppendSegments); ++s) {
-      batch.segment[batch.count++] = segments_[s];
-      longest = std::max(longest, segments_[s].rows);
+    for (size_t s0 = 0; s0 < segments_.size(); s0 += kKvAppendSegments) {
+      KvAppendBatch batch{};
+      int64_t longest = 0;
+      for (size_t s = s0; s < std::min(segments_.size(), s0 + kKvAppendSegments); ++s) {
+        batch.segment[batch.count++] = segments_[s];
+        longest = std::max(longest, segments_[s].rows);
+      }
+      if (llvm::Error e =
+              launch(op, kvAppend_[dtype], {gridFor(longest * kvWidth), uint32_t(batch.count)},
+                     kThreads, {&k, &v, &batch, &width}))
+        return e;
     }
-    if (llvm::Error e =
-            launch(op, kvAppend_[dtype], {gridFor(longest * kvWidth), uint32_t(batch.count)},
-                   kThreads, {&k, &v, &batch, &width}))
-      return e;
   }
 
   // 2. Attend, one batch row at a time, over the spans any of its queries can see.

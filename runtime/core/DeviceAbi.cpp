@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/DeviceOps.h"
 #include "runtime/core/StageContext.h"
+#include "runtime/device/Device.h"
 
 #include <cstring>
 
@@ -23,6 +24,12 @@ StageContext *live(void *ctx) {
     return nullptr;
   if (!c->ops) {
     c->error = "a device-kernel stage ran on a device without device kernels";
+    return nullptr;
+  }
+  // A buffer the device could not give is host memory: no kernel may see it (the runtime reports
+  // the allocation failure itself).
+  if (helm::rt::stageAllocationFailed()) {
+    c->error = "a buffer of the stage could not be allocated on its device";
     return nullptr;
   }
   return c;
@@ -134,8 +141,12 @@ void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, 
 
 const void *helm_dev_constant(void *ctx, const void *host, int64_t bytes) {
   StageContext *c = live(ctx);
-  if (!c || bytes < 0)
+  if (!c)
     return host;
+  if (bytes < 0) {
+    c->error = "a device-kernel stage asked for a constant of negative size";
+    return host;
+  }
   auto p = c->ops->constant(host, bytes);
   if (!p) {
     refuse(c, p.takeError());

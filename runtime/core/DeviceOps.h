@@ -7,7 +7,12 @@
 // `_mlir_memref_to_llvm_*` functions, which runHostStage serves from the device).
 //
 //   cuda - CudaDeviceOps (CudaDeviceOps.cpp): kernels/cuda kernels and cuBLAS on the compute
-//          stream, launched asynchronously; the runtime synchronises once per stage call.
+//          stream, launched asynchronously; the runtime synchronises once per stage call (freeing
+//          a stage buffer, cudaFree, also waits). Where it departs from the arithmetic below:
+//          linear converts x to w's type when they differ (cuBLAS takes one input type), and
+//          attention does not round the probabilities (the online form never holds them
+//          normalised); summation orders differ from the host's. So CUDA results are close to,
+//          not identical with, the CPU stage's.
 //   emu  - HostDeviceOps (HostDeviceOps.cpp): the same operations on the host, in the emu arena,
 //          with the CPU stage's arithmetic and roundings, so that a kernel-form stage run on emu
 //          gives the tokens of the all-CPU package. This is how the orchestration code a CUDA
@@ -15,7 +20,10 @@
 //
 // Element types are kernels' DType (f32, f16, bf16). Arithmetic is in f32; every result is rounded
 // once to its storage type, except where a method says it rounds an intermediate too (the CPU
-// lowering rounds where the reference framework does, in half precision).
+// lowering rounds where the reference framework does, in half precision). A norm's gamma or a
+// linear's bias stored in a wider type than the activation is converted to the activation's type
+// by the generated code first (the CPU lowering reads it unrounded): the one place where the
+// kernel form may differ from the CPU stage on emu; no corpus model has such weights.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_RUNTIME_CORE_DEVICEOPS_H

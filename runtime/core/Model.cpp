@@ -465,7 +465,7 @@ uint64_t availableHostBytes() {
 }
 } // namespace
 
-int64_t LoadedModel::kvPageTokens() const {
+int64_t LoadedModel::kvPageTokens(int32_t sequences) const {
   const Stage *gpu = nullptr;
   for (const Stage &st : stages_)
     if (st.info.device == "gpu" && st.info.kvLayers > 0)
@@ -474,15 +474,19 @@ int64_t LoadedModel::kvPageTokens() const {
     return 0;
   if (options_.kvPageTokens > 0)
     return options_.kvPageTokens;
-  // Automatic: 512 positions, or half as many until the device's KV budget holds two pages and
-  // the two staging buffers (a plan with KV offload leaves the GPU little room beyond its weights).
+  // Automatic: 512 positions, or half as many until the device's KV budget holds two pages (one
+  // per sequence for larger batches) and the two staging buffers (a plan with KV offload leaves
+  // the GPU little room beyond its weights).
   const int64_t width = info_.kvHeads * info_.headDim;
   uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
+  if (!(options_.kvWatermark > 0 && options_.kvWatermark <= 1))
+    return 512; // refused by newSession
   uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
   int64_t tokens = 512;
   for (; tokens > 16; tokens /= 2) {
     uint64_t page = PagedKvCache::pageBytes(gpu->info.kvLayers, width, tokens);
-    if (2 * page + 2 * (page / uint64_t(gpu->info.kvLayers)) <= budget)
+    uint64_t pages = uint64_t(std::max<int32_t>(2, sequences));
+    if (pages * page + 2 * (page / uint64_t(gpu->info.kvLayers)) <= budget)
       break;
   }
   return tokens;
@@ -493,7 +497,6 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
   auto session = std::make_unique<Session>();
   session->device = device_.get();
   const int64_t width = info_.kvHeads * info_.headDim;
-  const int64_t pageTokens = kvPageTokens();
   if (options_.kvPageTokens < 0 || options_.kvPageTokens > (int64_t(1) << 20))
     return fail(package_->name(), "--kv-page must be 1 .. 1048576 tokens, not " +
                                       llvm::Twine(options_.kvPageTokens));
@@ -501,6 +504,7 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
     return fail(package_->name(), llvm::formatv("--kv-watermark must be in (0, 1], not {0}",
                                                 options_.kvWatermark)
                                       .str());
+  const int64_t pageTokens = kvPageTokens(sequences);
   // KV bytes the host must hold for sequences of maxTokens: the CPU stage's layers, and the GPU
   // stage's pages that do not stay on the device.
   uint64_t hostNeed = 0, cpuNeed = 0, evictedNeed = 0;
@@ -512,14 +516,17 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
       uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
       uint64_t staging = 2 * (page / uint64_t(st.info.kvLayers));
       int64_t devicePages = int64_t((budget - std::min(budget, staging)) / page);
-      if (devicePages < 1)
+      // Every sequence's tail page (the one being written) stays on the device.
+      if (devicePages < std::max<int64_t>(1, sequences))
         return fail(package_->name(),
-                    llvm::formatv("the device memory left after the weights ({0}) holds no KV "
-                                  "page at --kv-watermark {1}: a page of {2} tokens for {3} "
-                                  "layers is {4} (plus two staging buffers of {5}); lower "
-                                  "--kv-page or put fewer units on the GPU",
-                                  formatBytes(free), options_.kvWatermark, pageTokens,
-                                  st.info.kvLayers, formatBytes(page), formatBytes(staging / 2))
+                    llvm::formatv("the device memory left after the weights ({0}) holds {1} KV "
+                                  "page(s) at --kv-watermark {2}, and {3} sequence(s) need one "
+                                  "each: a page of {4} tokens for {5} layers is {6} (plus two "
+                                  "staging buffers of {7}); lower --kv-page or the batch, or put "
+                                  "fewer units on the GPU",
+                                  formatBytes(free), devicePages, options_.kvWatermark, sequences,
+                                  pageTokens, st.info.kvLayers, formatBytes(page),
+                                  formatBytes(staging / 2))
                         .str());
       if (maxTokens > 0) {
         int64_t pages = int64_t(sequences) * ((maxTokens + pageTokens - 1) / pageTokens);

@@ -87,7 +87,7 @@ public:
   /// Positions per KV page of the GPU stage's cache (0 when there is none): --kv-page, or the
   /// automatic choice for the device memory free now (newSession makes it once per session:
   /// Session::kvPageTokens).
-  int64_t kvPageTokens() const;
+  int64_t kvPageTokens(int32_t sequences = 1) const;
 
   /// One step for B rows of S tokens: CPU stage -> transfer -> device stage -> logits back.
   /// Row b is sequence `sequence[b]` with `past[b]` tokens already cached. `logits`: [B, vocab].

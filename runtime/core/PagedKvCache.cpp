@@ -129,12 +129,18 @@ bool PagedKvCache::evictOldestFull() {
 float *PagedKvCache::takeSlot() {
   if (freeSlots_.empty() && slots_ < options_.devicePages) {
     auto p = device_.allocate(pageBytes_, "the device stage's KV pages");
-    if (!p) {
+    if (p) {
+      ++slots_;
+      freeSlots_.push_back(static_cast<float *>(*p));
+    } else if (options_.offload && slots_ > 0) {
+      // The budget was sized from the memory free when the session began; the stage's own
+      // buffers may have taken some since. Live with the slots there are: evict instead.
+      llvm::consumeError(p.takeError());
+      options_.devicePages = slots_;
+    } else {
       error_ = llvm::toString(p.takeError());
       return nullptr;
     }
-    ++slots_;
-    freeSlots_.push_back(static_cast<float *>(*p));
   }
   if (freeSlots_.empty()) {
     if (!options_.offload) {
@@ -163,11 +169,20 @@ bool PagedKvCache::prepareWrite(int64_t layer, int32_t seq, int64_t pos, int64_t
   const int64_t T = options_.pageTokens;
   int64_t lastPage = to > 0 ? (to - 1) / T : -1;
   for (int64_t index = pos / T; index <= lastPage; ++index) {
+    // New pages are made in position order, each only once it has a device slot (a failed
+    // write leaves no page without memory behind).
     while (int64_t(table.size()) <= index) {
+      float *slot = takeSlot();
+      if (!slot)
+        return false;
       auto page = std::make_unique<Page>();
       page->seq = seq;
       page->index = int64_t(table.size());
       page->stamp = nextStamp_++;
+      page->device = slot;
+      ++resident_;
+      ++counters_.devicePages;
+      counters_.devicePagesPeak = std::max(counters_.devicePagesPeak, resident_);
       table.push_back(page.get());
       pages_.push_back(std::move(page));
     }
@@ -177,16 +192,6 @@ bool PagedKvCache::prepareWrite(int64_t layer, int32_t seq, int64_t pos, int64_t
     if (page->full) {
       error_ = llvm::formatv("KV write into the full page {0} of sequence {1}", index, seq).str();
       return false;
-    }
-    if (!page->device) {
-      // A page that is not full has never been evicted: it is new.
-      float *slot = takeSlot();
-      if (!slot)
-        return false;
-      page->device = slot;
-      ++resident_;
-      ++counters_.devicePages;
-      counters_.devicePagesPeak = std::max(counters_.devicePagesPeak, resident_);
     }
   }
   // The stage's last layer writing a page's last position completes the page. Marked only now,

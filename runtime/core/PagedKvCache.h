@@ -15,7 +15,13 @@
 // pages in place, evicted ones streamed into one of two device staging buffers, one page ahead
 // (the copy of page p + 1 overlaps the attention over page p; events order the copy after the
 // previous reader of that buffer, and the reader after the copy). The visitor must be done with a
-// streamed span's rows when it returns (on CUDA: have enqueued its reads on the compute stream).
+// streamed span's rows when it returns (on CUDA: have enqueued its reads on the compute stream):
+// span pointers are valid only during the visit. Not thread-safe (forEachSpan too uses the shared
+// staging buffers); a failed device copy during a visit is fatal (report_fatal_error).
+//
+// reserve(layer, seq, to) is for writers on the device: it counts the pages the positions up to
+// `to` complete as full at once, so the caller must enqueue its writes of those positions before
+// any other cache operation (which could evict a full page).
 //
 // The tail page of every sequence (the one being written) is never full, so it is never evicted:
 // a batch of B sequences needs B device pages plus whatever the eviction order keeps. With
@@ -70,6 +76,8 @@ public:
                    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
       const override;
   void reset(int32_t seq) override;
+  /// KV bytes held: the device slots taken and the evicted pages on the host (the two staging
+  /// buffers, one layer of a page each, are not counted).
   uint64_t bytes() const override;
   PagingCounters paging() const override { return counters_; }
   int64_t pageTokens() const { return options_.pageTokens; }

@@ -119,6 +119,8 @@ private:
 
 std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>(); }
 
+bool stageAllocationFailed() { return !stageAllocationError.empty(); }
+
 #ifndef HELM_HAVE_CUDA
 bool cudaAvailable(std::string *reason) {
   if (reason)

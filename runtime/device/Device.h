@@ -145,6 +145,11 @@ private:
 /// means the C heap.
 Device *currentStageDevice();
 
+/// Whether a buffer allocation of the stage running now (runHostStage) failed. Its code then got
+/// host memory instead, so that it can finish and the failure be reported; kernels of a device
+/// must not be given such a buffer.
+bool stageAllocationFailed();
+
 /// Host memory, no budget beyond the machine's, nothing counted.
 std::unique_ptr<Device> createCpuDevice();
 

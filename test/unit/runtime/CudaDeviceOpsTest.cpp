@@ -902,8 +902,13 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   expectRefusal(ops_->attention(call, kv), "not a positive multiple of kvHeads");
   call.heads = 2;
   expectRefusal(ops_->attention(call, kv), "does not match the KV cache");
-  call.layer = 5;
-  expectRefusal(ops_->attention(call, kv), "does not match the KV cache");
+  {
+    // Rows of the cache's width (2 x 64), but a layer the cache does not have.
+    auto matchingOwner = pagedCache(*device_, 2, 1, 2 * 64);
+    PagedKvCache &matching = *matchingOwner;
+    call.layer = 2;
+    expectRefusal(ops_->attention(call, matching), "layer 2 with rows of 128 floats");
+  }
   call.layer = 0;
   call.dtype = DType(9);
   expectRefusal(ops_->attention(call, kv), "unsupported dtype code 9");

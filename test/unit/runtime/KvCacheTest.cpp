@@ -280,6 +280,35 @@ TEST(PagedKvCache, PagesStillBeingWrittenAreNeverEvicted) {
   EXPECT_EQ(kv->paging().evicted, 1u);
 }
 
+// A budget larger than the device can give (the stage's own buffers took memory since the session
+// was sized): with offload the cache lives with the slots it got and evicts instead of failing.
+TEST(PagedKvCache, DeviceFullerThanTheBudgetSaidFallsBackToEviction) {
+  const int64_t W = 8, T = 4;
+  const uint64_t page = helm::rt::PagedKvCache::pageBytes(2, W, T); // 512 B
+  auto device = emu(page + 2 * page); // the staging buffers (one page in all) and two pages
+  ASSERT_TRUE(device);
+  {
+    auto kv = paged(*device, 2, 1, W, T, /*devicePages=*/4);
+    ASSERT_TRUE(kv);
+    for (int64_t p = 0; p < 4; ++p)
+      for (int64_t l = 0; l < 2; ++l)
+        writeRange(*kv, l, 0, p * T, T);
+    EXPECT_EQ(kv->paging().devicePagesPeak, 2);
+    EXPECT_EQ(kv->paging().evicted, 2u);
+    for (int64_t l = 0; l < 2; ++l)
+      expectRange(*kv, l, 0, 0, 4 * T);
+  }
+  // Without offload the same shortfall is the device's error.
+  auto kv = paged(*device, 2, 1, W, T, 4, /*offload=*/false);
+  ASSERT_TRUE(kv);
+  std::vector<float> rows(size_t(T * W), 1.0f);
+  for (int64_t p = 0; p < 2; ++p)
+    for (int64_t l = 0; l < 2; ++l)
+      EXPECT_TRUE(kv->write(l, 0, p * T, T, rows.data(), rows.data())) << kv->error();
+  EXPECT_FALSE(kv->write(0, 0, 2 * T, 1, rows.data(), rows.data()));
+  EXPECT_NE(kv->error().find("cannot allocate"), std::string::npos) << kv->error();
+}
+
 TEST(PagedKvCache, OffloadOffAndHostLimitFailWithTheReason) {
   auto device = emu(1 << 20);
   ASSERT_TRUE(device);
