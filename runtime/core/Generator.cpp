@@ -62,12 +62,12 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   std::vector<bool> active(static_cast<size_t>(n), true);
   std::vector<float> logits;
   Device *device = model.device();
-  // The GPU stage's paged cache, if there is one (it has KV layers).
+  // The GPU stage's paged cache, if there is one.
   const KvCache *paged = nullptr;
-  for (size_t st = 0; st < model.stages().size(); ++st)
-    if (model.stages()[st].device == "gpu" && model.stages()[st].kvLayers > 0)
-      paged = (*session)->caches[st].get();
-  const int64_t pageTokens = paged ? (*session)->kvPageTokens : 0;
+  for (const auto &cache : (*session)->caches)
+    if (cache->pageTokens() > 0)
+      paged = cache.get();
+  const int64_t pageTokens = paged ? paged->pageTokens() : 0;
   stats.kvPageTokens = pageTokens;
   LinkCounters linkStart = device ? device->counters() : LinkCounters();
 

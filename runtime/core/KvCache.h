@@ -60,6 +60,8 @@ public:
   virtual uint64_t bytes() const = 0;
   /// Paging activity (paged caches only).
   virtual PagingCounters paging() const { return {}; }
+  /// Positions per page of a paged cache; 0 for a cache that does not page.
+  virtual int64_t pageTokens() const { return 0; }
 
 protected:
   std::string error_;

@@ -551,7 +551,6 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
       if (!cache)
         return fail(package_->name(), llvm::toString(cache.takeError()));
       session->caches.push_back(std::move(*cache));
-      session->kvPageTokens = pageTokens;
     } else {
       // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
       if (st.info.device == "cpu")

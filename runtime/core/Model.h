@@ -82,12 +82,6 @@ public:
   /// page, or the host RAM cannot hold the CPU stage's KV plus the GPU stage's evicted pages.
   llvm::Expected<std::unique_ptr<Session>> newSession(int32_t sequences,
                                                       int64_t maxTokens = 0) const;
-  /// The paged KV cache's settings this model was loaded with.
-  const LoadOptions &options() const { return options_; }
-  /// Positions per KV page of the GPU stage's cache (0 when there is none): --kv-page, or the
-  /// automatic choice for the device memory free now (newSession makes it once per session:
-  /// Session::kvPageTokens).
-  int64_t kvPageTokens(int32_t sequences = 1) const;
 
   /// One step for B rows of S tokens: CPU stage -> transfer -> device stage -> logits back.
   /// Row b is sequence `sequence[b]` with `past[b]` tokens already cached. `logits`: [B, vocab].
@@ -111,6 +105,10 @@ private:
   std::vector<StageInfo> stageInfo_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<DeviceOps> deviceOps_; // the device's kernels, for a device-calls stage
+  /// Positions per KV page of the GPU stage's cache for `sequences` sequences (0 when it has no
+  /// KV layers): --kv-page, or 512 halved until the device memory free now holds a page per
+  /// sequence (at least two) and the staging buffers.
+  int64_t kvPageTokens(int32_t sequences) const;
   LinkCounters loadTraffic_;
   std::string tokenizer_;
   ModelInfo info_;
@@ -130,7 +128,6 @@ public:
   }
   std::vector<std::unique_ptr<KvCache>> caches; // one per stage
   Device *device = nullptr;
-  int64_t kvPageTokens = 0; // the GPU stage's KV page (0: no paged cache)
   // Where the boundary activation (or, with no CPU stage, the token ids) waits on the host, and
   // the device buffers it and the logits cross the link in; grown to the largest call so far.
   void *hostActivation = nullptr, *deviceInput = nullptr, *deviceLogits = nullptr;

@@ -80,7 +80,7 @@ public:
   /// buffers, one layer of a page each, are not counted).
   uint64_t bytes() const override;
   PagingCounters paging() const override { return counters_; }
-  int64_t pageTokens() const { return options_.pageTokens; }
+  int64_t pageTokens() const override { return options_.pageTokens; }
 
 private:
   PagedKvCache(Device &device, int64_t layers, int32_t sequences, int64_t rowWidth,
