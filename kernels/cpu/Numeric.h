@@ -43,6 +43,15 @@ template <DType D> inline float loadElem(const void *p, int64_t i) {
   else
     return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
 }
+/// Element i of a buffer of `dtype` (chosen at run time), widened to f32.
+inline float loadAs(const void *p, DType dtype, int64_t i) {
+  switch (dtype) {
+  case DType::f32: return loadElem<DType::f32>(p, i);
+  case DType::f16: return loadElem<DType::f16>(p, i);
+  case DType::bf16: return loadElem<DType::bf16>(p, i);
+  }
+  return 0.0f;
+}
 /// Bytes per element of `dtype`.
 constexpr int64_t dtypeBytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 /// Whether `code` (a dtype code from generated code) names a DType.

@@ -27,15 +27,6 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-float load(const void *p, DType dt, int64_t i) {
-  switch (dt) {
-  case DType::f32: return loadElem<DType::f32>(p, i);
-  case DType::f16: return loadElem<DType::f16>(p, i);
-  case DType::bf16: return loadElem<DType::bf16>(p, i);
-  }
-  return 0.0f;
-}
-
 class HostDeviceOps final : public DeviceOps {
 public:
   llvm::Error embed(const int64_t *ids, const void *table, void *out, DType dt, int64_t rows,
@@ -60,14 +51,14 @@ public:
       int64_t base = g * group;
       float squares = 0.0f;
       for (int64_t i = 0; i < group; ++i) {
-        float v = load(x, dt, base + i);
+        float v = loadAs(x, dt, base + i);
         squares = squares + v * v;
       }
       float mean = squares / float(group);
       float inv = 1.0f / std::sqrt(mean + eps);
       for (int64_t i = 0; i < group; ++i) {
-        float normed = roundTo(load(x, dt, base + i) * inv, dt);
-        storeAs(y, dt, base + i, normed * load(gamma, dt, i));
+        float normed = roundTo(loadAs(x, dt, base + i) * inv, dt);
+        storeAs(y, dt, base + i, normed * loadAs(gamma, dt, i));
       }
     }
     return llvm::Error::success();
@@ -82,7 +73,7 @@ public:
     if (bias)
       for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < n; ++c)
-          storeAs(y, ydt, r * n + c, load(y, ydt, r * n + c) + load(bias, ydt, c));
+          storeAs(y, ydt, r * n + c, loadAs(y, ydt, r * n + c) + loadAs(bias, ydt, c));
     return llvm::Error::success();
   }
 
@@ -108,7 +99,11 @@ public:
                   llvm::Twine(headDim) + ")");
     int64_t half = rotaryDim / 2;
     // inv_freq[j] = theta^(-2j/rotary), the exponent's ratio in f32 as the reference computes it.
-    std::vector<float> invFreq(static_cast<size_t>(half)), cosT(invFreq.size()), sinT(invFreq.size());
+    // Per-thread tables that only grow: rope runs twice per layer per token.
+    thread_local std::vector<float> invFreq, cosT, sinT;
+    invFreq.resize(size_t(half));
+    cosT.resize(size_t(half));
+    sinT.resize(size_t(half));
     for (int64_t j = 0; j < half; ++j)
       invFreq[size_t(j)] =
           float(1.0 / std::pow(theta, double(float(2 * j) / float(rotaryDim))));
@@ -123,7 +118,7 @@ public:
       int64_t rowBase = r * width;
       for (int64_t d = 0; d < width; ++d) {
         int64_t i = d % headDim;
-        float self = load(x, dt, rowBase + d);
+        float self = loadAs(x, dt, rowBase + d);
         if (i >= rotaryDim) {
           storeAs(y, dt, rowBase + d, self);
           continue;
@@ -139,7 +134,7 @@ public:
           j = first ? i : i - half;
           partner = first ? d + half : d - half;
         }
-        float other = load(x, dt, rowBase + partner);
+        float other = loadAs(x, dt, rowBase + partner);
         float t1 = roundTo(self * cosT[size_t(j)], dt);
         float t2 = roundTo(other * sinT[size_t(j)], dt);
         storeAs(y, dt, rowBase + d, t1 + (first ? -t2 : t2));
@@ -150,17 +145,17 @@ public:
 
   llvm::Error swiglu(const void *gate, const void *up, void *y, DType dt, int64_t n) override {
     for (int64_t i = 0; i < n; ++i) {
-      float g = load(gate, dt, i);
+      float g = loadAs(gate, dt, i);
       float e = std::exp(-g);
       float act = roundTo(g / (1.0f + e), dt);
-      storeAs(y, dt, i, act * load(up, dt, i));
+      storeAs(y, dt, i, act * loadAs(up, dt, i));
     }
     return llvm::Error::success();
   }
 
   llvm::Error add(const void *a, const void *b, void *y, DType dt, int64_t n) override {
     for (int64_t i = 0; i < n; ++i)
-      storeAs(y, dt, i, load(a, dt, i) + load(b, dt, i));
+      storeAs(y, dt, i, loadAs(a, dt, i) + loadAs(b, dt, i));
     return llvm::Error::success();
   }
 
@@ -171,8 +166,14 @@ public:
       std::memmove(y, x, size_t(n * dtypeBytes(xdt)));
       return llvm::Error::success();
     }
-    for (int64_t i = 0; i < n; ++i)
-      storeAs(y, ydt, i, load(x, xdt, i));
+    // The array converters of kernels/cpu (vectorised, the same round-to-nearest-even).
+    if (ydt == DType::f32)
+      widen(x, xdt, static_cast<float *>(y), n);
+    else if (xdt == DType::f32)
+      narrow(static_cast<const float *>(x), ydt, y, n);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        storeAs(y, ydt, i, loadAs(x, xdt, i));
     return llvm::Error::success();
   }
 

@@ -21,6 +21,8 @@
 #include "runtime/core/PagedKvCache.h"
 #include "runtime/device/CudaDevice.h"
 
+#include "test/unit/CudaTestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,24 +33,13 @@
 #include <random>
 
 using namespace helm::rt;
+using helm::test::errorText;
+using helm::test::randomFloats;
 using helm::kernels::DType;
 
 namespace {
 
-#define ASSERT_OK(expr)                                                                            \
-  do {                                                                                             \
-    llvm::Error err_ = (expr);                                                                     \
-    ASSERT_FALSE(bool(err_)) << llvm::toString(std::move(err_));                                   \
-  } while (false)
 
-/// `var` = the value of the Expected `expr`, or a fatal test failure with its error.
-#define ASSERT_VALUE(var, expr)                                                                    \
-  auto var##OrErr = (expr);                                                                        \
-  ASSERT_TRUE(bool(var##OrErr)) << llvm::toString(var##OrErr.takeError());                         \
-  auto var = std::move(*var##OrErr)
-
-/// The message of a failed Error; "" when it succeeded.
-std::string errorText(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
 
 const DType kAllTypes[] = {DType::f32, DType::f16, DType::bf16};
 
@@ -72,14 +63,6 @@ double tolerance(DType dtype) {
   return 0;
 }
 
-std::vector<float> randomFloats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 using helm::kernels::roundTo;
 
@@ -97,19 +80,10 @@ std::vector<char> encode(DType dtype, const std::vector<float> &values) {
   return bytes;
 }
 
-float loadAs(const void *p, DType dtype, int64_t i) {
-  switch (dtype) {
-  case DType::f32: return helm::kernels::loadElem<DType::f32>(p, i);
-  case DType::f16: return helm::kernels::loadElem<DType::f16>(p, i);
-  case DType::bf16: return helm::kernels::loadElem<DType::bf16>(p, i);
-  }
-  return 0;
-}
-
 std::vector<float> decode(DType dtype, const std::vector<char> &bytes) {
   std::vector<float> values(bytes.size() / size_t(helm::kernels::dtypeBytes(dtype)));
   for (size_t i = 0; i < values.size(); ++i)
-    values[i] = loadAs(bytes.data(), dtype, int64_t(i));
+    values[i] = helm::kernels::loadAs(bytes.data(), dtype, int64_t(i));
   return values;
 }
 
