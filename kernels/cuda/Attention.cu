@@ -77,6 +77,25 @@ struct AttentionShared {
   float o[kAttentionWarps][kAttentionMaxHeadDim];
 };
 
+/// This lane's dimensions (lane + 32 j) of rows t .. t + kKeysPerStep - 1 of a span's K or V for
+/// one kv head (`base`: that head's first column of the span's row `first`); rows at or past `t1`
+/// and dimensions past `headDim` read as 0.
+template <int DPL>
+__device__ __forceinline__ void loadRows(const float *base, int64_t t, int64_t t1, int64_t first,
+                                         int32_t kvWidth, int32_t headDim, int lane,
+                                         float (&rows)[kKeysPerStep][DPL]) {
+#pragma unroll
+  for (int u = 0; u < kKeysPerStep; ++u) {
+    const bool valid = t + u < t1;
+    const float *row = base + (t + u - first) * kvWidth;
+#pragma unroll
+    for (int j = 0; j < DPL; ++j) {
+      const int d = lane + 32 * j;
+      rows[u][j] = valid && d < headDim ? row[d] : 0.0f;
+    }
+  }
+}
+
 template <typename T, int DPL>
 __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &spans, int32_t heads,
                           int32_t group, int32_t headDim, int32_t kvWidth, int64_t past,
@@ -118,16 +137,7 @@ __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &s
       float dot[kKeysPerStep];
       {
         float kv[kKeysPerStep][DPL];
-#pragma unroll
-        for (int u = 0; u < kKeysPerStep; ++u) {
-          const bool valid = t + u < t1;
-          const float *kRow = kBase + (t + u - span.first) * kvWidth;
-#pragma unroll
-          for (int j = 0; j < DPL; ++j) {
-            const int d = lane + 32 * j;
-            kv[u][j] = valid && d < headDim ? kRow[d] : 0.0f;
-          }
-        }
+        loadRows<DPL>(kBase, t, t1, span.first, kvWidth, headDim, lane, kv);
 #pragma unroll
         for (int u = 0; u < kKeysPerStep; ++u) {
           dot[u] = 0.0f;
@@ -161,16 +171,7 @@ __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &s
       s = s * corr + pSum;
       m = mNew;
       float vv[kKeysPerStep][DPL];
-#pragma unroll
-      for (int u = 0; u < kKeysPerStep; ++u) {
-        const bool valid = t + u < t1;
-        const float *vRow = vBase + (t + u - span.first) * kvWidth;
-#pragma unroll
-        for (int j = 0; j < DPL; ++j) {
-          const int d = lane + 32 * j;
-          vv[u][j] = valid && d < headDim ? vRow[d] : 0.0f;
-        }
-      }
+      loadRows<DPL>(vBase, t, t1, span.first, kvWidth, headDim, lane, vv);
 #pragma unroll
       for (int j = 0; j < DPL; ++j) {
         float acc = o[j] * corr;

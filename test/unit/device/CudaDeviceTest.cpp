@@ -16,6 +16,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "test/unit/CudaTestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,23 +26,14 @@
 #include <random>
 
 using namespace helm::rt;
+using helm::test::errorText;
+using helm::test::randomFloats;
 
 namespace {
 
 constexpr uint64_t MiB = uint64_t(1) << 20;
 constexpr uint64_t GiB = uint64_t(1) << 30;
 
-#define ASSERT_OK(expr)                                                                            \
-  do {                                                                                             \
-    llvm::Error err_ = (expr);                                                                     \
-    ASSERT_FALSE(bool(err_)) << llvm::toString(std::move(err_));                                   \
-  } while (false)
-
-/// `var` = the value of the Expected `expr`, or a fatal test failure with its error.
-#define ASSERT_VALUE(var, expr)                                                                    \
-  auto var##OrErr = (expr);                                                                        \
-  ASSERT_TRUE(bool(var##OrErr)) << llvm::toString(var##OrErr.takeError());                         \
-  auto var = std::move(*var##OrErr)
 
 /// Whether `message` is loadModule's complaint about an image the CUDA loader rejected.
 bool isLoaderError(const std::string &message) {
@@ -49,20 +42,7 @@ bool isLoaderError(const std::string &message) {
          message.find("GPU code image has no kernels") != std::string::npos;
 }
 
-/// The message of an Error or of a failed Expected; "" when it succeeded.
-std::string errorText(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
-template <typename T> std::string errorText(llvm::Expected<T> v) {
-  return v ? std::string() : llvm::toString(v.takeError());
-}
 
-std::vector<float> randomFloats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 // --- Element types: f32 and the two 16-bit variants (kernel names NAME, NAME_f16, NAME_bf16) ----
 
