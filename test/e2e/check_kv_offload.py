@@ -42,6 +42,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emu_profile import write_profile  # noqa: E402
+
 PAGE = 512
 PROMPT = [1, 2, 3, 4, 5, 6, 7, 8]
 N_NEW = 4100
@@ -102,17 +105,7 @@ def main() -> int:
         # VRAM: the weights, then free memory F with 0.8 F - staging between 2 and 2.5 pages (room
         # for 2 pages, not 3), plus the stage's own buffers in the other 20%.
         free = int((staging + 2.25 * page_bytes) / 0.8)
-        profile = {
-            "name": "two-kv-pages",
-            "cpu": {"dram_bw_gbs": 20, "l3_bytes": 32 << 20, "l3_bw_gbs": 200, "p_dec_gflops": 50,
-                    "p_pre_gflops": 200, "ram_bytes": 8 << 30, "overhead_ms_per_block": 0.01},
-            "gpu": {"vram_bytes": gpu_weights + free, "reserved_bytes": 0, "mem_bw_gbs": 200,
-                    "p_dec_gflops": 1000, "p_pre_gflops": 10000, "overhead_ms_per_block": 0.01},
-            "link": {"bw_gbs": 16, "latency_us": 5},
-        }
-        profile_path = os.path.join(tmp, "two-kv-pages.json")
-        with open(profile_path, "w") as f:
-            json.dump(profile, f)
+        profile_path = write_profile(tmp, "two-kv-pages", gpu_weights + free)
         capped = os.path.join(tmp, "capped.helmpkg")
         r = run([args.helmc, model, "-q", "-o", capped, f"--target=emu:{profile_path}", "--force-split=1",
                  "--max-context", "8192"])

@@ -37,6 +37,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emu_profile import write_profile  # noqa: E402
+
 N_NEW = 32
 TARGET = "emu:rtx4060-laptop"
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -164,17 +167,7 @@ def check_limits(args) -> list[tuple[bool, str]]:
         # 2. A profile file as the emu target: a GPU that holds about half the weights, so the
         # planner must split; tokens equal the all-CPU package's.
         size = os.path.getsize(model)
-        profile = {
-            "name": "half-gpu",
-            "cpu": {"dram_bw_gbs": 20, "l3_bytes": 32 << 20, "l3_bw_gbs": 200, "p_dec_gflops": 50,
-                    "p_pre_gflops": 200, "ram_bytes": 8 << 30, "overhead_ms_per_block": 0.01},
-            "gpu": {"vram_bytes": size // 2, "reserved_bytes": 0, "mem_bw_gbs": 200,
-                    "p_dec_gflops": 1000, "p_pre_gflops": 10000, "overhead_ms_per_block": 0.01},
-            "link": {"bw_gbs": 16, "latency_us": 5},
-        }
-        profile_path = os.path.join(tmp, "half-gpu.json")
-        with open(profile_path, "w") as f:
-            json.dump(profile, f)
+        profile_path = write_profile(tmp, "half-gpu", size // 2)
         cpu_pkg = os.path.join(tmp, "cpu.helmpkg")
         split_pkg = os.path.join(tmp, "half.helmpkg")
         try:
