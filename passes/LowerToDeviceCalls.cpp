@@ -51,7 +51,7 @@ public:
       op.erase();
     }
     return rewriteStageSignature(
-        stage, [&](OpBuilder &, Location l, Value result, Value out, bool returnsLogits) {
+        stage, [&](OpBuilder &, Location l, Value result, Value out, bool) {
           loc = l;
           b.setInsertionPoint(stage.getBody().front().getTerminator());
           auto type = cast<RankedTensorType>(result.getType());
@@ -59,7 +59,6 @@ public:
           call("helm_dev_convert",
                {rawPointer(result), i32(kernelDtypeCode(type.getElementType())), pointerOf(out),
                 i32(kernelDtypeCode(outElem)), numElements(result)});
-          (void)returnsLogits;
           return success();
         });
   }

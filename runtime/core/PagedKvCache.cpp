@@ -224,7 +224,17 @@ bool PagedKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count,
 bool PagedKvCache::reserve(int64_t layer, int32_t seq, int64_t to) {
   // The caller writes the positions up to `to` that are not yet written before the next cache
   // operation, so the pages this completes count as full from now on.
-  return prepareWrite(layer, seq, 0, to, /*skipFull=*/true);
+  // Full pages form a prefix of the table: start at the first one that is not (no walk over the
+  // whole sequence per layer and token).
+  int64_t from = 0;
+  if (seq >= 0 && seq < sequences_) {
+    const auto &table = tables_[size_t(seq)];
+    size_t open = table.size();
+    while (open > 0 && !table[open - 1]->full)
+      --open;
+    from = std::min(to, int64_t(open) * options_.pageTokens);
+  }
+  return prepareWrite(layer, seq, from, to, /*skipFull=*/true);
 }
 
 void PagedKvCache::forEachSpan(
