@@ -1,7 +1,7 @@
 //===- Generator.cpp ---------------------------------------------------------------===//
 #include "runtime/core/Generator.h"
 
-#include "runtime/core/KvCache.h"
+#include "runtime/kv/KvCache.h"
 
 #include <algorithm>
 #include <chrono>

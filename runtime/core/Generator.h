@@ -2,7 +2,7 @@
 #ifndef HELM_RUNTIME_CORE_GENERATOR_H
 #define HELM_RUNTIME_CORE_GENERATOR_H
 
-#include "runtime/core/KvCache.h"
+#include "runtime/kv/KvCache.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 

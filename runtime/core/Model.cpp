@@ -1,7 +1,16 @@
-//===- Model.cpp - load a .helmpkg ---------------------------------------------------===//
+//===- Model.cpp - load a .helmpkg, size its sessions, run its stages -------------------===//
+//
+// LoadedModel::load is a list of steps (LoadedModel::Loader below), each reading one part of the
+// manifest (contract/manifest_schema.h names every key) and failing with one line that names the
+// package file.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/core/Model.h"
-#include "runtime/core/PagedKvCache.h"
-#include "runtime/device/CudaDevice.h"
+
+#include "contract/helm_contract.h"
+#include "contract/manifest_schema.h"
+#include "runtime/device/Backend.h"
+#include "runtime/kv/PagedKvCache.h"
 #include "runtime/package/Checksum.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -23,10 +32,12 @@ llvm::Error fail(llvm::StringRef file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), (file + ": " + message).str());
 }
 
+/// Bytes per element of a manifest dtype: the float types of the schema, and the element names
+/// helmc gives other tensors (f64, iN, uN).
 int64_t dtypeBytes(llvm::StringRef dtype) {
-  if (dtype == "f32" || dtype == "i32")
+  if (dtype == HELM_MANIFEST_DTYPE_F32 || dtype == "i32")
     return 4;
-  if (dtype == "f16" || dtype == "bf16" || dtype == "i16")
+  if (dtype == HELM_MANIFEST_DTYPE_F16 || dtype == HELM_MANIFEST_DTYPE_BF16 || dtype == "i16")
     return 2;
   if (dtype == "f64" || dtype == "i64")
     return 8;
@@ -84,336 +95,449 @@ LoadedModel::~LoadedModel() {
   }
 }
 
+/// The steps of LoadedModel::load over one opened package, in the order load runs them. Each
+/// fills part of the model; the first failure ends the load (the model, with whatever devices and
+/// libraries it holds by then, is destroyed).
+class LoadedModel::Loader {
+public:
+  Loader(llvm::StringRef path, LoadedModel &model)
+      : path(path), model(model), package(*model.package_),
+        // The package reader has already checked that the manifest parses to an object.
+        root(model.package_->manifestObject()), info(model.info_) {}
+
+  /// model.*, kv.*, logits.*, limits.*, target.name and target.cpu into ModelInfo.
+  llvm::Error readModelInfo();
+  /// target.features: every instruction-set feature the stage code uses is on this CPU.
+  llvm::Error checkCpuFeatures();
+  /// stages[]: each stage's description, its backend (a GPU stage's device and device ops) and
+  /// its code, loaded and its entry point found.
+  llvm::Error readStages();
+  /// boundary.*: the activation a split package moves between its stages.
+  llvm::Error readBoundary();
+  /// Each stage's `<entry>_abi` record agrees with the buffers the manifest sizes.
+  llvm::Error checkAbiRecords();
+  /// The stages' kv_layers add up to kv.layers.
+  llvm::Error checkKvLayers();
+  /// tensors[]: each weight's address inside its stage's weights section.
+  llvm::Error bindTensors();
+  /// The GPU stage's weights into its device (checksummed on the way); every other GPU-weights
+  /// section verified.
+  llvm::Error streamGpuWeights();
+  /// tokenizer.*: the tokenizer.json section, BOS and EOS ids.
+  llvm::Error loadTokenizer();
+
+private:
+  /// One stage's manifest entry (stage `index` of `count`) into `loaded.info`.
+  llvm::Error readStage(const llvm::json::Object &stage, size_t index, size_t count,
+                        Stage &loaded);
+  /// A GPU stage's backend (target.device, target.gpu, target.link) into the model's device_ and
+  /// deviceOps_.
+  llvm::Error createStageBackend(const llvm::json::Object &stage, Stage &loaded);
+  /// The stage's code section loaded from memory and its entry point looked up; the stage joins
+  /// the model's stages.
+  llvm::Error loadStageCode(const llvm::json::Object &stage, size_t index, Stage loaded);
+
+  llvm::Error fail(const llvm::Twine &message) const { return rt::fail(path, message); }
+
+  llvm::StringRef path;
+  LoadedModel &model;
+  const pkg::Package &package;
+  const llvm::json::Object &root;
+  ModelInfo &info;
+  /// The section holding each stage's tensors (bindTensors), null for a stage without any.
+  std::vector<const pkg::Package::Section *> weightSections;
+};
+
 llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef path,
                                                                const LoadOptions &options) {
   auto start = std::chrono::steady_clock::now();
   (void)stageAbiSymbols();
   (void)deviceAbiSymbols();
-  // GPU weights are checksummed while they stream to the device (below), so they are read once.
+  // GPU weights are checksummed while they stream to the device (streamGpuWeights), so they are
+  // read once.
   auto pkgOrErr = pkg::Package::open(path, pkg::Package::Verify::AllButGpuWeights);
   if (!pkgOrErr)
     return pkgOrErr.takeError();
   auto model = std::unique_ptr<LoadedModel>(new LoadedModel());
   model->options_ = options;
   model->package_ = std::move(*pkgOrErr);
-  const pkg::Package &package = *model->package_;
 
-  // The package reader has already checked that the manifest parses to an object.
-  const llvm::json::Object *root = &package.manifestObject();
-  ModelInfo &info = model->info_;
+  Loader loader(path, *model);
+  for (llvm::Error (Loader::*step)() :
+       {&Loader::readModelInfo, &Loader::checkCpuFeatures, &Loader::readStages,
+        &Loader::readBoundary, &Loader::checkAbiRecords, &Loader::checkKvLayers,
+        &Loader::bindTensors, &Loader::streamGpuWeights, &Loader::loadTokenizer})
+    if (llvm::Error e = (loader.*step)())
+      return std::move(e);
+
+  model->loadSeconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+llvm::Error LoadedModel::Loader::readModelInfo() {
   auto need = [&](const llvm::json::Object *o, llvm::StringRef key,
                   llvm::StringRef where) -> llvm::Expected<int64_t> {
     auto v = o ? o->getInteger(key) : std::nullopt;
     if (!v)
-      return fail(path, "manifest: missing integer '" + where + "." + key + "'");
+      return fail("manifest: missing integer '" + where + "." + key + "'");
     return *v;
   };
-  const llvm::json::Object *modelObj = root->getObject("model");
-  const llvm::json::Object *config = modelObj ? modelObj->getObject("config") : nullptr;
+  const llvm::json::Object *modelObj = root.getObject(HELM_MANIFEST_MODEL);
+  const llvm::json::Object *config =
+      modelObj ? modelObj->getObject(HELM_MANIFEST_MODEL_CONFIG) : nullptr;
   if (!config)
-    return fail(path, "manifest: missing 'model.config'");
-  if (auto s = config->getString("architecture"))
+    return fail("manifest: missing 'model.config'");
+  if (auto s = config->getString(HELM_MANIFEST_CONFIG_ARCHITECTURE))
     info.architecture = s->str();
-  if (auto s = config->getString("dtype"))
+  if (auto s = config->getString(HELM_MANIFEST_CONFIG_DTYPE))
     info.dtype = s->str();
-  if (auto s = modelObj->getString("source"))
+  if (auto s = modelObj->getString(HELM_MANIFEST_MODEL_SOURCE))
     info.source = s->str();
-  const llvm::json::Object *kv = root->getObject("kv");
-  const llvm::json::Object *logits = root->getObject("logits");
-  const llvm::json::Object *limits = root->getObject("limits");
+  const llvm::json::Object *kv = root.getObject(HELM_MANIFEST_KV);
+  const llvm::json::Object *logits = root.getObject(HELM_MANIFEST_LOGITS);
+  const llvm::json::Object *limits = root.getObject(HELM_MANIFEST_LIMITS);
   for (auto [dst, obj, key, where] :
-       {std::tuple{&info.kvLayers, kv, "layers", "kv"}, std::tuple{&info.kvHeads, kv, "kv_heads", "kv"},
-        std::tuple{&info.headDim, kv, "head_dim", "kv"},
-        std::tuple{&info.vocab, logits, "vocab", "logits"},
-        std::tuple{&info.maxContext, limits, "max_context", "limits"}}) {
+       {std::tuple{&info.kvLayers, kv, HELM_MANIFEST_KV_LAYERS, HELM_MANIFEST_KV},
+        std::tuple{&info.kvHeads, kv, HELM_MANIFEST_KV_HEADS, HELM_MANIFEST_KV},
+        std::tuple{&info.headDim, kv, HELM_MANIFEST_KV_HEAD_DIM, HELM_MANIFEST_KV},
+        std::tuple{&info.vocab, logits, HELM_MANIFEST_LOGITS_VOCAB, HELM_MANIFEST_LOGITS},
+        std::tuple{&info.maxContext, limits, HELM_MANIFEST_LIMITS_MAX_CONTEXT,
+                   HELM_MANIFEST_LIMITS}}) {
     auto v = need(obj, key, where);
     if (!v)
       return v.takeError();
     if (*v < 0 || *v > (int64_t(1) << 40))
-      return fail(path, llvm::Twine("manifest: '") + where + "." + key + "' out of range");
+      return fail(llvm::Twine("manifest: '") + where + "." + key + "' out of range");
     *dst = *v;
   }
-  if (info.vocab <= 0 || info.maxContext <= 0 || (info.kvLayers > 0 && (info.kvHeads <= 0 || info.headDim <= 0)))
-    return fail(path, "manifest: vocabulary, context and KV sizes must be positive");
-  if (const llvm::json::Object *target = root->getObject("target")) {
-    if (auto s = target->getString("name"))
+  if (info.vocab <= 0 || info.maxContext <= 0 ||
+      (info.kvLayers > 0 && (info.kvHeads <= 0 || info.headDim <= 0)))
+    return fail("manifest: vocabulary, context and KV sizes must be positive");
+  if (const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET)) {
+    if (auto s = target->getString(HELM_MANIFEST_TARGET_NAME))
       info.targetName = s->str();
-    if (auto s = target->getString("cpu"))
+    if (auto s = target->getString(HELM_MANIFEST_TARGET_CPU))
       info.targetCpu = s->str();
-    // The stage uses these instruction-set features; running it elsewhere would fault.
-    if (auto features = target->getString("features")) {
-      llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-      llvm::SmallVector<llvm::StringRef> list;
-      features->split(list, ',', -1, false);
-      for (llvm::StringRef f : list) {
-        if (!f.consume_front("+"))
-          continue;
-        auto it = host.find(f);
-        if (!host.empty() && (it == host.end() || !it->second))
-          return fail(path, "compiled for CPU '" + info.targetCpu + "' which has '" + f +
-                                "'; this CPU lacks it (recompile with --target=host)");
-      }
-    }
   }
+  return llvm::Error::success();
+}
 
+llvm::Error LoadedModel::Loader::checkCpuFeatures() {
+  const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET);
+  // The stage uses these instruction-set features; running it elsewhere would fault.
+  auto features = target ? target->getString(HELM_MANIFEST_TARGET_FEATURES) : std::nullopt;
+  if (!features)
+    return llvm::Error::success();
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  llvm::SmallVector<llvm::StringRef> list;
+  features->split(list, ',', -1, false);
+  for (llvm::StringRef f : list) {
+    if (!f.consume_front("+"))
+      continue;
+    auto it = host.find(f);
+    if (!host.empty() && (it == host.end() || !it->second))
+      return fail("compiled for CPU '" + info.targetCpu + "' which has '" + f +
+                  "'; this CPU lacks it (recompile with --target=host)");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::readStages() {
   // Stages, in pipeline order: a CPU stage, a GPU stage, or a CPU stage followed by a GPU stage.
-  const llvm::json::Array *stages = root->getArray("stages");
+  const llvm::json::Array *stages = root.getArray(HELM_MANIFEST_STAGES);
   if (!stages || stages->empty() || stages->size() > 2)
-    return fail(path, "manifest: 'stages' must list one or two stages");
+    return fail("manifest: 'stages' must list one or two stages");
   for (size_t index = 0; index < stages->size(); ++index) {
     const llvm::json::Object *stage = (*stages)[index].getAsObject();
     if (!stage)
-      return fail(path, "manifest: stage " + llvm::Twine(index) + " is not an object");
+      return fail("manifest: stage " + llvm::Twine(index) + " is not an object");
     Stage loaded;
-    StageInfo &si = loaded.info;
-    auto device = stage->getString("device");
-    auto entry = stage->getString("entry");
-    auto codeSection = stage->getString("code_section");
-    auto format = stage->getString("code_format");
-    auto input = stage->getString("input");
-    auto output = stage->getString("output");
-    if (!device || !entry || !codeSection)
-      return fail(path, "manifest: stage " + llvm::Twine(index) + " needs 'device', 'entry' and 'code_section'");
-    if (*device != "cpu" && *device != "gpu")
-      return fail(path, "manifest: stage " + llvm::Twine(index) + " has unknown device '" + *device + "'");
-    // One stage on either side, or the CPU stage followed by the GPU stage: run() moves the
-    // activation from the first to the second across the link.
-    if (stages->size() == 2 && (*device == "cpu") != (index == 0))
-      return fail(path, "manifest: a split package is a CPU stage followed by a GPU stage; stage " +
-                            llvm::Twine(index) + " is on the " + *device);
-    si.device = device->str();
-    si.entry = entry->str();
-    si.kvLayers = stage->getInteger("kv_layers").value_or(index == 0 ? info.kvLayers : 0);
-    si.takesIds = !input || *input == "token_ids";
-    si.returnsLogits = !output || *output == "logits";
-    if (const llvm::json::Array *units = stage->getArray("units"); units && units->size() == 2) {
-      si.firstUnit = (*units)[0].getAsInteger().value_or(0);
-      si.lastUnit = (*units)[1].getAsInteger().value_or(0);
-    }
-    if (si.kvLayers < 0 || si.kvLayers > info.kvLayers)
-      return fail(path, "manifest: stage " + llvm::Twine(index) + " has more KV layers than 'kv.layers'");
-    // A pipeline is ids -> (activation -> activation) -> logits.
-    bool last = index + 1 == stages->size();
-    if (si.takesIds != (index == 0) || si.returnsLogits != last)
-      return fail(path, "manifest: stage " + llvm::Twine(index) +
-                            " does not fit the pipeline (the first stage takes token ids, the last "
-                            "returns logits, a split hands over one activation)");
-    bool gpu = si.device == "gpu";
-    // "host-shared-object": host code that reads its buffers (the CPU stage; an emu GPU stage
-    // compiled for the host). "device-calls": a GPU stage whose host code only launches the
-    // device's kernels (helm_dev_*), the form a CUDA GPU runs.
-    loaded.deviceCalls = format && *format == "device-calls";
-    if (format && *format != "host-shared-object" && !(gpu && loaded.deviceCalls))
-      return fail(path, "stage " + llvm::Twine(index) + " has code format '" + *format +
-                            "', which this runtime cannot load");
-    if (gpu) {
-      const llvm::json::Object *target = root->getObject("target");
-      auto kind = target ? target->getString("device") : std::nullopt;
-      const llvm::json::Object *gpuObj = target ? target->getObject("gpu") : nullptr;
-      const llvm::json::Object *link = target ? target->getObject("link") : nullptr;
-      if (!kind || (*kind != "emu" && *kind != "cuda") || !gpuObj || !link)
-        return fail(path, "package has a GPU stage for device '" +
-                              (kind ? kind->str() : std::string("?")) +
-                              "'; this runtime runs GPU stages on 'cuda' or 'emu' devices");
-      if (*kind == "cuda" && !loaded.deviceCalls)
-        return fail(path, "the package's GPU stage is host code, which a CUDA GPU cannot run "
-                          "(recompile the model)");
-      auto vram = gpuObj->getInteger("vram_bytes");
-      auto reserved = gpuObj->getInteger("reserved_bytes");
-      auto bw = link->getNumber("bw_gbs");
-      auto latency = link->getNumber("latency_us");
-      if (!vram || !reserved || !bw || !latency || *vram <= 0 || *reserved < 0 || !(*bw > 0) ||
-          !(*latency >= 0))
-        return fail(path, "manifest: 'target.gpu' needs vram_bytes > 0, reserved_bytes >= 0 and "
-                          "'target.link' bw_gbs > 0, latency_us >= 0");
-      if (*reserved >= *vram)
-        return fail(path, llvm::formatv("the target's GPU reserve ({0} bytes) leaves none of its "
-                                        "{1} bytes of VRAM for the GPU stage",
-                                        *reserved, *vram)
-                              .str());
-      if (*kind == "cuda") {
-        std::string reason;
-        if (!cudaAvailable(&reason))
-          return fail(path, "the package's GPU stage runs on a CUDA GPU ('" + info.targetName +
-                                "'), and there is none here: " + reason +
-                                " (compile with --target=emu:<name> to run it on the emulated GPU)");
-        CudaOptions cuda;
-        cuda.reserveBytes = uint64_t(*reserved);
-        auto dev = createCudaDevice(cuda);
-        if (!dev)
-          return fail(path, llvm::toString(dev.takeError()));
-        model->device_ = std::move(*dev);
-      } else {
-      EmuOptions emu;
-      emu.targetName = info.targetName;
-      emu.arenaBytes = options.emuArenaBytes ? options.emuArenaBytes : uint64_t(*vram - *reserved);
-      emu.linkGbs = *bw;
-      emu.linkLatencyUs = *latency;
-      emu.throttle = options.emuThrottle;
-      auto dev = createEmuDevice(emu);
-      if (!dev)
-        return fail(path, llvm::toString(dev.takeError()));
-      model->device_ = std::move(*dev);
-      }
-      if (loaded.deviceCalls) {
-        if (*kind == "emu") {
-          model->deviceOps_ = createHostDeviceOps();
-        } else {
-          // The CUDA kernels the stage launches ship in the package, next to its host code.
-          auto kernels = stage->getString("kernels_section");
-          const pkg::Package::Section *image =
-              kernels ? package.find(pkg::SectionKind::GpuCode, *kernels) : nullptr;
-          if (!image)
-            return fail(path, "manifest: the CUDA stage names no GPU-kernels section "
-                              "('kernels_section'), or it is missing");
-          auto ops = createCudaDeviceOps(*static_cast<CudaDevice *>(model->device_.get()),
-                                         image->bytes);
-          if (!ops)
-            return fail(path, llvm::toString(ops.takeError()));
-          model->deviceOps_ = std::move(*ops);
-        }
-      }
-    }
-    const pkg::Package::Section *code =
-        package.find(gpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, *codeSection);
-    if (!code)
-      return fail(path, "missing " + llvm::Twine(gpu ? "GPU" : "CPU") + " code section '" +
-                            *codeSection + "'");
-    auto handle = loadFromMemory(path, code->bytes, loaded.codeFd);
-    if (!handle)
-      return handle.takeError();
-    loaded.library = *handle;
-    loaded.fn = reinterpret_cast<StageFn>(dlsym(loaded.library, entry->str().c_str()));
-    model->stages_.push_back(std::move(loaded));
-    if (!model->stages_.back().fn)
-      return fail(path, "stage " + llvm::Twine(index) + " has no entry point '" + *entry + "'");
+    if (llvm::Error e = readStage(*stage, index, stages->size(), loaded))
+      return e;
+    if (loaded.info.onGpu)
+      if (llvm::Error e = createStageBackend(*stage, loaded))
+        return e;
+    if (llvm::Error e = loadStageCode(*stage, index, std::move(loaded)))
+      return e;
   }
-  if (model->stages_.size() == 2) {
-    const llvm::json::Object *boundary = root->getObject("boundary");
-    auto dtype = boundary ? boundary->getString("dtype") : std::nullopt;
-    auto width = boundary ? boundary->getInteger("width") : std::nullopt;
-    if (!dtype || !width || dtypeBytes(*dtype) == 0 || *width <= 0 || *width > (1 << 24))
-      return fail(path, "manifest: a split package needs 'boundary' with a dtype and a width");
-    info.boundaryDtype = dtype->str();
-    info.boundaryWidth = *width;
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::readStage(const llvm::json::Object &stage, size_t index,
+                                           size_t count, Stage &loaded) {
+  StageInfo &si = loaded.info;
+  auto device = stage.getString(HELM_MANIFEST_STAGE_DEVICE);
+  auto entry = stage.getString(HELM_MANIFEST_STAGE_ENTRY);
+  auto codeSection = stage.getString(HELM_MANIFEST_STAGE_CODE_SECTION);
+  auto format = stage.getString(HELM_MANIFEST_STAGE_CODE_FORMAT);
+  auto input = stage.getString(HELM_MANIFEST_STAGE_INPUT);
+  auto output = stage.getString(HELM_MANIFEST_STAGE_OUTPUT);
+  if (!device || !entry || !codeSection)
+    return fail("manifest: stage " + llvm::Twine(index) +
+                " needs 'device', 'entry' and 'code_section'");
+  if (*device != HELM_MANIFEST_SIDE_CPU && *device != HELM_MANIFEST_SIDE_GPU)
+    return fail("manifest: stage " + llvm::Twine(index) + " has unknown device '" + *device + "'");
+  // One stage on either side, or the CPU stage followed by the GPU stage: run() moves the
+  // activation from the first to the second across the link.
+  if (count == 2 && (*device == HELM_MANIFEST_SIDE_CPU) != (index == 0))
+    return fail("manifest: a split package is a CPU stage followed by a GPU stage; stage " +
+                llvm::Twine(index) + " is on the " + *device);
+  si.device = device->str();
+  si.onGpu = *device == HELM_MANIFEST_SIDE_GPU;
+  si.entry = entry->str();
+  si.kvLayers =
+      stage.getInteger(HELM_MANIFEST_STAGE_KV_LAYERS).value_or(index == 0 ? info.kvLayers : 0);
+  si.takesIds = !input || *input == HELM_MANIFEST_IO_TOKEN_IDS;
+  si.returnsLogits = !output || *output == HELM_MANIFEST_IO_LOGITS;
+  if (const llvm::json::Array *units = stage.getArray(HELM_MANIFEST_STAGE_UNITS);
+      units && units->size() == 2) {
+    si.firstUnit = (*units)[0].getAsInteger().value_or(0);
+    si.lastUnit = (*units)[1].getAsInteger().value_or(0);
   }
+  if (si.kvLayers < 0 || si.kvLayers > info.kvLayers)
+    return fail("manifest: stage " + llvm::Twine(index) + " has more KV layers than 'kv.layers'");
+  // A pipeline is ids -> (activation -> activation) -> logits.
+  bool last = index + 1 == count;
+  if (si.takesIds != (index == 0) || si.returnsLogits != last)
+    return fail("manifest: stage " + llvm::Twine(index) +
+                " does not fit the pipeline (the first stage takes token ids, the last "
+                "returns logits, a split hands over one activation)");
+  // "host-shared-object": host code that reads its buffers (the CPU stage; an emu GPU stage
+  // compiled for the host). "device-calls": a GPU stage whose host code only launches the
+  // device's kernels (helm_dev_*), the form a CUDA GPU runs.
+  loaded.deviceCalls = format && *format == HELM_MANIFEST_CODE_DEVICE_CALLS;
+  if (format && *format != HELM_MANIFEST_CODE_HOST_SHARED_OBJECT &&
+      !(si.onGpu && loaded.deviceCalls))
+    return fail("stage " + llvm::Twine(index) + " has code format '" + *format +
+                "', which this runtime cannot load");
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &stage,
+                                                    Stage &loaded) {
+  const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET);
+  auto name = target ? target->getString(HELM_MANIFEST_TARGET_DEVICE) : std::nullopt;
+  std::optional<DeviceKind> kind = name ? parseTargetDevice(*name) : std::nullopt;
+  const llvm::json::Object *gpuObj = target ? target->getObject(HELM_MANIFEST_TARGET_GPU) : nullptr;
+  const llvm::json::Object *link = target ? target->getObject(HELM_MANIFEST_TARGET_LINK) : nullptr;
+  if (!kind || !gpuObj || !link)
+    return fail("package has a GPU stage for device '" + (name ? name->str() : std::string("?")) +
+                "'; this runtime runs GPU stages on 'cuda' or 'emu' devices");
+  if (*kind == DeviceKind::cuda && !loaded.deviceCalls)
+    return fail("the package's GPU stage is host code, which a CUDA GPU cannot run "
+                "(recompile the model)");
+  auto vram = gpuObj->getInteger(HELM_MANIFEST_GPU_VRAM_BYTES);
+  auto reserved = gpuObj->getInteger(HELM_MANIFEST_GPU_RESERVED_BYTES);
+  auto bw = link->getNumber(HELM_MANIFEST_LINK_BW_GBS);
+  auto latency = link->getNumber(HELM_MANIFEST_LINK_LATENCY_US);
+  if (!vram || !reserved || !bw || !latency || *vram <= 0 || *reserved < 0 || !(*bw > 0) ||
+      !(*latency >= 0))
+    return fail("manifest: 'target.gpu' needs vram_bytes > 0, reserved_bytes >= 0 and "
+                "'target.link' bw_gbs > 0, latency_us >= 0");
+  if (*reserved >= *vram)
+    return fail(llvm::formatv("the target's GPU reserve ({0} bytes) leaves none of its "
+                              "{1} bytes of VRAM for the GPU stage",
+                              *reserved, *vram)
+                    .str());
+  const LoadOptions &options = model.options_;
+  BackendOptions backend;
+  backend.targetName = info.targetName;
+  backend.deviceOps = loaded.deviceCalls;
+  backend.cuda.reserveBytes = uint64_t(*reserved);
+  backend.emu.targetName = info.targetName;
+  backend.emu.arenaBytes =
+      options.emuArenaBytes ? options.emuArenaBytes : uint64_t(*vram - *reserved);
+  backend.emu.linkGbs = *bw;
+  backend.emu.linkLatencyUs = *latency;
+  backend.emu.throttle = options.emuThrottle;
+  // The CUDA kernels a kernel-form stage launches ship in the package, next to its host code.
+  auto cudaKernels = [&]() -> llvm::Expected<llvm::ArrayRef<char>> {
+    auto kernels = stage.getString(HELM_MANIFEST_STAGE_KERNELS_SECTION);
+    const pkg::Package::Section *image =
+        kernels ? package.find(pkg::SectionKind::GpuCode, *kernels) : nullptr;
+    if (!image)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "manifest: the CUDA stage names no GPU-kernels section "
+                                     "('kernels_section'), or it is missing");
+    return image->bytes;
+  };
+  auto created = rt::createStageBackend(*kind, backend, cudaKernels);
+  if (!created)
+    return fail(llvm::toString(created.takeError()));
+  model.device_ = std::move(created->device);
+  model.deviceOps_ = std::move(created->ops);
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::loadStageCode(const llvm::json::Object &stage, size_t index,
+                                               Stage loaded) {
+  llvm::StringRef codeSection = *stage.getString(HELM_MANIFEST_STAGE_CODE_SECTION);
+  const pkg::Package::Section *code = package.find(
+      loaded.info.onGpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, codeSection);
+  if (!code)
+    return fail("missing " + llvm::Twine(loaded.info.onGpu ? "GPU" : "CPU") + " code section '" +
+                codeSection + "'");
+  auto handle = loadFromMemory(path, code->bytes, loaded.codeFd);
+  if (!handle)
+    return handle.takeError();
+  loaded.library = *handle;
+  loaded.fn = reinterpret_cast<StageFn>(dlsym(loaded.library, loaded.info.entry.c_str()));
+  // The model owns the library from here (its destructor closes it), found entry point or not.
+  model.stages_.push_back(std::move(loaded));
+  if (!model.stages_.back().fn)
+    return fail("stage " + llvm::Twine(index) + " has no entry point '" +
+                model.stages_.back().info.entry + "'");
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::readBoundary() {
+  if (model.stages_.size() != 2)
+    return llvm::Error::success();
+  const llvm::json::Object *boundary = root.getObject(HELM_MANIFEST_BOUNDARY);
+  auto dtype = boundary ? boundary->getString(HELM_MANIFEST_BOUNDARY_DTYPE) : std::nullopt;
+  auto width = boundary ? boundary->getInteger(HELM_MANIFEST_BOUNDARY_WIDTH) : std::nullopt;
+  if (!dtype || !width || dtypeBytes(*dtype) == 0 || *width <= 0 || *width > (1 << 24))
+    return fail("manifest: a split package needs 'boundary' with a dtype and a width");
+  info.boundaryDtype = dtype->str();
+  info.boundaryWidth = *width;
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::checkAbiRecords() {
   // The runtime sizes the buffers it hands each stage from the manifest; the code's own record of
   // what it reads and writes must agree (a foreign manifest must not make the code write past them).
-  for (size_t index = 0; index < model->stages_.size(); ++index) {
-    const Stage &st = model->stages_[index];
-    auto *record = static_cast<const int64_t *>(dlsym(st.library, (st.info.entry + "_abi").c_str()));
-    if (!record || record[0] != 1)
-      return fail(path, "stage " + llvm::Twine(index) + " has no ABI record '" + st.info.entry +
-                            "_abi' (compiled by another helmc; recompile the model)");
+  for (size_t index = 0; index < model.stages_.size(); ++index) {
+    const Stage &st = model.stages_[index];
+    std::string symbol = st.info.entry + HELM_STAGE_ABI_SUFFIX;
+    auto *record = static_cast<const int64_t *>(dlsym(st.library, symbol.c_str()));
+    if (!record || record[HELM_STAGE_ABI_VERSION] != HELM_STAGE_ABI_RECORD_VERSION)
+      return fail("stage " + llvm::Twine(index) + " has no ABI record '" + symbol +
+                  "' (compiled by another helmc; recompile the model)");
     int64_t elementBytes = info.boundaryWidth ? dtypeBytes(info.boundaryDtype) : 0;
     int64_t want[3] = {st.info.takesIds ? 0 : info.boundaryWidth,
                        st.info.returnsLogits ? info.vocab : info.boundaryWidth, elementBytes};
-    if (record[1] != want[0] || record[2] != want[1] || record[3] != want[2])
-      return fail(path, llvm::formatv("stage {0}'s code reads {1} and writes {2} values per token "
-                                      "({3}-byte activations); the manifest says {4} and {5} ({6}-byte)",
-                                      index, record[1], record[2], record[3], want[0], want[1],
-                                      want[2])
-                            .str());
+    int64_t inputWidth = record[HELM_STAGE_ABI_INPUT_WIDTH];
+    int64_t outputWidth = record[HELM_STAGE_ABI_OUTPUT_WIDTH];
+    int64_t recordBytes = record[HELM_STAGE_ABI_ELEMENT_BYTES];
+    if (inputWidth != want[0] || outputWidth != want[1] || recordBytes != want[2])
+      return fail(llvm::formatv("stage {0}'s code reads {1} and writes {2} values per token "
+                                "({3}-byte activations); the manifest says {4} and {5} ({6}-byte)",
+                                index, inputWidth, outputWidth, recordBytes, want[0], want[1],
+                                want[2])
+                      .str());
   }
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::checkKvLayers() {
   int64_t stageLayers = 0;
-  for (const Stage &st : model->stages_)
+  for (const Stage &st : model.stages_)
     stageLayers += st.info.kvLayers;
   if (stageLayers != info.kvLayers)
-    return fail(path, "manifest: the stages' KV layers add up to " + llvm::Twine(stageLayers) +
-                          ", 'kv.layers' says " + llvm::Twine(info.kvLayers));
+    return fail("manifest: the stages' KV layers add up to " + llvm::Twine(stageLayers) +
+                ", 'kv.layers' says " + llvm::Twine(info.kvLayers));
+  return llvm::Error::success();
+}
 
+llvm::Error LoadedModel::Loader::bindTensors() {
   // Tensor table: every weight must lie inside its stage's section.
-  const llvm::json::Array *tensors = root->getArray("tensors");
+  const llvm::json::Array *tensors = root.getArray(HELM_MANIFEST_TENSORS);
   if (!tensors)
-    return fail(path, "manifest: missing 'tensors'");
+    return fail("manifest: missing 'tensors'");
+  std::vector<Stage> &stages = model.stages_;
   for (const llvm::json::Value &value : *tensors) {
     const llvm::json::Object *t = value.getAsObject();
-    int64_t stageIndex = t ? t->getInteger("stage").value_or(0) : 0;
-    if (t && stageIndex >= 0 && size_t(stageIndex) < model->stages_.size())
-      model->stages_[size_t(stageIndex)].weights.push_back(nullptr);
+    int64_t stageIndex = t ? t->getInteger(HELM_MANIFEST_TENSOR_STAGE).value_or(0) : 0;
+    if (t && stageIndex >= 0 && size_t(stageIndex) < stages.size())
+      stages[size_t(stageIndex)].weights.push_back(nullptr);
   }
-  std::vector<const pkg::Package::Section *> weightSections(model->stages_.size(), nullptr);
+  weightSections.assign(stages.size(), nullptr);
   for (const llvm::json::Value &value : *tensors) {
     const llvm::json::Object *t = value.getAsObject();
     if (!t)
-      return fail(path, "manifest: tensor entry is not an object");
-    auto id = t->getInteger("id");
-    auto offset = t->getInteger("offset");
-    auto bytes = t->getInteger("bytes");
-    auto section = t->getString("section");
-    auto dtype = t->getString("dtype");
-    auto name = t->getString("name");
-    int64_t stageIndex = t->getInteger("stage").value_or(0);
-    const llvm::json::Array *shape = t->getArray("shape");
+      return fail("manifest: tensor entry is not an object");
+    auto id = t->getInteger(HELM_MANIFEST_TENSOR_ID);
+    auto offset = t->getInteger(HELM_MANIFEST_TENSOR_OFFSET);
+    auto bytes = t->getInteger(HELM_MANIFEST_TENSOR_BYTES);
+    auto section = t->getString(HELM_MANIFEST_TENSOR_SECTION);
+    auto dtype = t->getString(HELM_MANIFEST_TENSOR_DTYPE);
+    auto name = t->getString(HELM_MANIFEST_TENSOR_NAME);
+    int64_t stageIndex = t->getInteger(HELM_MANIFEST_TENSOR_STAGE).value_or(0);
+    const llvm::json::Array *shape = t->getArray(HELM_MANIFEST_TENSOR_SHAPE);
     if (!id || !offset || !bytes || !section || !dtype || !shape || !name)
-      return fail(path, "manifest: tensor entry needs id, name, dtype, shape, section, offset, bytes");
-    if (stageIndex < 0 || size_t(stageIndex) >= model->stages_.size())
-      return fail(path, "manifest: tensor '" + *name + "' belongs to a stage that does not exist");
-    Stage &st = model->stages_[size_t(stageIndex)];
+      return fail("manifest: tensor entry needs id, name, dtype, shape, section, offset, bytes");
+    if (stageIndex < 0 || size_t(stageIndex) >= stages.size())
+      return fail("manifest: tensor '" + *name + "' belongs to a stage that does not exist");
+    Stage &st = stages[size_t(stageIndex)];
     if (*id < 0 || size_t(*id) >= st.weights.size() || st.weights[size_t(*id)])
-      return fail(path, "manifest: tensor '" + *name + "' has a bad or duplicate id");
+      return fail("manifest: tensor '" + *name + "' has a bad or duplicate id");
     int64_t elements = 1;
     for (const llvm::json::Value &d : *shape) {
       auto dim = d.getAsInteger();
       if (!dim || *dim < 0 || (*dim > 0 && elements > (int64_t(1) << 40) / *dim))
-        return fail(path, "manifest: tensor '" + *name + "' has a bad shape");
+        return fail("manifest: tensor '" + *name + "' has a bad shape");
       elements *= *dim;
     }
     int64_t elemBytes = dtypeBytes(*dtype);
     if (elemBytes == 0 || elements * elemBytes != *bytes)
-      return fail(path, "manifest: tensor '" + *name + "' is " + std::to_string(*bytes) +
-                            " bytes, its shape and dtype say " + std::to_string(elements * elemBytes));
-    bool gpu = st.info.device == "gpu";
-    const pkg::Package::Section *sec =
-        package.find(gpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights, *section);
+      return fail("manifest: tensor '" + *name + "' is " + std::to_string(*bytes) +
+                  " bytes, its shape and dtype say " + std::to_string(elements * elemBytes));
+    const pkg::Package::Section *sec = package.find(
+        st.info.onGpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights, *section);
     if (!sec)
-      return fail(path, "tensor '" + *name + "' is in missing section '" + *section + "'");
+      return fail("tensor '" + *name + "' is in missing section '" + *section + "'");
     if (weightSections[size_t(stageIndex)] && weightSections[size_t(stageIndex)] != sec)
-      return fail(path, "manifest: the tensors of stage " + llvm::Twine(stageIndex) +
-                            " lie in more than one section");
+      return fail("manifest: the tensors of stage " + llvm::Twine(stageIndex) +
+                  " lie in more than one section");
     weightSections[size_t(stageIndex)] = sec;
-    if (*offset < 0 || uint64_t(*offset) > sec->size || uint64_t(*bytes) > sec->size - uint64_t(*offset))
-      return fail(path, "tensor '" + *name + "' lies outside section '" + *section + "'");
+    if (*offset < 0 || uint64_t(*offset) > sec->size ||
+        uint64_t(*bytes) > sec->size - uint64_t(*offset))
+      return fail("tensor '" + *name + "' lies outside section '" + *section + "'");
     st.weights[size_t(*id)] = sec->bytes.data() + *offset;
     st.info.numTensors += 1;
     st.info.weightBytes += uint64_t(*bytes);
     info.weightBytes += *bytes;
   }
   info.numTensors = int64_t(tensors->size());
+  return llvm::Error::success();
+}
 
+llvm::Error LoadedModel::Loader::streamGpuWeights() {
   // The GPU stage's weights move into its device once, in chunks, checksummed on the way (the
   // package was opened without reading them), so the host never holds a second copy; each copied
   // range of the package is dropped from this process.
   std::vector<const pkg::Package::Section *> streamed;
-  for (size_t i = 0; i < model->stages_.size(); ++i) {
-    Stage &st = model->stages_[i];
+  Device *device = model.device_.get();
+  for (size_t i = 0; i < model.stages_.size(); ++i) {
+    Stage &st = model.stages_[i];
     const pkg::Package::Section *sec = weightSections[i];
-    if (st.info.device != "gpu" || !sec)
+    if (!st.info.onGpu || !sec)
       continue;
-    auto block = model->device_->allocate(
+    auto block = device->allocate(
         sec->size, llvm::formatv("the weights of the GPU stage (units {0}..{1})", st.info.firstUnit,
                                  st.info.lastUnit)
                        .str());
     if (!block)
-      return fail(path, llvm::toString(block.takeError()) +
-                            " (recompile with a split that puts fewer units on the GPU)");
+      return fail(llvm::toString(block.takeError()) +
+                  " (recompile with a split that puts fewer units on the GPU)");
     st.deviceWeights = *block;
-    LinkCounters before = model->device_->counters();
+    LinkCounters before = device->counters();
     pkg::Checksum64 digest;
     constexpr uint64_t kChunk = uint64_t(64) << 20;
     for (uint64_t at = 0; at < sec->size; at += kChunk) {
       uint64_t n = std::min(kChunk, sec->size - at);
       digest.update(sec->bytes.data() + at, n);
-      if (llvm::Error e = model->device_->copyToDevice(static_cast<char *>(*block) + at,
-                                                       sec->bytes.data() + at, n, Stream::copy,
-                                                       /*async=*/false))
-        return fail(path, llvm::toString(std::move(e)));
+      if (llvm::Error e = device->copyToDevice(static_cast<char *>(*block) + at,
+                                               sec->bytes.data() + at, n, Stream::copy,
+                                               /*async=*/false))
+        return fail(llvm::toString(std::move(e)));
       dropPages(sec->bytes.data() + at, n);
     }
     if (llvm::Error e = package.verifySectionDigest(*sec, digest.digest()))
       return e;
     streamed.push_back(sec);
-    model->loadTraffic_ = model->device_->counters() - before;
+    model.loadTraffic_ = device->counters() - before;
     for (const void *&w : st.weights)
       if (w)
         w = static_cast<const char *>(*block) + (static_cast<const char *>(w) - sec->bytes.data());
@@ -423,27 +547,29 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
     if (sec.kind == pkg::SectionKind::GpuWeights && !llvm::is_contained(streamed, &sec))
       if (llvm::Error e = package.verifySection(sec))
         return e;
-  for (Stage &st : model->stages_)
-    model->stageInfo_.push_back(st.info);
+  for (Stage &st : model.stages_)
+    model.stageInfo_.push_back(st.info);
+  return llvm::Error::success();
+}
 
-  if (const llvm::json::Object *tok = root->getObject("tokenizer")) {
-    auto section = tok->getString("section");
-    const pkg::Package::Section *sec =
-        section ? package.find(pkg::SectionKind::Tokenizer, *section) : nullptr;
-    if (!sec)
-      return fail(path, "manifest names a tokenizer section that is missing");
-    model->tokenizer_.assign(sec->bytes.data(), sec->bytes.size());
-    info.hasTokenizer = true;
-    if (auto bos = tok->getInteger("bos_id"))
-      info.bosId = int32_t(*bos);
-    if (const llvm::json::Array *eos = tok->getArray("eos_ids"))
-      for (const llvm::json::Value &e : *eos)
-        if (auto id = e.getAsInteger())
-          info.eosIds.push_back(int32_t(*id));
-  }
-  model->loadSeconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return model;
+llvm::Error LoadedModel::Loader::loadTokenizer() {
+  const llvm::json::Object *tok = root.getObject(HELM_MANIFEST_TOKENIZER);
+  if (!tok)
+    return llvm::Error::success();
+  auto section = tok->getString(HELM_MANIFEST_TOKENIZER_SECTION);
+  const pkg::Package::Section *sec =
+      section ? package.find(pkg::SectionKind::Tokenizer, *section) : nullptr;
+  if (!sec)
+    return fail("manifest names a tokenizer section that is missing");
+  model.tokenizer_.assign(sec->bytes.data(), sec->bytes.size());
+  info.hasTokenizer = true;
+  if (auto bos = tok->getInteger(HELM_MANIFEST_TOKENIZER_BOS_ID))
+    info.bosId = int32_t(*bos);
+  if (const llvm::json::Array *eos = tok->getArray(HELM_MANIFEST_TOKENIZER_EOS_IDS))
+    for (const llvm::json::Value &e : *eos)
+      if (auto id = e.getAsInteger())
+        info.eosIds.push_back(int32_t(*id));
+  return llvm::Error::success();
 }
 
 namespace {
@@ -468,7 +594,7 @@ uint64_t availableHostBytes() {
 int64_t LoadedModel::kvPageTokens(int32_t sequences) const {
   const Stage *gpu = nullptr;
   for (const Stage &st : stages_)
-    if (st.info.device == "gpu" && st.info.kvLayers > 0)
+    if (st.info.onGpu && st.info.kvLayers > 0)
       gpu = &st;
   if (!gpu)
     return 0;
@@ -510,7 +636,7 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
   uint64_t hostNeed = 0, cpuNeed = 0, evictedNeed = 0;
   for (const Stage &st : stages_) {
     uint64_t perToken = uint64_t(st.info.kvLayers) * 2 * uint64_t(width) * 4;
-    if (st.info.device == "gpu" && st.info.kvLayers > 0) {
+    if (st.info.onGpu && st.info.kvLayers > 0) {
       uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, pageTokens);
       uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
       uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
@@ -553,7 +679,7 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
       session->caches.push_back(std::move(*cache));
     } else {
       // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
-      if (st.info.device == "cpu")
+      if (!st.info.onGpu)
         cpuNeed += perToken * uint64_t(std::max<int64_t>(maxTokens, 0)) * uint64_t(sequences);
       session->caches.push_back(
           std::make_unique<ContiguousKvCache>(st.info.kvLayers, sequences, width));

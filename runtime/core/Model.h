@@ -2,8 +2,9 @@
 #ifndef HELM_RUNTIME_CORE_MODEL_H
 #define HELM_RUNTIME_CORE_MODEL_H
 
-#include "runtime/core/DeviceOps.h"
-#include "runtime/core/StageContext.h"
+#include "contract/helm_contract.h"
+#include "runtime/device/DeviceOps.h"
+#include "runtime/abi/StageContext.h"
 #include "runtime/device/Device.h"
 #include "runtime/package/Package.h"
 
@@ -29,7 +30,8 @@ struct ModelInfo {
 
 /// One stage of the package, in pipeline order.
 struct StageInfo {
-  std::string device; // the plan's side: "cpu" or "gpu"
+  std::string device; // the plan's side: "cpu" or "gpu" (stages[].device)
+  bool onGpu = false; // device is "gpu": the stage runs on the package's device (emu or cuda)
   std::string entry;
   int64_t kvLayers = 0, firstUnit = 0, lastUnit = 0;
   bool takesIds = true, returnsLogits = true;
@@ -48,11 +50,10 @@ struct LoadOptions {
   bool kvOffload = true;      // --kv-offload: evict full pages to host RAM (off: error when full)
 };
 
-/// Signature of a generated stage (compiler/codegen): input (token ids [B, S] i64 or the boundary
-/// activation [B, S, H]), positions [B, S], output (logits of the last position [B, V] f32, or
-/// the activation for the next stage).
-using StageFn = void (*)(void *ctx, const void *input, const int64_t *positions, void *output,
-                         int64_t batch, int64_t seq);
+/// Signature of a generated stage (contract/helm_contract.h): input (token ids [B, S] i64 or the
+/// boundary activation [B, S, H]), positions [B, S], output (logits of the last position [B, V]
+/// f32, or the activation for the next stage).
+using StageFn = helm_stage_fn;
 
 class LoadedModel {
 public:
@@ -91,6 +92,8 @@ public:
                   int64_t seq) const;
 
 private:
+  /// load()'s steps, one per part of the manifest (Model.cpp).
+  class Loader;
   struct Stage {
     StageInfo info;
     void *library = nullptr;

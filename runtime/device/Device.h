@@ -6,8 +6,10 @@
 //          own allocator; every byte and transfer across the (pretend) link is counted, and copies
 //          can be throttled to the profile's link bandwidth and latency. A test and research
 //          device: it proves the plan, the split and the link traffic, not GPU speed.
-//   cuda - a real NVIDIA GPU through the CUDA runtime/driver API (runtime/device/CudaDevice.cpp,
-//          built with HELM_ENABLE_CUDA).
+//   cuda - a real NVIDIA GPU through the CUDA runtime/driver API
+//          (runtime/backends/cuda/CudaDevice.cpp, built with HELM_ENABLE_CUDA).
+// The emu device is runtime/backends/host/EmuDevice.cpp; createStageBackend (Backend.h) picks a
+// stage's device by DeviceKind.
 //
 // Every device has exactly two streams, compute and copy. Work on one stream runs in order;
 // events order work across streams and against the host. On cpu and emu every operation

@@ -1,6 +1,6 @@
 // XXH64 as described in the xxHash specification (stripes of 32 bytes over four 64-bit lanes, then
 // a tail of 8-, 4- and 1-byte steps and a final avalanche). Written for this project; the reference
-// vectors in test/unit/package/ChecksumTest.cpp and docs/package-format.md pin it.
+// vectors in test/unit/runtime/package/ChecksumTest.cpp and docs/package-format.md pin it.
 #include "runtime/package/Checksum.h"
 
 #include "llvm/Support/Endian.h"

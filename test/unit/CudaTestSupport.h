@@ -1,8 +1,8 @@
 //===- CudaTestSupport.h - helpers shared by the GPU-only test suites -----------------===//
 //
-// test/unit/device/CudaDeviceTest.cpp (the CUDA device and kernels) and
-// test/unit/runtime/CudaDeviceOpsTest.cpp (the runtime's CUDA device ops) check llvm::Error and
-// llvm::Expected results and draw random inputs the same way.
+// test/unit/runtime/backends/cuda/CudaDeviceTest.cpp (the CUDA device and kernels) and
+// test/unit/runtime/backends/cuda/CudaDeviceOpsTest.cpp (the runtime's CUDA device ops) check
+// llvm::Error and llvm::Expected results and draw random inputs the same way.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_TEST_UNIT_CUDATESTSUPPORT_H

@@ -1,0 +1,64 @@
+//===- Backend.h - the one factory of a stage's device and its device ops ------------===//
+//
+// A stage runs on a backend: a Device (memory, copies, streams) and, for a kernel-form device
+// stage (code format "device-calls"), the DeviceOps its helm_dev_* calls go to. The backends:
+//   cpu, emu - the host backend (runtime/backends/host): the cpu device or the emulated GPU, and
+//              HostDeviceOps;
+//   cuda     - the CUDA backend (runtime/backends/cuda): CudaDevice and CudaDeviceOps, the
+//              latter loading the GPU kernels the stage launches (the package's kernel image).
+// This is the only place that maps a DeviceKind to a backend, and parseTargetDevice the only place
+// that reads a device name from a manifest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_RUNTIME_DEVICE_BACKEND_H
+#define HELM_RUNTIME_DEVICE_BACKEND_H
+
+#include "runtime/device/Device.h"
+#include "runtime/device/DeviceOps.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace helm::rt {
+
+/// The device a package's `target.device` names for its GPU stage: HELM_MANIFEST_DEVICE_EMU or
+/// HELM_MANIFEST_DEVICE_CUDA (contract/manifest_schema.h); nullopt for anything else.
+std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name);
+
+/// What the backend of a stage is made from.
+struct BackendOptions {
+  /// The plan's target (the catalogue name or profile), for messages.
+  std::string targetName;
+  EmuOptions emu;   // emu: the arena, the link and its throttle
+  CudaOptions cuda; // cuda: ordinal, budget, reserve
+  /// The stage is kernel form: create the device's DeviceOps too.
+  bool deviceOps = false;
+};
+
+/// A stage's device and, when asked for, its device ops (which must go before the device).
+struct StageBackend {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<DeviceOps> ops;
+};
+
+/// Where a kernel-form CUDA stage's GPU kernels come from (the package's GPU-kernels section);
+/// asked only after the device exists, and only for cuda with `deviceOps`.
+using KernelImageSource = llvm::function_ref<llvm::Expected<llvm::ArrayRef<char>>()>;
+
+/// Creates the backend of `kind` for a stage. Errors (one line each): for cuda, that this build
+/// has no CUDA support or that there is no GPU ("the package's GPU stage runs on a CUDA GPU
+/// ('<target>'), and there is none here: <reason> (compile with --target=emu:<name> to run it on
+/// the emulated GPU)"); the device's own failure (the emu arena cannot be reserved, the GPU cannot
+/// be initialised); the kernel image's, or its loader's, failure.
+llvm::Expected<StageBackend> createStageBackend(DeviceKind kind, const BackendOptions &options,
+                                                KernelImageSource cudaKernels = nullptr);
+
+} // namespace helm::rt
+
+#endif

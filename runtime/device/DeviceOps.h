@@ -1,0 +1,145 @@
+//===- DeviceOps.h - the operations a kernel-form device stage runs on its device --===//
+//
+// A GPU stage compiled for a CUDA target (helm-lower-to-device-calls) is host code that never
+// touches device memory: every HELM op of the stage becomes one call of the device-kernel ABI
+// (`helm_dev_*`, runtime/abi/DeviceCalls.cpp), which forwards to the DeviceOps of the device the
+// stage runs on. Buffers are that device's memory (the stage allocates them through the
+// `_mlir_memref_to_llvm_*` functions, which runHostStage serves from the device).
+//
+//   cuda - CudaDeviceOps (runtime/backends/cuda/CudaDeviceOps.cpp): kernels/cuda kernels and
+//          cuBLAS on the compute stream, launched asynchronously; the runtime synchronises once
+//          per stage call (freeing a stage buffer, cudaFree, also waits). Where it departs from the
+//          arithmetic below: linear converts x to w's type when they differ (cuBLAS takes one
+//          input type), and attention does not round the probabilities (the online form never
+//          holds them normalised); summation orders differ from the host's. So CUDA results are
+//          close to, not identical with, the CPU stage's.
+//   emu  - HostDeviceOps (runtime/backends/host/HostDeviceOps.cpp): the same operations on the
+//          host, in the emu arena, with the CPU stage's arithmetic and roundings, so that a
+//          kernel-form stage run on emu gives the tokens of the all-CPU package. This is how the
+//          orchestration code a CUDA package runs is tested on machines without a GPU.
+//
+// Element types are kernels' DType (f32, f16, bf16). Arithmetic is in f32; every result is rounded
+// once to its storage type, except where a method says it rounds an intermediate too (the CPU
+// lowering rounds where the reference framework does, in half precision). A norm's gamma or a
+// linear's bias stored in a wider type than the activation is converted to the activation's type
+// by the generated code first (the CPU lowering reads it unrounded): the one place where the
+// kernel form may differ from the CPU stage on emu; no corpus model has such weights.
+//
+// Which ops a stage gets is decided with its device, by createStageBackend (Backend.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_RUNTIME_DEVICE_DEVICEOPS_H
+#define HELM_RUNTIME_DEVICE_DEVICEOPS_H
+
+#include "kernels/cpu/Numeric.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace helm::rt {
+
+class CudaDevice;
+class KvCache;
+
+/// One attention call of one layer (the geometry the compiler put in the stage).
+struct DeviceAttentionCall {
+  int64_t layer = 0;           // the stage's KV layer
+  const void *q = nullptr;     // [batch, seq, heads * headDim], device memory
+  const void *k = nullptr;     // [batch, seq, kvHeads * headDim]
+  const void *v = nullptr;     // like k
+  void *out = nullptr;         // like q
+  kernels::DType dtype = kernels::DType::f32;
+  int64_t batch = 0, seq = 0, heads = 0, kvHeads = 0, headDim = 0;
+  float scale = 1.0f;
+  int64_t window = 0;                // > 0: a query at position p sees keys p - window < t <= p
+  const int32_t *sequence = nullptr; // host: the KV slot of each batch row
+  const int64_t *past = nullptr;     // host: tokens already cached for each batch row
+};
+
+class DeviceOps {
+public:
+  virtual ~DeviceOps() = default;
+
+  /// out[r, :] = table[clamp(ids[r], 0, vocab - 1), :] for r in [0, rows); ids are device int64.
+  virtual llvm::Error embed(const int64_t *ids, const void *table, void *out, kernels::DType dtype,
+                            int64_t rows, int64_t vocab, int64_t width) = 0;
+
+  /// RMSNorm over `groups` consecutive groups of `group` elements (x, y: groups * group elements;
+  /// gamma: group elements). Per group, with ss the f32 sum of squares:
+  ///   y = round(round(x * 1 / sqrt(ss / group + eps)) * gamma)
+  /// (the inner rounding is to the storage type, as the reference framework does).
+  virtual llvm::Error rmsNorm(const void *x, const void *gamma, void *y, kernels::DType dtype,
+                              int64_t groups, int64_t group, float eps) = 0;
+
+  /// y[m, n] = round(round(sum_k x[m, k] * W[k, n]) + bias[n]); W stored [K, N], or [N, K] when
+  /// `transposed`; `bias` (N elements, dtype ydtype) may be null. Accumulation in f32.
+  virtual llvm::Error linear(const void *x, kernels::DType xdtype, const void *w,
+                             kernels::DType wdtype, bool transposed, const void *bias, void *y,
+                             kernels::DType ydtype, int64_t m, int64_t k, int64_t n) = 0;
+
+  /// y[r, c] = x[r, offset + c] for r < rows, c < count; x has `width` columns, y `count`.
+  virtual llvm::Error copyColumns(const void *x, void *y, kernels::DType dtype, int64_t rows,
+                                  int64_t width, int64_t offset, int64_t count) = 0;
+
+  /// Rotary embedding of x [rows, heads * headDim] (row r at position positions[r], device
+  /// int64): per head the first rotaryDim channels rotate in pairs (c, c + rotaryDim / 2), or
+  /// (2c, 2c + 1) when `interleaved`; the rest are copied. With f = float(1 / theta^(2c /
+  /// rotaryDim)) (the exponent's ratio in f32, the power in f64), a = float(p) * f in f32,
+  /// C = round(cos a), S = round(sin a):
+  ///   first  = round(round(x * C) - round(x_partner * S))
+  ///   second = round(round(x * C) + round(x_partner * S))
+  virtual llvm::Error rope(const void *x, const int64_t *positions, void *y, kernels::DType dtype,
+                           int64_t rows, int64_t heads, int64_t headDim, int64_t rotaryDim,
+                           double theta, bool interleaved) = 0;
+
+  /// y = round(round(g / (1 + exp(-g))) * up), elementwise over n elements.
+  virtual llvm::Error swiglu(const void *gate, const void *up, void *y, kernels::DType dtype,
+                             int64_t n) = 0;
+
+  /// y = round(a + b), elementwise over n elements (the residual add).
+  virtual llvm::Error add(const void *a, const void *b, void *y, kernels::DType dtype,
+                          int64_t n) = 0;
+
+  /// y = x converted from xdtype to ydtype (n elements; logits to f32, or a plain copy).
+  virtual llvm::Error convert(const void *x, kernels::DType xdtype, void *y, kernels::DType ydtype,
+                              int64_t n) = 0;
+
+  /// Causal grouped-query attention: appends the call's keys and values (widened to f32) to `kv`
+  /// at positions past[b] .. past[b] + seq - 1 of sequence sequence[b], then attends over
+  /// positions [0, past[b] + seq) of that sequence (query i at position past[b] + i). Query head
+  /// h reads kv head h / (heads / kvHeads). The cache's spans are this device's memory.
+  virtual llvm::Error attention(const DeviceAttentionCall &call, KvCache &kv) = 0;
+
+  /// A device copy of `bytes` bytes of host memory that stays unchanged for the program's life (a
+  /// constant in the stage's code): made at the first call for `host`, the same copy afterwards.
+  virtual llvm::Expected<const void *> constant(const void *host, int64_t bytes) {
+    (void)host, (void)bytes;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "this device cannot hold the stage's constants");
+  }
+
+  /// The stage call's positions ([B, S] int64, host memory) where this device's kernels can read
+  /// them: the host array itself, or a device copy valid until the next call. These are launch
+  /// parameters of the stage (like the kernels' own arguments), not counted as link traffic.
+  virtual llvm::Expected<const int64_t *> stagePositions(const int64_t *host, int64_t count) {
+    (void)count;
+    return host;
+  }
+
+  /// Waits until every operation issued so far has finished; reports an asynchronous failure.
+  virtual llvm::Error synchronize() = 0;
+};
+
+/// Operations on host memory (cpu and emu devices).
+std::unique_ptr<DeviceOps> createHostDeviceOps();
+
+/// Operations on a CUDA device: loads the kernels' fatbin (`kernelImage`, normally the package's
+/// GPU-kernels section) into `device`. An error when this build has no CUDA support.
+llvm::Expected<std::unique_ptr<DeviceOps>> createCudaDeviceOps(CudaDevice &device,
+                                                              llvm::ArrayRef<char> kernelImage);
+
+} // namespace helm::rt
+
+#endif

@@ -1,0 +1,84 @@
+//===- HostAttention.cpp - append to a host-addressable KV cache, then attend -------===//
+//
+// The CPU side of attention over a KV cache: the new keys and values are widened to f32 and
+// written through KvCache, then the attention kernel (kernels/cpu/Attention.h) streams over the
+// spans the cache keeps each sequence's rows in. For half-precision models the kernel rounds to
+// the model's dtype where the reference framework rounds (scores, probabilities, output), so
+// greedy tokens follow ONNX Runtime's. helm_rt_attention (runtime/abi/RuntimeServices.cpp) and
+// the host device ops (runtime/backends/host/HostDeviceOps.cpp) run it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kv/HostAttention.h"
+
+#include "kernels/cpu/Attention.h"
+#include "kernels/cpu/Numeric.h"
+
+#include <algorithm>
+#include <vector>
+
+using namespace helm::kernels;
+
+namespace helm::rt {
+
+const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t *past,
+                            int64_t layer, const void *q, const void *k, const void *v, void *out,
+                            DType dt, int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
+                            int64_t headDim, float scale, int64_t window) {
+  int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
+  // 1. Append this call's keys and values to every row's cache (f16/bf16 widened to f32 first;
+  // f32 rows go straight in).
+  // Called once per layer per token: the staging rows and the span list are per-thread buffers
+  // that only grow, so a decode step allocates nothing here.
+  thread_local std::vector<float> kf, vf;
+  if (dt != DType::f32 && kf.size() < size_t(S * kvWidth)) {
+    kf.resize(static_cast<size_t>(S * kvWidth));
+    vf.resize(static_cast<size_t>(S * kvWidth));
+  }
+  size_t elem = size_t(dtypeBytes(dt));
+  for (int64_t b = 0; b < B; ++b) {
+    const char *kb = static_cast<const char *>(k) + size_t(b * S * kvWidth) * elem;
+    const char *vb = static_cast<const char *>(v) + size_t(b * S * kvWidth) * elem;
+    bool stored;
+    if (dt == DType::f32) {
+      stored = kv.write(layer, sequence[b], past[b], S, reinterpret_cast<const float *>(kb),
+                        reinterpret_cast<const float *>(vb));
+    } else {
+      widen(kb, dt, kf.data(), S * kvWidth);
+      widen(vb, dt, vf.data(), S * kvWidth);
+      stored = kv.write(layer, sequence[b], past[b], S, kf.data(), vf.data());
+    }
+    if (!stored)
+      return kv.error().c_str();
+  }
+  // 2. Attend, one sequence at a time, streaming over the pages (spans) the cache keeps this
+  // sequence's rows in: a paged cache may bring each page to memory only for its turn. With one
+  // span (the contiguous host cache) this is the one-pass kernel's result exactly.
+  thread_local StreamingAttention attention;
+  size_t qBytes = size_t(S * qWidth) * elem;
+  for (int64_t b = 0; b < B; ++b) {
+    AttentionProblem problem{static_cast<const char *>(q) + b * qBytes,
+                             static_cast<char *>(out) + b * qBytes,
+                             dt,
+                             S,
+                             heads,
+                             kvHeads,
+                             headDim,
+                             kvWidth,
+                             scale,
+                             past[b],
+                             window,
+                             nullptr,
+                             0};
+    attention.begin(problem);
+    // Keys before the first query's window are never visible: their pages are not read.
+    int64_t from = window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0;
+    kv.forEachSpan(layer, sequence[b], from, past[b] + S,
+                   [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                     attention.addPage({ks, vs, start, count});
+                   });
+    attention.end();
+  }
+  return nullptr;
+}
+
+} // namespace helm::rt

@@ -1,0 +1,48 @@
+//===- KvCache.cpp ----------------------------------------------------------------===//
+#include "runtime/kv/KvCache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace helm::rt {
+
+bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count,
+                              const float *k, const float *v) {
+  size_t slot = size_t(layer * sequences_ + seq);
+  size_t need = size_t((pos + count) * width_);
+  for (auto *store : {&k_[slot], &v_[slot]})
+    if (store->size() < need) {
+      if (store->capacity() < need)
+        store->reserve(std::max(need, store->capacity() * 3 / 2));
+      store->resize(need);
+    }
+  std::memcpy(k_[slot].data() + pos * width_, k, size_t(count * width_) * 4);
+  std::memcpy(v_[slot].data() + pos * width_, v, size_t(count * width_) * 4);
+  return true;
+}
+
+void ContiguousKvCache::forEachSpan(
+    int64_t layer, int32_t seq, int64_t from, int64_t to,
+    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit) const {
+  if (from >= to)
+    return;
+  size_t slot = size_t(layer * sequences_ + seq);
+  visit(k_[slot].data() + from * width_, v_[slot].data() + from * width_, from, to - from);
+}
+
+void ContiguousKvCache::reset(int32_t seq) {
+  for (int64_t l = 0; l < layers_; ++l) {
+    size_t slot = size_t(l * sequences_ + seq);
+    k_[slot].clear();
+    v_[slot].clear();
+  }
+}
+
+uint64_t ContiguousKvCache::bytes() const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < k_.size(); ++i)
+    total += (k_[i].capacity() + v_[i].capacity()) * 4;
+  return total;
+}
+
+} // namespace helm::rt

@@ -1,0 +1,95 @@
+//===- KvCache.h - the runtime's KV-cache interface and the contiguous host cache -===//
+//
+// Generated stages never see the cache: `helm_rt_attention` writes the new keys/values through
+// this interface and reads them back span by span. A span is a run of consecutive positions stored
+// contiguously ([count, kv_width] f32 for K and for V); the contiguous cache hands out one span per
+// sequence, the paged cache (PagedKvCache.h) one per page.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_RUNTIME_KV_KVCACHE_H
+#define HELM_RUNTIME_KV_KVCACHE_H
+
+#include "runtime/device/Device.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace helm::rt {
+
+/// What a paged cache did since it was created (zero for caches that do not page).
+struct PagingCounters {
+  uint64_t evicted = 0;        // pages copied to host memory to free a device slot
+  uint64_t prefetched = 0;     // page-layers streamed back to the device for attention
+  int64_t devicePagesPeak = 0; // most pages resident on the device at once
+  int64_t devicePages = 0;     // pages resident now
+  int64_t hostPages = 0;       // evicted pages (held in host memory)
+};
+
+class KvCache {
+public:
+  virtual ~KvCache() = default;
+  /// Floats per token per layer for K (and for V): kv_heads * head_dim.
+  virtual int64_t rowWidth() const = 0;
+  /// Layers it holds (valid `layer` arguments are 0 .. layers() - 1).
+  virtual int64_t layers() const = 0;
+  /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`. Returns
+  /// false when the cache cannot grow (its device is full); `error()` then says why.
+  virtual bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+                     const float *v) = 0;
+  /// Makes room for positions [0, to) of `seq` in `layer` without writing them, for a cache whose
+  /// rows are written on its device (the caller then writes through forEachSpan's spans, which
+  /// point into device memory). False when the cache cannot grow; `error()` says why. Host caches
+  /// are written through `write` only and refuse.
+  virtual bool reserve(int64_t layer, int32_t seq, int64_t to) {
+    (void)layer, (void)seq, (void)to;
+    error_ = "this KV cache is written through write() only";
+    return false;
+  }
+  /// Why the last write failed (one line).
+  virtual const std::string &error() const { return error_; }
+  /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count).
+  virtual void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
+                           llvm::function_ref<void(const float *, const float *, int64_t, int64_t)>
+                               visit) const = 0;
+  /// Forgets every token of `seq`.
+  virtual void reset(int32_t seq) = 0;
+  /// Bytes currently held.
+  virtual uint64_t bytes() const = 0;
+  /// Paging activity (paged caches only).
+  virtual PagingCounters paging() const { return {}; }
+  /// Positions per page of a paged cache; 0 for a cache that does not page.
+  virtual int64_t pageTokens() const { return 0; }
+
+protected:
+  std::string error_;
+};
+
+/// All layers and sequences in host memory, one growing buffer per (layer, sequence).
+class ContiguousKvCache final : public KvCache {
+public:
+  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth)
+      : layers_(layers), sequences_(sequences), width_(rowWidth),
+        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
+  int64_t rowWidth() const override { return width_; }
+  int64_t layers() const override { return layers_; }
+  bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
+             const float *v) override;
+  void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
+                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
+      const override;
+  void reset(int32_t seq) override;
+  uint64_t bytes() const override;
+
+private:
+  int64_t layers_;
+  int32_t sequences_;
+  int64_t width_;
+  std::vector<std::vector<float>> k_, v_;
+};
+
+} // namespace helm::rt
+
+#endif

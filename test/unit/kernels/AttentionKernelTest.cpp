@@ -1,0 +1,208 @@
+//===- AttentionKernelTest.cpp - kernels::attendCausal against a float64 reference ---===//
+//
+// The kernel directly (AttentionTest.cpp covers it through helm_rt_attention and the cache):
+// keys and values split into spans of 1, 7, 64 or 512 rows (as a paged cache hands them over),
+// every instruction-set path, head dims that are not multiples of the vector width (1 .. 257),
+// GQA ratios 1, 2, 4, 8, prompts longer than one query block (16 rows), sliding windows, and
+// 1 - 3 threads.
+//
+// Reference: float64, softmax(q . k_t * scale) over the causal (windowed) key range, weighted sum
+// of values. The f16/bf16 reference rounds exactly where the kernel's contract says the model
+// dtype rounds (the scaled score, the probability, the output), with the test's own rounding
+// (Reference.h), so the remaining differences are f32-vs-f64 arithmetic plus the rare rounding
+// flip near a midpoint. Bounds (values in [-1, 1], so the output is a convex combination with
+// unit scale):
+//  * f32: dot products of up to 257 terms of size <= 1/3 after scaling, one exp and one division
+//    per score, up to ~600 terms per weighted sum: well under 2e-5 absolute.
+//  * f16 / bf16: a rounding flip moves one score or probability by one unit in the last place of
+//    the dtype (u = 2^-11 / 2^-8 relative), and the output rounding adds u/2: we allow 4u.
+// A logic error (wrong span offset, key range, head group, query block) is O(0.1).
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/Reference.h"
+
+#include "kernels/cpu/Attention.h"
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace helm::test;
+namespace hk = helm::kernels;
+
+namespace {
+
+struct Case {
+  int64_t heads, kvHeads, headDim, S, past, window, page;
+};
+
+double roundDt(double x, Ty t) { return t == Ty::f32 ? double(float(x)) : roundToFormat(x, t); }
+
+double bound(Ty t) {
+  switch (t) {
+  case Ty::f32: return 2e-5;
+  case Ty::f16: return 4 * std::ldexp(1.0, -11);
+  case Ty::bf16: return 4 * std::ldexp(1.0, -8);
+  }
+  return 0;
+}
+
+/// Runs one case on the active ISA; returns the largest error (or +inf after reporting a failure).
+double runCase(const Case &c, Ty t, int threads, uint64_t seed) {
+  hk::setThreads(threads);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  const int64_t D = c.headDim, total = c.past + c.S, kvWidth = c.kvHeads * D;
+  // Cached rows carry 3 floats of padding so that a kernel that assumes the row stride equals
+  // kv_heads * head_dim reads wrong data.
+  const int64_t stride = kvWidth + 3;
+  std::vector<float> keys(size_t(total * stride)), values(size_t(total * stride));
+  for (float *buf : {keys.data(), values.data()})
+    for (int64_t i = 0; i < total * stride; ++i)
+      buf[i] = float(roundDt(uni(rng), t)); // the cache holds dtype values widened to f32
+  const int64_t qWidth = c.heads * D;
+  std::vector<double> qd(size_t(c.S * qWidth));
+  std::vector<unsigned char> q(qd.size() * elemSize(t));
+  for (size_t i = 0; i < qd.size(); ++i) {
+    qd[i] = roundDt(uni(rng), t);
+    encodeAt(q.data(), t, i, qd[i]);
+  }
+  const size_t guard = 64;
+  std::vector<unsigned char> out((qd.size() + guard) * elemSize(t), 0xff);
+
+  std::vector<hk::KvSpan> spans;
+  for (int64_t start = 0; start < total; start += c.page) {
+    int64_t count = std::min(c.page, total - start);
+    // Each span gets its own copy so that contiguity across spans cannot be relied on.
+    spans.push_back({keys.data() + start * stride, values.data() + start * stride, start, count});
+  }
+  std::vector<std::vector<float>> pageK, pageV;
+  for (hk::KvSpan &s : spans) {
+    pageK.emplace_back(s.k, s.k + s.count * stride);
+    pageV.emplace_back(s.v, s.v + s.count * stride);
+    s.k = pageK.back().data();
+    s.v = pageV.back().data();
+  }
+  const float scale = float(1.0 / std::sqrt(double(D)));
+  hk::AttentionProblem p{q.data(), out.data(), hk::DType(int(t)), c.S, c.heads, c.kvHeads, D,
+                         stride, scale, c.past, c.window, spans.data(), int64_t(spans.size())};
+  hk::attendCausal(p);
+
+  const int64_t group = c.heads / c.kvHeads;
+  double worst = 0;
+  for (int64_t s = 0; s < c.S; ++s) {
+    const int64_t pos = c.past + s;
+    const int64_t first = c.window > 0 ? std::max<int64_t>(0, pos - c.window + 1) : 0;
+    for (int64_t h = 0; h < c.heads; ++h) {
+      const int64_t g = h / group;
+      const double *qr = &qd[size_t(s * qWidth + h * D)];
+      std::vector<double> sc;
+      double mx = -INFINITY;
+      for (int64_t tp = first; tp <= pos; ++tp) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d)
+          dot += qr[d] * double(keys[size_t(tp * stride + g * D + d)]);
+        sc.push_back(roundDt(dot * double(scale), t));
+        mx = std::max(mx, sc.back());
+      }
+      double sum = 0;
+      for (double &x : sc)
+        sum += (x = std::exp(x - mx));
+      for (double &x : sc)
+        x = roundDt(x / sum, t);
+      for (int64_t d = 0; d < D; ++d) {
+        double o = 0;
+        for (int64_t tp = first; tp <= pos; ++tp)
+          o += sc[size_t(tp - first)] * double(values[size_t(tp * stride + g * D + d)]);
+        o = roundDt(o, t);
+        size_t idx = size_t(s * qWidth + h * D + d);
+        double got = decodeAt(out.data(), t, idx);
+        double err = std::fabs(got - o);
+        if (!(err <= bound(t))) {
+          ADD_FAILURE() << "s " << s << " head " << h << " d " << d << ": got " << got
+                        << ", reference " << o << ", error " << err << " > " << bound(t);
+          return INFINITY;
+        }
+        worst = std::max(worst, err);
+      }
+    }
+  }
+  for (size_t i = qd.size() * elemSize(t); i < out.size(); ++i)
+    if (out[i] != 0xff) {
+      ADD_FAILURE() << "write past the end of out";
+      return INFINITY;
+    }
+  return worst;
+}
+
+class AttentionKernelTest : public ::testing::TestWithParam<hk::Isa> {
+protected:
+  void SetUp() override {
+    if (!hk::setIsaForTesting(GetParam()))
+      GTEST_SKIP() << "this CPU lacks " << hk::isaName(GetParam());
+  }
+  void TearDown() override {
+    hk::resetIsaForTesting();
+    hk::setThreads(1);
+  }
+};
+
+TEST_P(AttentionKernelTest, MatchesFloat64Reference) {
+  const std::vector<Case> cases = {
+      // heads, kv_heads, head_dim, S, past, window, page
+      {2, 2, 1, 1, 0, 0, 1},        {4, 1, 3, 5, 2, 0, 7},       {8, 2, 17, 37, 0, 0, 7},
+      {8, 1, 33, 1, 600, 0, 512},   {16, 2, 64, 20, 45, 0, 64},  {2, 1, 127, 3, 130, 0, 7},
+      {4, 4, 128, 1, 300, 0, 1},    {8, 1, 128, 33, 100, 0, 512}, {2, 2, 257, 9, 20, 0, 64},
+      {8, 2, 48, 40, 10, 12, 7},    {4, 1, 80, 1, 700, 100, 512}, {8, 8, 16, 17, 0, 5, 1},
+  };
+  int threads = 0;
+  for (Ty t : {Ty::f32, Ty::f16, Ty::bf16})
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case &c = cases[i];
+      SCOPED_TRACE(std::string(tyName(t)) + " case " + std::to_string(i));
+      double worst = runCase(c, t, 1 + (threads++ % 3), 1000 * i + uint64_t(t));
+      if (!std::isfinite(worst))
+        return;
+    }
+}
+
+// A query whose only visible key is itself (window 1) returns that value row exactly, through
+// every span layout.
+TEST_P(AttentionKernelTest, WindowOneIsIdentityAcrossSpans) {
+  const int64_t heads = 4, kvHeads = 2, D = 24, S = 9;
+  for (int64_t page : {1, 4, 64}) {
+    std::vector<float> keys(size_t(S * kvHeads * D)), values(keys.size()), q(size_t(S * heads * D)),
+        out(q.size(), NAN);
+    std::mt19937 rng{uint32_t(page)};
+    std::uniform_real_distribution<float> uni(-1, 1);
+    for (auto *buf : {&keys, &values, &q})
+      for (float &x : *buf)
+        x = uni(rng);
+    std::vector<hk::KvSpan> spans;
+    for (int64_t start = 0; start < S; start += page)
+      spans.push_back({keys.data() + start * kvHeads * D, values.data() + start * kvHeads * D, start,
+                       std::min(page, S - start)});
+    hk::AttentionProblem p{q.data(), out.data(), hk::DType::f32, S, heads, kvHeads, D,
+                           kvHeads * D, 0.3f, 0, 1, spans.data(), int64_t(spans.size())};
+    hk::attendCausal(p);
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < D; ++d)
+          ASSERT_EQ(out[size_t((s * heads + h) * D + d)],
+                    values[size_t((s * kvHeads + h / 2) * D + d)])
+              << "page " << page << " s " << s << " head " << h << " d " << d;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, AttentionKernelTest,
+                         ::testing::Values(hk::Isa::scalar, hk::Isa::avx2, hk::Isa::avx512),
+                         [](const ::testing::TestParamInfo<hk::Isa> &info) {
+                           return std::string(hk::isaName(info.param));
+                         });
+
+} // namespace
