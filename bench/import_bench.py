@@ -5,7 +5,7 @@ Builds the model once (random weights, real Qwen3-0.6B configuration: 28 layers,
 heads, head_dim 128, vocab 151936, tied) with transformers + torch.onnx.export, caches it under
 bench/.cache/, then times `helmc --emit=config` (import + raise + config) and reads its peak RSS from
 /usr/bin/time. As a peer in the same run it times `onnx.load(..., load_external_data=False)`, the
-protobuf parse every ONNX tool does first. Goals (issue 2): <= 5 s per GB of weights, peak RSS <= 300 MB.
+protobuf parse every ONNX tool does first. Goals of the front end: <= 5 s per GB of weights, peak RSS <= 300 MB.
 
   .venv/bin/python bench/import_bench.py [--helmc build/bin/helmc] [--runs 3]
 Needs the corpus tooling once: scripts/install-deps.sh --corpus

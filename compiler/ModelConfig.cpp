@@ -23,8 +23,8 @@ std::string dtypeName(Type t) {
 }
 } // namespace
 
-bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error) {
-  config = ModelConfig();
+llvm::Expected<ModelConfig> extractModelConfig(ModuleOp module) {
+  ModelConfig config;
   EmbedOp embed;
   LmHeadOp head;
   AttentionOp firstAttention;
@@ -54,9 +54,9 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
     }
   });
   if (!embed || !head || !firstAttention || config.numLayers == 0) {
-    error = "the raised graph is not a decoder: it needs an embedding, at least one transformer block "
-            "and an LM head";
-    return false;
+    return llvm::createStringError(
+        "the raised graph is not a decoder: it needs an embedding, at least one transformer block "
+        "and an LM head");
   }
   auto table = cast<RankedTensorType>(embed.getTable().getType());
   config.hiddenSize = table.getDimSize(1);
@@ -85,7 +85,7 @@ bool extractModelConfig(ModuleOp module, ModelConfig &config, std::string &error
                         : qkvBias          ? "qwen2"
                         : slidingWindow    ? "mistral"
                                            : "llama";
-  return true;
+  return config;
 }
 
 llvm::json::Object modelConfigJson(const ModelConfig &c) {

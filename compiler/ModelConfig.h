@@ -3,6 +3,7 @@
 #define HELM_COMPILER_MODELCONFIG_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
@@ -28,9 +29,9 @@ struct ModelConfig {
   int64_t numUnits = 0;
 };
 
-/// Reads the configuration off a module that went through `helm-raise`. Returns false with a message
-/// when the module is not a complete decoder (no units, no attention, ...).
-bool extractModelConfig(mlir::ModuleOp module, ModelConfig &config, std::string &error);
+/// Reads the configuration off a module that went through `helm-raise`. An error when the module is
+/// not a complete decoder (no units, no attention, ...).
+llvm::Expected<ModelConfig> extractModelConfig(mlir::ModuleOp module);
 
 /// The configuration as one JSON object (keys as listed in README.md, "Using helmc").
 /// The configuration as a JSON object (the keys --emit=config prints), for embedding in other

@@ -10,8 +10,11 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/PackageBuilder.h"
 
+#include "compiler/Pipeline.h"
 #include "compiler/package/PackageWriter.h"
-#include "passes/UnitCosts.h"
+#include "contract/helm_contract.h"
+#include "contract/manifest_schema.h"
+#include "passes/plan/UnitCosts.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -28,16 +31,16 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 }
 } // namespace
 
-bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const ModelConfig &config,
-                  const PackageOptions &options, PackageReport &report, std::string &error,
-                  const std::function<void(llvm::StringRef)> &progress) {
+llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
+                         const ModelConfig &config, const PackageOptions &options,
+                         PackageReport &report,
+                         const std::function<void(llvm::StringRef)> &progress) {
   auto say = [&](llvm::StringRef s) {
     if (progress)
       progress(s);
   };
   if (options.maxContext < 2) {
-    error = "--max-context must be at least 2";
-    return false;
+    return llvm::createStringError("--max-context must be at least 2");
   }
 
   // Tokenizer first: a bad file should fail before minutes of code generation.
@@ -46,67 +49,63 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   if (!options.tokenizerPath.empty()) {
     auto buffer = llvm::MemoryBuffer::getFile(options.tokenizerPath);
     if (!buffer) {
-      error = options.tokenizerPath + ": cannot read: " + buffer.getError().message();
-      return false;
+      return llvm::createStringError(options.tokenizerPath + ": cannot read: " + buffer.getError().message());
     }
     tokenizerText = (*buffer)->getBuffer().str();
     auto tok = tok::Tokenizer::fromJson(tokenizerText, options.tokenizerPath);
     if (!tok) {
-      error = llvm::toString(tok.takeError());
-      return false;
+      return tok.takeError();
     }
     if (int64_t((*tok)->vocabSize()) > config.vocabSize) {
-      error = llvm::formatv("{0}: tokenizer has {1} tokens but the model's vocabulary is {2}",
-                            options.tokenizerPath, (*tok)->vocabSize(), config.vocabSize);
-      return false;
+      return llvm::createStringError(llvm::formatv("{0}: tokenizer has {1} tokens but the model's vocabulary is {2}",
+                            options.tokenizerPath, (*tok)->vocabSize(), config.vocabSize));
     }
-    tokenizerManifest["section"] = "tokenizer";
+    tokenizerManifest[HELM_MANIFEST_TOKENIZER_SECTION] = "tokenizer";
     if (auto bos = (*tok)->bosId())
-      tokenizerManifest["bos_id"] = int64_t(*bos);
+      tokenizerManifest[HELM_MANIFEST_TOKENIZER_BOS_ID] = int64_t(*bos);
     llvm::json::Array eos;
     for (int32_t id : (*tok)->eosIds())
       eos.push_back(int64_t(id));
-    tokenizerManifest["eos_ids"] = std::move(eos);
+    tokenizerManifest[HELM_MANIFEST_TOKENIZER_EOS_IDS] = std::move(eos);
   }
 
   // The GPU stage's code: host code compiled for the emulated GPU ("host"), or host code that
   // only launches the device's kernels ("kernels": what a CUDA GPU runs; emu runs it with host
   // implementations of the kernels). A plan for a real GPU needs the CUDA kernels' fatbin, which
   // the package carries; both are checked before any code is generated.
-  bool emuTarget = options.target && llvm::StringRef(options.target->name).starts_with("emu:");
+  bool emuTarget = options.target && options.target->emulated();
   llvm::SmallVector<UnitOp> units = unitsOf(module);
   auto onGpu = [](UnitOp unit) {
-    auto device = unit->getAttrOfType<DeviceAttr>("helm.device");
+    auto device = unit->getAttrOfType<DeviceAttr>(HelmDialect::DeviceAttrHelper::getNameStr());
     return device && device.getValue() == Device::gpu;
   };
   bool hasGpuStage = llvm::any_of(units, onGpu);
   bool gpuKernels = options.gpuCode == "kernels" || (options.gpuCode == "auto" && !emuTarget);
   if (hasGpuStage && !emuTarget) {
     if (!gpuKernels) {
-      error = llvm::formatv("{0}: --gpu-code=host compiles the GPU stage for the host, which only "
+      return llvm::createStringError(llvm::formatv("{0}: --gpu-code=host compiles the GPU stage for the host, which only "
                             "the emulated GPU runs; the target '{1}' is a CUDA GPU",
                             options.modelPath, options.target ? options.target->name : "?")
-                  .str();
-      return false;
+                  .str());
     }
     if (options.cudaKernels.empty()) {
       auto first = llvm::find_if(units, onGpu);
-      error = llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and this helmc "
+      return llvm::createStringError(llvm::formatv("{0}: the plan puts units {1}..{2} on the GPU of '{3}', and this helmc "
                             "was built without CUDA (HELM_ENABLE_CUDA=OFF or no nvcc), so it has no "
                             "CUDA kernels to package; compile for --target=emu:{3} (the emulated "
                             "GPU) or keep everything on the CPU with --force-split={4}",
                             options.modelPath, first->getIndex(), units.back().getIndex(),
                             options.target ? options.target->name : std::string("?"), units.size())
-                  .str();
-      return false;
+                  .str());
     }
   }
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<CpuStage> stages;
-  if (!compileHostStages(module, options.cpu, stages, error, progress, gpuKernels)) {
-    error = options.modelPath + ": " + error;
-    return false;
-  }
+  if (llvm::Error e = splitStages(module, options.modelPath))
+    return e;
+  auto compiled = compileHostStages(module, options.cpu, progress, gpuKernels);
+  if (!compiled)
+    return llvm::createStringError(options.modelPath + ": " + llvm::toString(compiled.takeError()));
+  std::vector<CpuStage> stages = std::move(*compiled);
   report.codegenSeconds = secondsSince(t0);
 
   auto t1 = std::chrono::steady_clock::now();
@@ -116,21 +115,20 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
   std::vector<char> storage;
   for (size_t index = 0; index < stages.size(); ++index) {
     const CpuStage &stage = stages[index];
-    bool gpu = stage.device == "gpu";
+    bool gpu = stage.side == HELM_STAGE_GPU;
     std::string weightsSection = gpu ? "gpu_weights" : "cpu_weights";
     std::string codeSection = gpu ? "gpu_code" : "cpu_code";
     writer.beginSection(gpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights,
                         weightsSection);
     for (const StageTensor &t : stage.tensors) {
-      llvm::ArrayRef<char> bytes;
-      if (!weightBytes(weights, t.onnxName, storage, bytes)) {
-        error = options.modelPath + ": cannot read the data of weight '" + t.onnxName + "'";
-        return false;
-      }
+      auto read = weightBytes(weights, t.onnxName, storage);
+      if (!read)
+        return llvm::createStringError(options.modelPath + ": cannot read the data of weight '" +
+                                       t.onnxName + "': " + llvm::toString(read.takeError()));
+      llvm::ArrayRef<char> bytes = *read;
       if (int64_t(bytes.size()) != t.bytes) {
-        error = llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
-                              options.modelPath, t.onnxName, bytes.size(), t.bytes);
-        return false;
+        return llvm::createStringError(llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
+                              options.modelPath, t.onnxName, bytes.size(), t.bytes));
       }
       uint64_t offset = writer.append(bytes);
       report.weightBytes += bytes.size();
@@ -139,36 +137,39 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
       llvm::json::Array shape;
       for (int64_t d : t.shape)
         shape.push_back(d);
-      tensorTable.push_back(llvm::json::Object{{"stage", int64_t(index)},
-                                               {"id", t.id},
-                                               {"name", t.symbol},
-                                               {"onnx_name", t.onnxName},
-                                               {"dtype", t.dtype},
-                                               {"shape", std::move(shape)},
-                                               {"section", weightsSection},
-                                               {"offset", int64_t(offset)},
-                                               {"bytes", t.bytes}});
+      tensorTable.push_back(llvm::json::Object{{HELM_MANIFEST_TENSOR_STAGE, int64_t(index)},
+                                               {HELM_MANIFEST_TENSOR_ID, t.id},
+                                               {HELM_MANIFEST_TENSOR_NAME, t.symbol},
+                                               {HELM_MANIFEST_TENSOR_ONNX_NAME, t.onnxName},
+                                               {HELM_MANIFEST_TENSOR_DTYPE, t.dtype},
+                                               {HELM_MANIFEST_TENSOR_SHAPE, std::move(shape)},
+                                               {HELM_MANIFEST_TENSOR_SECTION, weightsSection},
+                                               {HELM_MANIFEST_TENSOR_OFFSET, int64_t(offset)},
+                                               {HELM_MANIFEST_TENSOR_BYTES, t.bytes}});
     }
     writer.endSection();
     writer.addSection(gpu ? pkg::SectionKind::GpuCode : pkg::SectionKind::CpuCode, codeSection,
                       llvm::ArrayRef<char>(stage.sharedObject.data(), stage.sharedObject.size()));
     report.codeBytes += stage.sharedObject.size();
-    llvm::json::Object entry{{"device", stage.device},
-                             {"entry", stage.entry},
-                             {"code_section", codeSection},
-                             {"code_format", stage.deviceCalls ? "device-calls"
-                                                               : "host-shared-object"},
-                             {"weights_section", weightsSection},
-                             {"kv_layers", stage.kvLayers},
-                             {"units", llvm::json::Array{stage.firstUnit, stage.lastUnit}},
-                             {"input", stage.takesIds ? "token_ids" : "activation"},
-                             {"output", stage.returnsLogits ? "logits" : "activation"}};
+    llvm::json::Object entry{
+        {HELM_MANIFEST_STAGE_DEVICE, stageSideName(stage.side)},
+        {HELM_MANIFEST_STAGE_ENTRY, stage.entry},
+        {HELM_MANIFEST_STAGE_CODE_SECTION, codeSection},
+        {HELM_MANIFEST_STAGE_CODE_FORMAT, stage.deviceCalls ? HELM_MANIFEST_CODE_DEVICE_CALLS
+                                                            : HELM_MANIFEST_CODE_HOST_SHARED_OBJECT},
+        {HELM_MANIFEST_STAGE_WEIGHTS_SECTION, weightsSection},
+        {HELM_MANIFEST_STAGE_KV_LAYERS, stage.kvLayers},
+        {HELM_MANIFEST_STAGE_UNITS, llvm::json::Array{stage.firstUnit, stage.lastUnit}},
+        {HELM_MANIFEST_STAGE_INPUT,
+         stage.takesIds ? HELM_MANIFEST_IO_TOKEN_IDS : HELM_MANIFEST_IO_ACTIVATION},
+        {HELM_MANIFEST_STAGE_OUTPUT,
+         stage.returnsLogits ? HELM_MANIFEST_IO_LOGITS : HELM_MANIFEST_IO_ACTIVATION}};
     // A CUDA GPU stage launches kernels/cuda's kernels: their fatbin travels with the package.
     if (stage.deviceCalls && !emuTarget) {
       writer.addSection(pkg::SectionKind::GpuCode, "gpu_kernels", options.cudaKernels);
       report.codeBytes += options.cudaKernels.size();
-      entry["kernels_section"] = "gpu_kernels";
-      entry["kernels_format"] = "cuda-fatbin";
+      entry[HELM_MANIFEST_STAGE_KERNELS_SECTION] = "gpu_kernels";
+      entry[HELM_MANIFEST_STAGE_KERNELS_FORMAT] = HELM_MANIFEST_KERNELS_CUDA_FATBIN;
     }
     stageTable.push_back(std::move(entry));
   }
@@ -177,56 +178,61 @@ bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const Mode
                       llvm::ArrayRef<char>(tokenizerText.data(), tokenizerText.size()));
 
   llvm::json::Object manifest;
-  manifest["producer"] = "helmc 0.1.0";
-  manifest["model"] =
-      llvm::json::Object{{"source", options.modelPath}, {"config", modelConfigJson(config)}};
-  llvm::json::Object target{{"name", options.target ? options.target->name : std::string("cpu")},
-                            {"cpu", options.cpu.cpu},
-                            {"features", options.cpu.features}};
+  manifest[HELM_MANIFEST_PRODUCER] = "helmc 0.1.0";
+  manifest[HELM_MANIFEST_MODEL] =
+      llvm::json::Object{{HELM_MANIFEST_MODEL_SOURCE, options.modelPath},
+                         {HELM_MANIFEST_MODEL_CONFIG, modelConfigJson(config)}};
+  llvm::json::Object target{
+      {HELM_MANIFEST_TARGET_NAME, options.target ? options.target->name : std::string("cpu")},
+      {HELM_MANIFEST_TARGET_CPU, options.cpu.cpu},
+      {HELM_MANIFEST_TARGET_FEATURES, options.cpu.features}};
   // What the runtime needs to stand up the device of a GPU stage: its memory budget and link.
   if (options.target && options.target->gpu) {
     const GpuProfile &gpu = *options.target->gpu;
     double reserve = options.vramReserve >= 0 ? options.vramReserve : gpu.reservedBytes;
-    target["gpu"] = llvm::json::Object{{"name", gpu.name},
-                                       {"vram_bytes", int64_t(gpu.vramBytes)},
-                                       {"reserved_bytes", int64_t(reserve)}};
-    target["link"] = llvm::json::Object{{"bw_gbs", options.target->link.bwGbs},
-                                        {"latency_us", options.target->link.latencyUs}};
-    target["device"] = emuTarget ? "emu" : "cuda";
+    target[HELM_MANIFEST_TARGET_GPU] =
+        llvm::json::Object{{HELM_MANIFEST_GPU_NAME, gpu.name},
+                           {HELM_MANIFEST_GPU_VRAM_BYTES, int64_t(gpu.vramBytes)},
+                           {HELM_MANIFEST_GPU_RESERVED_BYTES, int64_t(reserve)}};
+    target[HELM_MANIFEST_TARGET_LINK] =
+        llvm::json::Object{{HELM_MANIFEST_LINK_BW_GBS, options.target->link.bwGbs},
+                           {HELM_MANIFEST_LINK_LATENCY_US, options.target->link.latencyUs}};
+    target[HELM_MANIFEST_TARGET_DEVICE] =
+        options.target->gpuDevice == HELM_DEVICE_EMU ? HELM_MANIFEST_DEVICE_EMU : HELM_MANIFEST_DEVICE_CUDA;
   }
-  manifest["target"] = std::move(target);
+  manifest[HELM_MANIFEST_TARGET] = std::move(target);
   if (!options.planJson.empty()) {
     auto plan = llvm::json::parse(options.planJson);
     if (plan)
-      manifest["plan"] = std::move(*plan);
+      manifest[HELM_MANIFEST_PLAN] = std::move(*plan);
     else
       llvm::consumeError(plan.takeError());
   }
-  manifest["limits"] = llvm::json::Object{{"max_context", options.maxContext}};
-  manifest["stages"] = std::move(stageTable);
+  manifest[HELM_MANIFEST_LIMITS] =
+      llvm::json::Object{{HELM_MANIFEST_LIMITS_MAX_CONTEXT, options.maxContext}};
+  manifest[HELM_MANIFEST_STAGES] = std::move(stageTable);
   int64_t kvLayers = 0;
   for (const CpuStage &stage : stages)
     kvLayers += stage.kvLayers;
   for (const CpuStage &stage : stages)
     if (!stage.returnsLogits)
-      manifest["boundary"] = llvm::json::Object{{"dtype", stage.activationDtype},
-                                                {"width", stage.activationWidth}};
-  manifest["kv"] = llvm::json::Object{{"layers", kvLayers},
-                                      {"kv_heads", config.numKeyValueHeads},
-                                      {"head_dim", config.headDim}};
-  manifest["logits"] = llvm::json::Object{{"vocab", config.vocabSize}};
-  manifest["tensors"] = std::move(tensorTable);
+      manifest[HELM_MANIFEST_BOUNDARY] =
+          llvm::json::Object{{HELM_MANIFEST_BOUNDARY_DTYPE, stage.activationDtype},
+                             {HELM_MANIFEST_BOUNDARY_WIDTH, stage.activationWidth}};
+  manifest[HELM_MANIFEST_KV] = llvm::json::Object{{HELM_MANIFEST_KV_LAYERS, kvLayers},
+                                                  {HELM_MANIFEST_KV_HEADS, config.numKeyValueHeads},
+                                                  {HELM_MANIFEST_KV_HEAD_DIM, config.headDim}};
+  manifest[HELM_MANIFEST_LOGITS] = llvm::json::Object{{HELM_MANIFEST_LOGITS_VOCAB, config.vocabSize}};
+  manifest[HELM_MANIFEST_TENSORS] = std::move(tensorTable);
   if (!tokenizerText.empty())
-    manifest["tokenizer"] = std::move(tokenizerManifest);
+    manifest[HELM_MANIFEST_TOKENIZER] = std::move(tokenizerManifest);
   std::string manifestText = llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
   writer.addSection(pkg::SectionKind::Manifest, "manifest",
                     llvm::ArrayRef<char>(manifestText.data(), manifestText.size()));
-  if (llvm::Error e = writer.finish()) {
-    error = llvm::toString(std::move(e));
-    return false;
-  }
+  if (llvm::Error e = writer.finish())
+    return e;
   report.writeSeconds = secondsSince(t1);
-  return true;
+  return llvm::Error::success();
 }
 
 } // namespace helm

@@ -5,7 +5,7 @@
 #include "compiler/ModelConfig.h"
 #include "compiler/codegen/CpuCodegen.h"
 #include "compiler/onnx/OnnxImporter.h"
-#include "compiler/target/TargetProfile.h"
+#include "passes/plan/TargetProfile.h"
 
 #include <functional>
 #include <optional>
@@ -35,11 +35,12 @@ struct PackageReport {
 };
 
 /// Lowers the (raised, maybe planned) module's stages to native code and writes the package
-/// atomically. The module is consumed. On failure nothing is left at the output path and `error`
-/// is one line.
-bool buildPackage(mlir::ModuleOp module, const WeightSource &weights, const ModelConfig &config,
-                  const PackageOptions &options, PackageReport &report, std::string &error,
-                  const std::function<void(llvm::StringRef)> &progress);
+/// atomically. The module is consumed. On failure nothing is left at the output path and the
+/// error is one line.
+llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
+                         const ModelConfig &config, const PackageOptions &options,
+                         PackageReport &report,
+                         const std::function<void(llvm::StringRef)> &progress);
 
 } // namespace helm
 

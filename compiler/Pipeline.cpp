@@ -1,57 +1,58 @@
-//===- Pipeline.cpp - helmc's compile steps --------------------------------------===//
+//===- Pipeline.cpp - the one owner of helmc's pass pipeline ---------------------===//
 #include "compiler/Pipeline.h"
 
+#include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/raw_ostream.h"
+#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
 namespace helm {
 
-namespace {
-/// Runs `pm` on `module`, keeping the first error diagnostic as `error`.
-bool runPasses(PassManager &pm, ModuleOp module, const std::string &modelPath, std::string &error,
-               const char *what) {
-  std::string first;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && first.empty())
-      first = diag.str();
-    return success();
-  });
-  if (failed(pm.run(module))) {
-    error = modelPath + ": " + (first.empty() ? std::string(what) : first);
-    return false;
-  }
-  return true;
-}
-} // namespace
+FirstErrorCapture::FirstErrorCapture(MLIRContext &ctx)
+    : handler(&ctx, [this](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error && message.empty())
+          message = diag.str();
+        return success();
+      }) {}
 
-bool planModule(ModuleOp module, const TargetProfile &target, const PlanOptions &options,
-                const std::string &modelPath, std::string &error) {
-  module->setAttr("helm.target", targetToAttr(module.getContext(), target));
+llvm::Error runPipeline(ModuleOp module, llvm::function_ref<void(OpPassManager &)> build,
+                        llvm::StringRef what, llvm::StringRef prefix) {
+  FirstErrorCapture diagnostics(*module.getContext());
   PassManager pm(module.getContext());
-  AnnotateCostsOptions costs;
-  costs.batch = options.batch;
-  costs.context = options.context;
-  costs.promptLen = options.promptLen;
-  pm.addPass(createAnnotateCosts(costs));
-  PartitionOptions partition;
-  partition.objective = options.objective == Objective::prefill ? "prefill" : "decode";
-  partition.kvOffload = options.kvOffload;
-  partition.vramReserve = options.vramReserve ? *options.vramReserve : -1.0;
-  partition.forceSplit = options.forceSplit ? *options.forceSplit : -1;
-  pm.addPass(createPartition(partition));
-  return runPasses(pm, module, modelPath, error, "planning failed");
+  build(pm);
+  if (succeeded(pm.run(module)))
+    return llvm::Error::success();
+  return llvm::createStringError((prefix.empty() ? std::string() : prefix.str() + ": ") +
+                                 diagnostics.messageOr(what.str() + " failed"));
 }
 
-bool raiseModule(ModuleOp module, const std::string &modelPath, std::string &error) {
-  MLIRContext *ctx = module.getContext();
-  PassManager pm(ctx);
-  buildRaisePipeline(pm);
-  return runPasses(pm, module, modelPath, error, "raising failed");
+llvm::Error raiseModule(ModuleOp module, llvm::StringRef modelPath) {
+  return runPipeline(module, buildRaisePipeline, "raising", modelPath);
+}
+
+llvm::Error planModule(ModuleOp module, const TargetProfile &target, const PlanOptions &options,
+                       llvm::StringRef modelPath) {
+  module->setAttr(HelmDialect::TargetAttrHelper::getNameStr(), targetToAttr(module.getContext(), target));
+  return runPipeline(
+      module, [&](OpPassManager &pm) { buildPlanPipeline(pm, options); }, "planning", modelPath);
+}
+
+llvm::Error splitStages(ModuleOp module, llvm::StringRef modelPath) {
+  return runPipeline(module, buildStageSplitPipeline, "stage split", modelPath);
+}
+
+void registerCompilerPipelines() {
+  PassPipelineRegistration<>(
+      "helm-compile",
+      "helmc's front half: raise, plan for the module's helm.target, split into stages",
+      [](OpPassManager &pm) {
+        buildRaisePipeline(pm);
+        buildPlanPipeline(pm);
+        buildStageSplitPipeline(pm);
+      });
 }
 
 } // namespace helm

@@ -1,22 +1,64 @@
-//===- Pipeline.h - helmc's compile steps ----------------------------------------===//
+//===- Pipeline.h - the one owner of helmc's pass pipeline -----------------------===//
+//
+// import (compiler/onnx) -> raise (passes/raise) -> plan (passes/plan) -> stage split and codegen
+// (passes/codegen, then compiler/codegen for LLVM IR and the shared object). Every MLIR pass run of
+// the compiler goes through runPipeline, which owns the one diagnostic capture: a failed run
+// returns false with the first error diagnostic as a one-line `error`.
+//
+//===----------------------------------------------------------------------===//
 #ifndef HELM_COMPILER_PIPELINE_H
 #define HELM_COMPILER_PIPELINE_H
 
-#include "compiler/onnx/OnnxImporter.h"
-#include "compiler/target/CostModel.h"
+#include "passes/plan/CostModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
 namespace helm {
 
-/// Runs the `helm-raise` pipeline on an imported module. On failure returns false and sets `error` to
-/// the first diagnostic, one line, prefixed with the model path.
-bool raiseModule(mlir::ModuleOp module, const std::string &modelPath, std::string &error);
+/// While alive, keeps the first error diagnostic raised in `ctx` (and stops it from printing): the
+/// compiler's one diagnostic capture, used by runPipeline and by LLVM IR translation.
+class FirstErrorCapture {
+public:
+  explicit FirstErrorCapture(mlir::MLIRContext &ctx);
+  /// The first error as one line, or `fallback` when there was none.
+  std::string messageOr(const std::string &fallback) const {
+    return message.empty() ? fallback : message;
+  }
 
-/// Attaches `target` as the module's `helm.target` and runs helm-annotate-costs and helm-partition
-/// with `options`. Same error convention as raiseModule.
-bool planModule(mlir::ModuleOp module, const TargetProfile &target, const PlanOptions &options,
-                const std::string &modelPath, std::string &error);
+private:
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+/// Builds `build`'s passes and runs them on `module`. The error is one line: `prefix + ": "` (when
+/// `prefix` is not empty) and the first error diagnostic, or "<what> failed" when the passes said
+/// nothing.
+llvm::Error runPipeline(mlir::ModuleOp module,
+                        llvm::function_ref<void(mlir::OpPassManager &)> build, llvm::StringRef what,
+                        llvm::StringRef prefix = "");
+
+/// Runs the `helm-raise` pipeline on an imported module. Errors are prefixed with the model path.
+llvm::Error raiseModule(mlir::ModuleOp module, llvm::StringRef modelPath);
+
+/// Attaches `target` as the module's `helm.target` and runs the `helm-plan` pipeline
+/// (helm-annotate-costs, helm-partition) with `options`. Errors are prefixed with the model path.
+llvm::Error planModule(mlir::ModuleOp module, const TargetProfile &target,
+                       const PlanOptions &options, llvm::StringRef modelPath);
+
+/// Outlines the (planned) units of `@main` into their stage functions (helm-stage-split). Errors
+/// are prefixed with the model path.
+llvm::Error splitStages(mlir::ModuleOp module, llvm::StringRef modelPath);
+
+/// Registers the compiler's front half as one helm-opt pipeline, `helm-compile`: raise, plan
+/// (for the module's own `helm.target`) and the stage split, exactly as helmc runs them.
+void registerCompilerPipelines();
 
 } // namespace helm
 

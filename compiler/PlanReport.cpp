@@ -1,7 +1,7 @@
 //===- PlanReport.cpp - the partition plan as a table, JSON and SVG -------------===//
 #include "compiler/PlanReport.h"
 
-#include "passes/UnitCosts.h"
+#include "passes/plan/UnitCosts.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -33,8 +33,8 @@ struct PlanView {
 
 PlanView readPlan(ModuleOp module) {
   PlanView v;
-  auto plan = module->getAttrOfType<DictionaryAttr>("helm.plan");
-  auto options = module->getAttrOfType<DictionaryAttr>("helm.cost_options");
+  auto plan = module->getAttrOfType<DictionaryAttr>(HelmDialect::PlanAttrHelper::getNameStr());
+  auto options = module->getAttrOfType<DictionaryAttr>(HelmDialect::CostOptionsAttrHelper::getNameStr());
   if (!plan || !options)
     return v;
   v.chosenK = plan.getAs<IntegerAttr>("chosen_k").getInt();

@@ -3,7 +3,7 @@
 #define HELM_COMPILER_PLANREPORT_H
 
 #include "compiler/ModelConfig.h"
-#include "compiler/target/TargetProfile.h"
+#include "passes/plan/TargetProfile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -1,34 +1,27 @@
-//===- Passes.h - HELM passes ----------------------------------------------------===//
+//===- Passes.h - every HELM pass and pipeline, by phase --------------------------===//
+//
+// passes/raise    generic helm.onnx ops -> block-level ops in partition units (helm-raise)
+// passes/plan     per-unit costs and the CPU/GPU split; cost model and target profiles (helm-plan)
+// passes/codegen  stage split and the lowering of each stage (helm-cpu-bufferize,
+//                 helm-device-calls-bufferize, helm-cpu-to-llvm)
+// compiler/Pipeline.h runs them in order for helmc; helm-opt registers them all.
+//
+//===----------------------------------------------------------------------===//
 #ifndef HELM_PASSES_PASSES_H
 #define HELM_PASSES_PASSES_H
 
-#include "dialects/helm/HelmDialect.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Pass/Pass.h"
+#include "passes/codegen/Passes.h"
+#include "passes/plan/Passes.h"
+#include "passes/raise/Passes.h"
 
 namespace helm {
 
-#define GEN_PASS_DECL
-#include "passes/Passes.h.inc"
-
-#define GEN_PASS_REGISTRATION
-#include "passes/Passes.h.inc"
-
-/// Adds the raising passes, in order, from generic `helm.onnx` ops to block-level ops grouped in
-/// partition units (the `helm-raise` pipeline).
-void buildRaisePipeline(mlir::OpPassManager &pm);
-
-/// Registers every HELM pass and the `helm-raise` pipeline with the global registry.
-void registerAllHelmPasses();
+/// Registers every HELM pass and the phase pipelines with the global registry.
+inline void registerHelmPasses() {
+  registerRaisePasses();
+  registerPlanPasses();
+  registerCodegenPasses();
+}
 
 } // namespace helm
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: build, then ctest (lit + GoogleTest + importer conformance + end-to-end
 # generation against ONNX Runtime + tokenizer against Hugging Face tokenizers), the unit tests again
-# under ASan+UBSan, and the importer and package-reader fuzzers for a bounded time each. Exits
-# non-zero on any failure.
+# under ASan+UBSan, and the fuzzers (importer, package reader, tokenizer.json, target profile) for a
+# bounded time each. Exits non-zero on any failure.
 #   HELM_FUZZ_SECONDS  fuzzing time (default 60)
 #   HELM_SKIP_SANITIZERS=1 / HELM_SKIP_FUZZ=1  skip those stages (local iteration only; CI runs all)
 set -euo pipefail
@@ -26,18 +26,27 @@ fi
 
 if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
   secs="${HELM_FUZZ_SECONDS:-60}"
-  echo "== importer fuzzer (${secs} s, libFuzzer + ASan/UBSan)"
   cmake --preset fuzz >/dev/null
-  cmake --build build-fuzz -j "$jobs" --target helm-import-fuzzer
-  work="$(mktemp -d)"
-  cp test/fuzz/corpus/* "$work/"
-  ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/helm-import-fuzzer "$work" \
-    -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
-  echo "== package fuzzer (${secs} s, libFuzzer + ASan/UBSan)"
-  cmake --build build-fuzz -j "$jobs" --target helm-package-fuzzer
-  pwork="$(mktemp -d)"
-  cp test/fuzz/package-corpus/* "$pwork/"
-  ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/helm-package-fuzzer "$pwork" \
-    -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
-  echo "fuzz: 2 passed, 0 failed"
+  # run_fuzzer NAME TARGET SEED_DIR...: a bounded libFuzzer run on a scratch copy of the seeds and
+  # regression inputs. max_len is the largest seed (at least 64 KiB), so every seed reaches the
+  # target whole; any crash, leak of the time limit or sanitizer report makes the run, and the
+  # script, fail.
+  run_fuzzer() {
+    local name="$1" target="$2"; shift 2
+    echo "== ${name} fuzzer (${secs} s, libFuzzer + ASan/UBSan)"
+    cmake --build build-fuzz -j "$jobs" --target "$target"
+    local work; work="$(mktemp -d)"
+    local dir; for dir in "$@"; do [ -d "$dir" ] && find "$dir" -maxdepth 1 -type f -exec cp {} "$work/" \; ; done
+    local largest; largest="$(find "$work" -type f -printf '%s\n' | sort -n | tail -n 1)"
+    local max_len=$(( ${largest:-0} > 65536 ? ${largest:-0} : 65536 ))
+    ASAN_OPTIONS=detect_leaks=0 "build-fuzz/test/fuzz/$target" "$work" \
+      -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
+    rm -rf "$work"
+  }
+  run_fuzzer importer helm-import-fuzzer test/fuzz/corpus test/fuzz/regressions/importer
+  run_fuzzer package helm-package-fuzzer test/fuzz/package-corpus test/fuzz/regressions/package
+  run_fuzzer tokenizer helm-tokenizer-fuzzer test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer \
+    test/unit/runtime/tokenizer/data
+  run_fuzzer profile helm-profile-fuzzer test/fuzz/profile-corpus test/fuzz/regressions/profile
+  echo "fuzz: 4 passed, 0 failed"
 fi

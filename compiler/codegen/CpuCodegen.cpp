@@ -9,7 +9,9 @@
 #include "compiler/codegen/CpuCodegen.h"
 
 #include "dialects/helm/HelmDialect.h"
-#include "passes/Passes.h"
+#include "compiler/Pipeline.h"
+#include "contract/manifest_schema.h"
+#include "passes/codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -40,6 +42,10 @@ using namespace mlir;
 
 namespace helm {
 
+const char *stageSideName(helm_stage_side side) {
+  return side == HELM_STAGE_GPU ? HELM_MANIFEST_SIDE_GPU : HELM_MANIFEST_SIDE_CPU;
+}
+
 CpuCodegenTarget CpuCodegenTarget::host() {
   CpuCodegenTarget t;
   t.cpu = llvm::sys::getHostCPUName().str();
@@ -49,69 +55,6 @@ CpuCodegenTarget CpuCodegenTarget::host() {
     list += std::string(list.empty() ? "" : ",") + (f.second ? "+" : "-") + f.first().str();
   t.features = list;
   return t;
-}
-
-void buildCpuBufferizePipeline(OpPassManager &pm, bool splitStages) {
-  if (splitStages)
-    pm.addPass(createStageSplit());
-  pm.addPass(createLowerToLinalg());
-  std::string error;
-  llvm::raw_string_ostream os(error);
-  // Upstream passes by their registered names keep this list identical to the lit tests' RUN lines.
-  if (failed(parsePassPipeline(
-          "canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map "
-          "unknown-type-conversion=identity-layout-map},canonicalize",
-          pm, os)))
-    llvm::report_fatal_error(llvm::Twine("helm-cpu-bufferize pipeline: ") + error);
-  pm.addNestedPass<func::FuncOp>(createStridedCopiesToLinalg());
-  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
-  // After bufferization: on tensors, the analysis of hundreds of tiled loops is superlinear.
-  pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
-  pm.addPass(createCanonicalizerPass());
-}
-
-void buildDeviceCallsBufferizePipeline(OpPassManager &pm) {
-  LowerToDeviceCallsOptions options;
-  options.stageDevice = "gpu";
-  pm.addPass(createLowerToDeviceCalls(options));
-  std::string error;
-  llvm::raw_string_ostream os(error);
-  if (failed(parsePassPipeline(
-          "canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map "
-          "unknown-type-conversion=identity-layout-map},canonicalize",
-          pm, os)))
-    llvm::report_fatal_error(llvm::Twine("helm-device-calls-bufferize pipeline: ") + error);
-  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
-  pm.addPass(createCanonicalizerPass());
-}
-
-void buildCpuToLlvmPipeline(OpPassManager &pm, bool deviceBuffers) {
-  std::string error;
-  llvm::raw_string_ostream os(error);
-  std::string memrefToLlvm = deviceBuffers ? "finalize-memref-to-llvm{use-generic-functions=true}"
-                                           : "finalize-memref-to-llvm";
-  if (failed(parsePassPipeline(
-          "func.func(convert-linalg-to-loops),canonicalize,"
-          "func.func(lower-vector-mask,lower-vector-multi-reduction,convert-vector-to-scf{full-unroll=true lower-tensors=false}),"
-          "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,"
-          "convert-math-to-llvm," + memrefToLlvm + ",convert-to-llvm,"
-          "reconcile-unrealized-casts,canonicalize",
-          pm, os)))
-    llvm::report_fatal_error(llvm::Twine("helm-cpu-to-llvm pipeline: ") + error);
-}
-
-void registerCpuCodegenPipelines() {
-  PassPipelineRegistration<>("helm-cpu-bufferize",
-                             "Stage split, HELM to linalg + kernel calls, bufferization, early frees",
-                             [](OpPassManager &pm) { buildCpuBufferizePipeline(pm); });
-  PassPipelineRegistration<>(
-      "helm-device-calls-bufferize",
-      "A split GPU stage to device-kernel calls (helm_dev_*), bufferization, early frees",
-      [](OpPassManager &pm) { buildDeviceCallsBufferizePipeline(pm); });
-  PassPipelineRegistration<>("helm-cpu-to-llvm", "Bufferized stage code to the LLVM dialect",
-                             [](OpPassManager &pm) { buildCpuToLlvmPipeline(pm); });
 }
 
 namespace {
@@ -126,23 +69,10 @@ std::string elementName(Type t) {
   return "unknown";
 }
 
-/// First diagnostic of a failed pass run, as one line.
-struct DiagnosticCapture {
-  explicit DiagnosticCapture(MLIRContext &ctx)
-      : handler(&ctx, [this](Diagnostic &d) {
-          if (d.getSeverity() == DiagnosticSeverity::Error && message.empty())
-            message = d.str();
-          return success();
-        }) {}
-  std::string message;
-  ScopedDiagnosticHandler handler;
-};
-
-bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string &error) {
+llvm::Error linkSharedObject(llvm::ArrayRef<char> object, std::string &so) {
   llvm::SmallString<128> dir;
   if (auto ec = llvm::sys::fs::createUniqueDirectory("helmc-link", dir)) {
-    error = "cannot create a temporary directory: " + ec.message();
-    return false;
+    return llvm::createStringError("cannot create a temporary directory: " + ec.message());
   }
   auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
   llvm::SmallString<128> objPath(dir), soPath(dir);
@@ -152,8 +82,7 @@ bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string 
     std::error_code ec;
     llvm::raw_fd_ostream os(objPath, ec);
     if (ec) {
-      error = "cannot write " + objPath.str().str() + ": " + ec.message();
-      return false;
+      return llvm::createStringError("cannot write " + objPath.str().str() + ": " + ec.message());
     }
     os.write(object.data(), object.size());
   }
@@ -164,53 +93,43 @@ bool linkSharedObject(llvm::ArrayRef<char> object, std::string &so, std::string 
       break;
     }
   if (linker.empty()) {
-    error = "no linker found (ld.lld or ld); install lld or binutils";
-    return false;
+    return llvm::createStringError("no linker found (ld.lld or ld); install lld or binutils");
   }
   llvm::SmallVector<llvm::StringRef> args{linker,  "-shared",     "--hash-style=gnu", "-z",
                                           "now",   "-o",          soPath,             objPath};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 120, 0, &message);
   if (rc != 0) {
-    error = "linking the CPU stage with " + linker + " failed" +
-            (message.empty() ? "" : ": " + message);
-    return false;
+    return llvm::createStringError("linking the CPU stage with " + linker + " failed" +
+            (message.empty() ? "" : ": " + message));
   }
   auto buffer = llvm::MemoryBuffer::getFile(soPath);
   if (!buffer) {
-    error = "cannot read the linked CPU stage: " + buffer.getError().message();
-    return false;
+    return llvm::createStringError("cannot read the linked CPU stage: " + buffer.getError().message());
   }
   so = (*buffer)->getBuffer().str();
-  return true;
+  return llvm::Error::success();
 }
 
 } // namespace
 
 namespace {
 /// Compiles a module holding exactly one stage function (already split) into `stage`.
-bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
-                     std::string &error, const std::function<void(llvm::StringRef)> &progress) {
+llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &stage,
+                            const std::function<void(llvm::StringRef)> &progress) {
   auto say = [&](llvm::StringRef s) {
     if (progress)
       progress(s);
   };
   MLIRContext &ctx = *module.getContext();
-  DiagnosticCapture diags(ctx);
-  std::string what = stage.device + " stage";
+  std::string what = std::string(stageSideName(stage.side)) + " stage";
 
-  PassManager bufferize(&ctx);
-  if (stage.deviceCalls) {
-    say("lowering the " + what + " to device-kernel calls");
-    buildDeviceCallsBufferizePipeline(bufferize);
-  } else {
-    say("lowering the " + what + " to linalg and bufferizing");
-    buildCpuBufferizePipeline(bufferize, /*splitStages=*/false);
-  }
-  if (failed(bufferize.run(module))) {
-    error = diags.message.empty() ? what + " lowering failed" : diags.message;
-    return false;
-  }
+  say(stage.deviceCalls ? "lowering the " + what + " to device-kernel calls"
+                        : "lowering the " + what + " to linalg and bufferizing");
+  if (llvm::Error e = runPipeline(
+          module, stage.deviceCalls ? buildDeviceCallsBufferizePipeline : buildCpuBufferizePipeline,
+          what + " lowering"))
+    return e;
   if (stage.deviceCalls) {
     // The kernel-form stage must never touch its buffers on the host: they are device memory.
     Operation *hostAccess = nullptr;
@@ -223,9 +142,8 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
       return WalkResult::advance();
     });
     if (hostAccess) {
-      error = "internal error: the kernel-form " + what + " accesses device memory on the host (" +
-              hostAccess->getName().getStringRef().str() + ")";
-      return false;
+      return llvm::createStringError("internal error: the kernel-form " + what + " accesses device memory on the host (" +
+              hostAccess->getName().getStringRef().str() + ")");
     }
   }
 
@@ -234,7 +152,7 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   SmallVector<Operation *> decls;
   for (auto decl : module.getOps<WeightDeclOp>()) {
     decls.push_back(decl);
-    auto id = decl->getAttrOfType<IntegerAttr>("helm.tensor_id");
+    auto id = decl->getAttrOfType<IntegerAttr>(HelmDialect::TensorIdAttrHelper::getNameStr());
     if (!id)
       continue;
     StageTensor t;
@@ -250,23 +168,21 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   llvm::sort(tensors, [](const StageTensor &a, const StageTensor &b) { return a.id < b.id; });
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].id != int64_t(i)) {
-      error = "internal error: weight ids are not dense";
-      return false;
+      return llvm::createStringError("internal error: weight ids are not dense");
     }
   for (auto f : module.getOps<func::FuncOp>())
-    if (auto layers = f->getAttrOfType<IntegerAttr>("helm.kv_layers"))
+    if (auto layers = f->getAttrOfType<IntegerAttr>(HelmDialect::KvLayersAttrHelper::getNameStr()))
       stage.kvLayers = layers.getInt();
   for (Operation *decl : decls)
     decl->erase();
   stage.tensors = std::move(tensors);
 
   say("lowering the " + what + " to the LLVM dialect");
-  PassManager toLlvm(&ctx);
-  buildCpuToLlvmPipeline(toLlvm, /*deviceBuffers=*/stage.device != "cpu");
-  if (failed(toLlvm.run(module))) {
-    error = diags.message.empty() ? "lowering the " + what + " to LLVM failed" : diags.message;
-    return false;
-  }
+  bool deviceBuffers = stage.side != HELM_STAGE_CPU;
+  if (llvm::Error e = runPipeline(
+          module, [&](OpPassManager &pm) { buildCpuToLlvmPipeline(pm, deviceBuffers); },
+          "lowering the " + what + " to LLVM"))
+    return e;
 
   say("generating native code for the " + what + " (" + target.cpu + ")");
   DialectRegistry registry;
@@ -274,11 +190,10 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   registerLLVMDialectTranslation(registry);
   ctx.appendDialectRegistry(registry);
   llvm::LLVMContext llvmCtx;
+  FirstErrorCapture diagnostics(ctx);
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, stage.entry);
   if (!llvmModule) {
-    error = diags.message.empty() ? "translation of the " + what + " to LLVM IR failed"
-                                  : diags.message;
-    return false;
+    return llvm::createStringError(diagnostics.messageOr("translation of the " + what + " to LLVM IR failed"));
   }
 
   LLVMInitializeX86TargetInfo();
@@ -289,22 +204,19 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
   std::string lookupError;
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!llvmTarget) {
-    error = "no LLVM target for " + triple.str() + ": " + lookupError;
-    return false;
+    return llvm::createStringError("no LLVM target for " + triple.str() + ": " + lookupError);
   }
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
       triple, target.cpu, target.features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!tm) {
-    error = "cannot create a target machine for CPU '" + target.cpu + "'";
-    return false;
+    return llvm::createStringError("cannot create a target machine for CPU '" + target.cpu + "'");
   }
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(triple);
   if (llvm::verifyModule(*llvmModule, &llvm::errs())) {
-    error = "internal error: generated LLVM IR does not verify";
-    return false;
+    return llvm::createStringError("internal error: generated LLVM IR does not verify");
   }
   {
     llvm::LoopAnalysisManager lam;
@@ -325,45 +237,33 @@ bool compileOneStage(ModuleOp module, const CpuCodegenTarget &target, CpuStage &
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
     if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-      error = "the target machine cannot emit object files";
-      return false;
+      return llvm::createStringError("the target machine cannot emit object files");
     }
     codegen.run(*llvmModule);
   }
 
   say("linking the " + what);
-  if (!linkSharedObject(object, stage.sharedObject, error))
-    return false;
-  return true;
+  return linkSharedObject(object, stage.sharedObject);
 }
 } // namespace
 
-bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
-                       std::vector<CpuStage> &stages, std::string &error,
+llvm::Expected<std::vector<CpuStage>> compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
                        const std::function<void(llvm::StringRef)> &progress, bool gpuDeviceCalls) {
-  MLIRContext &ctx = *module.getContext();
-  {
-    DiagnosticCapture diags(ctx);
-    PassManager split(&ctx);
-    split.addPass(createStageSplit());
-    if (failed(split.run(module))) {
-      error = diags.message.empty() ? "stage split failed" : diags.message;
-      return false;
-    }
-  }
   SmallVector<func::FuncOp> functions;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("helm.stage"))
+    if (f->hasAttr(HelmDialect::StageAttrHelper::getNameStr()))
       functions.push_back(f);
-  stages.clear();
+  std::vector<CpuStage> stages;
   for (func::FuncOp f : functions) {
     CpuStage stage;
-    stage.device = f->getAttrOfType<StringAttr>("helm.stage").getValue().str();
+    stage.side = f->getAttrOfType<StringAttr>(HelmDialect::StageAttrHelper::getNameStr()).getValue() == stageSideName(HELM_STAGE_GPU)
+                     ? HELM_STAGE_GPU
+                     : HELM_STAGE_CPU;
     stage.entry = f.getName().str();
-    stage.deviceCalls = gpuDeviceCalls && stage.device == "gpu";
-    if (auto layers = f->getAttrOfType<IntegerAttr>("helm.kv_layers"))
+    stage.deviceCalls = gpuDeviceCalls && stage.side == HELM_STAGE_GPU;
+    if (auto layers = f->getAttrOfType<IntegerAttr>(HelmDialect::KvLayersAttrHelper::getNameStr()))
       stage.kvLayers = layers.getInt();
-    if (auto units = f->getAttrOfType<DenseI64ArrayAttr>("helm.units"); units && units.size() == 2) {
+    if (auto units = f->getAttrOfType<DenseI64ArrayAttr>(HelmDialect::UnitsAttrHelper::getNameStr()); units && units.size() == 2) {
       stage.firstUnit = units[0];
       stage.lastUnit = units[1];
     }
@@ -380,17 +280,20 @@ bool compileHostStages(ModuleOp module, const CpuCodegenTarget &target,
   }
   // Each stage from its own copy of the module, so each gets its own dense weight ids (a weight
   // both stages use, such as a tied embedding, is in both tables: it lives on both devices).
-  if (stages.size() == 1)
-    return compileOneStage(module, target, stages[0], error, progress);
+  if (stages.size() == 1) {
+    if (llvm::Error e = compileOneStage(module, target, stages[0], progress))
+      return std::move(e);
+    return stages;
+  }
   for (size_t i = 0; i < stages.size(); ++i) {
     OwningOpRef<ModuleOp> copy = module.clone();
     for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
       if (f.getName() != stages[i].entry)
         f.erase();
-    if (!compileOneStage(*copy, target, stages[i], error, progress))
-      return false;
+    if (llvm::Error e = compileOneStage(*copy, target, stages[i], progress))
+      return std::move(e);
   }
-  return true;
+  return stages;
 }
 
 } // namespace helm

@@ -2,8 +2,11 @@
 #ifndef HELM_COMPILER_CODEGEN_CPUCODEGEN_H
 #define HELM_COMPILER_CODEGEN_CPUCODEGEN_H
 
+#include "contract/helm_contract.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
 
 #include <functional>
 #include <string>
@@ -28,10 +31,13 @@ struct CpuCodegenTarget {
   static CpuCodegenTarget host();
 };
 
+/// "cpu" or "gpu": the manifest's and the IR's spelling of a stage side.
+const char *stageSideName(helm_stage_side side);
+
 /// One compiled stage: a shared object with one entry point `(ctx, in*, positions*, out*, B, S)`.
 /// The CPU stage always is one; the GPU stage is one when it was compiled for the host (emu targets).
 struct CpuStage {
-  std::string device = "cpu";       // the plan's side: "cpu" or "gpu"
+  helm_stage_side side = HELM_STAGE_CPU; // the plan's side of the stage
   std::string sharedObject;         // bytes of the linked .so
   std::string entry = "helm_cpu_stage";
   std::vector<StageTensor> tensors; // indexed by id
@@ -46,29 +52,16 @@ struct CpuStage {
   bool deviceCalls = false;
 };
 
-/// Adds stage-split, HELM-to-linalg lowering, bufferization and early frees (pipeline
-/// `helm-cpu-bufferize`). `splitStages` false: the module already holds its stage functions.
-void buildCpuBufferizePipeline(mlir::OpPassManager &pm, bool splitStages = true);
-/// Adds the kernel-form lowering of the GPU stage (helm-lower-to-device-calls), bufferization and
-/// early frees (pipeline `helm-device-calls-bufferize`). The module already holds its stages.
-void buildDeviceCallsBufferizePipeline(mlir::OpPassManager &pm);
-/// Adds the lowering of bufferized stage code to the LLVM dialect (pipeline `helm-cpu-to-llvm`).
-/// `deviceBuffers`: the code allocates its buffers through `_mlir_memref_to_llvm_alloc/free`, which
-/// the runtime serves from the device the stage runs on (an emu device stage's arena).
-void buildCpuToLlvmPipeline(mlir::OpPassManager &pm, bool deviceBuffers = false);
-/// Registers the pipelines above under their names.
-void registerCpuCodegenPipelines();
-
-/// Splits the raised (and optionally planned) module into its stages (helm-stage-split) and
-/// compiles each into a shared object for `target`: the CPU stage, and the GPU stage of a split
-/// plan compiled for the host (how the emu device runs it). The module is consumed. `progress`
-/// gets one line per step. On failure returns false with a one-line `error`.
+/// Compiles each stage function of a split module (compiler/Pipeline.h's splitStages) into a
+/// shared object for `target`: the CPU stage, and the GPU stage of a split plan compiled for the
+/// host (how the emu device runs it) or in kernel form. The module is consumed. `progress`
+/// gets one line per step. Errors are one line.
 /// `gpuDeviceCalls`: the GPU stage is compiled in kernel form (what a CUDA GPU runs; emu can run
 /// either form).
-bool compileHostStages(mlir::ModuleOp module, const CpuCodegenTarget &target,
-                       std::vector<CpuStage> &stages, std::string &error,
-                       const std::function<void(llvm::StringRef)> &progress = {},
-                       bool gpuDeviceCalls = false);
+llvm::Expected<std::vector<CpuStage>>
+compileHostStages(mlir::ModuleOp module, const CpuCodegenTarget &target,
+                  const std::function<void(llvm::StringRef)> &progress = {},
+                  bool gpuDeviceCalls = false);
 
 } // namespace helm
 

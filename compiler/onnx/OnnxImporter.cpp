@@ -22,6 +22,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 using namespace mlir;
 
@@ -118,13 +119,36 @@ Type mlirElementType(MLIRContext &ctx, int dt) {
   }
 }
 
+/// Values a tensor holds in its typed field (float_data, double_data, int64_data, or int32_data,
+/// which carries every narrower type's bit patterns).
+int64_t typedValueCount(const onnx::TensorProto &tensor) {
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT: return tensor.float_data_size();
+  case onnx::TensorProto::DOUBLE: return tensor.double_data_size();
+  case onnx::TensorProto::INT64: return tensor.int64_data_size();
+  default: return tensor.int32_data_size();
+  }
+}
+
 /// Collects a small tensor's bytes, little-endian, from raw_data, the typed fields or its external file.
+/// Checks the tensor against itself (shape, byte and value counts) before touching any buffer: callers
+/// validate too, but this is the one place that copies, so it must be safe on its own.
 bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir,
                      std::vector<char> &bytes, std::string &error) {
-  int64_t numel = 1;
-  for (int64_t d : tensor.dims())
-    numel *= d;
   int64_t width = dtypeBytes(tensor.data_type());
+  if (width == 0) {
+    error = "tensor '" + tensor.name() + "' has data type " + dtypeName(tensor.data_type()) +
+            ", which HELM cannot read";
+    return false;
+  }
+  int64_t numel = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d != 0 && numel > std::numeric_limits<int64_t>::max() / width / d)) {
+      error = "tensor '" + tensor.name() + "' has an invalid or too large shape";
+      return false;
+    }
+    numel *= d;
+  }
   bytes.assign(size_t(numel * width), 0);
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
@@ -134,12 +158,12 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
         location = kv.value();
       else if (kv.key() == "offset")
         offset = std::atoll(kv.value().c_str());
+    if (bytes.empty())
+      return true; // nothing to read, whatever the file holds
     llvm::SmallString<256> path(baseDir);
     llvm::sys::path::append(path, location);
     std::ifstream in(std::string(path), std::ios::binary);
-    in.seekg(offset);
-    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
-    {
+    if (offset < 0 || !in.seekg(offset) || !in.read(bytes.data(), std::streamsize(bytes.size()))) {
       error = "cannot read " + std::to_string(bytes.size()) + " bytes of '" + tensor.name() +
               "' from external data file '" + location + "'";
       return false;
@@ -147,8 +171,21 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
     return true;
   }
   if (tensor.has_raw_data()) {
-    std::memcpy(bytes.data(), tensor.raw_data().data(), bytes.size());
+    if (tensor.raw_data().size() != bytes.size()) {
+      error = "tensor '" + tensor.name() + "' has " + std::to_string(tensor.raw_data().size()) +
+              " raw bytes but its shape needs " + std::to_string(bytes.size());
+      return false;
+    }
+    // A zero-size tensor's raw data may be an empty string whose data() is null: copy nothing.
+    if (!bytes.empty())
+      std::memcpy(bytes.data(), tensor.raw_data().data(), bytes.size());
     return true;
+  }
+  int64_t have = typedValueCount(tensor);
+  if (have != numel) {
+    error = "tensor '" + tensor.name() + "' has " + std::to_string(have) + " typed values for " +
+            std::to_string(numel) + " elements";
+    return false;
   }
   auto put = [&](int64_t i, uint64_t v) { std::memcpy(&bytes[size_t(i * width)], &v, size_t(width)); };
   switch (tensor.data_type()) {
@@ -274,10 +311,10 @@ ImportedModel Importer::run(const void *data, size_t size) {
   const onnx::GraphProto &graph = model->graph();
   module = ModuleOp::create(locFor(display));
   result.module = module;
-  module->setAttr("helm.source", builder.getStringAttr(display));
-  module->setAttr("helm.opset", builder.getI64IntegerAttr(defaultOpset));
+  module->setAttr(HelmDialect::SourceAttrHelper::getNameStr(), builder.getStringAttr(display));
+  module->setAttr(HelmDialect::OpsetAttrHelper::getNameStr(), builder.getI64IntegerAttr(defaultOpset));
   if (!model->producer_name().empty())
-    module->setAttr("helm.producer",
+    module->setAttr(HelmDialect::ProducerAttrHelper::getNameStr(),
                     builder.getStringAttr(model->producer_name() + " " + model->producer_version()));
 
   for (const auto &vi : graph.value_info())
@@ -320,12 +357,12 @@ ImportedModel Importer::run(const void *data, size_t size) {
     if (info->type().has_tensor_type() && info->type().tensor_type().has_shape())
       for (const auto &d : info->type().tensor_type().shape().dim())
         dims.push_back(builder.getStringAttr(d.has_dim_param() ? d.dim_param() : ""));
-    func.setArgAttr(i, "helm.name", builder.getStringAttr(info->name()));
-    func.setArgAttr(i, "helm.dims", builder.getArrayAttr(dims));
+    func.setArgAttr(i, HelmDialect::NameAttrHelper::getNameStr(), builder.getStringAttr(info->name()));
+    func.setArgAttr(i, HelmDialect::DimsAttrHelper::getNameStr(), builder.getArrayAttr(dims));
     values[info->name()] = entry->getArgument(i);
   }
   for (auto [i, out] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "helm.name", builder.getStringAttr(out.name()));
+    func.setResultAttr(i, HelmDialect::NameAttrHelper::getNameStr(), builder.getStringAttr(out.name()));
 
   builder.setInsertionPointToStart(entry);
   for (const auto &init : graph.initializer())
@@ -492,13 +529,7 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
       return fail(what + " has " + llvm::Twine(int64_t(tensor.raw_data().size())) +
                   " raw bytes but " + shape + " needs " + llvm::Twine(bytes));
   } else {
-    int64_t have = 0;
-    switch (tensor.data_type()) {
-    case onnx::TensorProto::FLOAT: have = tensor.float_data_size(); break;
-    case onnx::TensorProto::DOUBLE: have = tensor.double_data_size(); break;
-    case onnx::TensorProto::INT64: have = tensor.int64_data_size(); break;
-    default: have = tensor.int32_data_size(); break;
-    }
+    int64_t have = typedValueCount(tensor);
     if (have != numel)
       return fail(what + " has " + llvm::Twine(have) + " typed values but " + shape + " has " +
                   llvm::Twine(numel) + " elements");
@@ -580,10 +611,7 @@ bool Importer::convertAttribute(const onnx::NodeProto &node, const onnx::Attribu
       return fail(nodeLabel(node) + " attribute '" + name + "' is a tensor HELM cannot inline (" +
                   shapeString(dims, dtypeName(t.data_type())) + ")");
     int64_t have = t.has_raw_data() ? int64_t(t.raw_data().size()) / std::max<int64_t>(1, dtypeBytes(t.data_type()))
-                   : t.data_type() == onnx::TensorProto::FLOAT ? t.float_data_size()
-                   : t.data_type() == onnx::TensorProto::INT64 ? t.int64_data_size()
-                   : t.data_type() == onnx::TensorProto::DOUBLE ? t.double_data_size()
-                                                                : t.int32_data_size();
+                                    : typedValueCount(t);
     if (have != numel || (t.has_raw_data() && int64_t(t.raw_data().size()) != numel * dtypeBytes(t.data_type())))
       return fail(nodeLabel(node) + " attribute '" + name + "' has " + llvm::Twine(have) +
                   " values for " + llvm::Twine(numel) + " elements");
@@ -598,7 +626,7 @@ bool Importer::convertAttribute(const onnx::NodeProto &node, const onnx::Attribu
     // Control flow is not part of any supported decoder pattern; the node stays unraised and the
     // unsupported-op check reports it by name.
     out.append(name, builder.getUnitAttr());
-    out.append("helm.has_subgraph", builder.getUnitAttr());
+    out.append(HelmDialect::HasSubgraphAttrHelper::getNameStr(), builder.getUnitAttr());
     return true;
   default:
     return fail(nodeLabel(node) + " attribute '" + name + "' has unsupported type " +
@@ -721,48 +749,49 @@ bool Importer::importNode(const onnx::NodeProto &node) {
 
 } // namespace
 
-ImportedModel importOnnxBytes(MLIRContext &ctx, const void *data, size_t size,
-                              const std::string &displayName, const std::string &baseDir,
-                              const ImportOptions &options, std::string &error) {
+llvm::Expected<ImportedModel> importOnnxBytes(MLIRContext &ctx, const void *data, size_t size,
+                                              const std::string &displayName,
+                                              const std::string &baseDir,
+                                              const ImportOptions &options) {
   ctx.loadDialect<HelmDialect, func::FuncDialect>();
+  std::string error;
   Importer importer(ctx, options, displayName, baseDir, error);
-  return importer.run(data, size);
+  ImportedModel model = importer.run(data, size);
+  if (model.module)
+    return model;
+  // Every failure path sets a message; one that did not is a bug the fuzzer looks for.
+  return llvm::createStringError(
+      error.empty() ? displayName + ": internal error: the import failed without a reason" : error);
 }
 
-ImportedModel importOnnxFile(MLIRContext &ctx, const std::string &path, const ImportOptions &options,
-                             std::string &error) {
-  if (llvm::sys::fs::is_directory(path)) {
-    error = path + ": is a directory, not an ONNX file";
-    return {};
-  }
+llvm::Expected<ImportedModel> importOnnxFile(MLIRContext &ctx, const std::string &path,
+                                             const ImportOptions &options) {
+  if (llvm::sys::fs::is_directory(path))
+    return llvm::createStringError(path + ": is a directory, not an ONNX file");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = path + ": cannot open: " + buffer.getError().message();
-    return {};
-  }
+  if (!buffer)
+    return llvm::createStringError(path + ": cannot open: " + buffer.getError().message());
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
   return importOnnxBytes(ctx, (*buffer)->getBufferStart(), (*buffer)->getBufferSize(), path,
-                         std::string(dir), options, error);
+                         std::string(dir), options);
 }
 
-bool weightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &storage,
-                 llvm::ArrayRef<char> &bytes) {
+llvm::Expected<llvm::ArrayRef<char>> weightBytes(const WeightSource &source,
+                                                 llvm::StringRef onnxName,
+                                                 std::vector<char> &storage) {
   const onnx::TensorProto *tensor = source.find(onnxName);
   if (!tensor)
-    return false;
+    return llvm::createStringError("no initializer named '" + onnxName + "'");
   // Inline raw data is already in memory (the parsed model): hand it out as it is.
-  if (tensor->data_location() != onnx::TensorProto::EXTERNAL && tensor->has_raw_data()) {
-    bytes = llvm::ArrayRef<char>(tensor->raw_data().data(), tensor->raw_data().size());
-    return true;
-  }
+  if (tensor->data_location() != onnx::TensorProto::EXTERNAL && tensor->has_raw_data())
+    return llvm::ArrayRef<char>(tensor->raw_data().data(), tensor->raw_data().size());
   std::string error;
   if (!readTensorBytes(*tensor, source.baseDir, storage, error))
-    return false;
-  bytes = storage;
-  return true;
+    return llvm::createStringError(error);
+  return llvm::ArrayRef<char>(storage);
 }
 
 } // namespace helm

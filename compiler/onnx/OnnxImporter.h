@@ -9,6 +9,7 @@
 #define HELM_COMPILER_ONNX_ONNXIMPORTER_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -38,22 +39,24 @@ struct ImportedModel {
   std::shared_ptr<WeightSource> weights;
 };
 
-/// Imports `path`. On failure returns a null module and sets `error` to a one-line message that names
-/// the file and the problem (node, op, sizes) without a trailing newline.
-ImportedModel importOnnxFile(mlir::MLIRContext &ctx, const std::string &path,
-                             const ImportOptions &options, std::string &error);
+/// Imports `path`. The error is a one-line message that names the file and the problem (node, op,
+/// sizes) without a trailing newline.
+llvm::Expected<ImportedModel> importOnnxFile(mlir::MLIRContext &ctx, const std::string &path,
+                                             const ImportOptions &options);
 
 /// Same, from bytes in memory (used by the fuzzer). `baseDir` resolves external-data locations.
-ImportedModel importOnnxBytes(mlir::MLIRContext &ctx, const void *data, size_t size,
-                              const std::string &displayName, const std::string &baseDir,
-                              const ImportOptions &options, std::string &error);
+llvm::Expected<ImportedModel> importOnnxBytes(mlir::MLIRContext &ctx, const void *data,
+                                              size_t size, const std::string &displayName,
+                                              const std::string &baseDir,
+                                              const ImportOptions &options);
 
 /// Little-endian bytes of the initializer (or Constant value) named `onnxName` of an imported model,
-/// without a copy where possible: `bytes` views the parsed model's inline raw data, or `storage`
-/// after reading external data or decoding typed fields into it (the view lives as long as both).
-/// False if there is no such tensor or its data cannot be read.
-bool weightBytes(const WeightSource &source, llvm::StringRef onnxName, std::vector<char> &storage,
-                 llvm::ArrayRef<char> &bytes);
+/// without a copy where possible: the parsed model's inline raw data, or `storage` after reading
+/// external data or decoding typed fields into it (the view lives as long as both). An error names
+/// the tensor when there is no such tensor or its data cannot be read.
+llvm::Expected<llvm::ArrayRef<char>> weightBytes(const WeightSource &source,
+                                                 llvm::StringRef onnxName,
+                                                 std::vector<char> &storage);
 
 } // namespace helm
 

@@ -19,8 +19,9 @@ namespace helm {
 class WeightDeclOp;
 }
 
-#include "dialects/helm/HelmDialect.h.inc"
+// The enums first: the dialect's discardable-attribute helpers name DeviceAttr.
 #include "dialects/helm/HelmEnums.h.inc"
+#include "dialects/helm/HelmDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/helm/HelmAttrs.h.inc"

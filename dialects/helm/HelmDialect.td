@@ -21,6 +21,7 @@ def Helm_Dialect : Dialect {
   let cppNamespace = "::helm";
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Reads a declared weight's bytes (little-endian, as stored). Set by the importer, which knows
     /// where inline initializers live; passes that need a few values (rotary caches) use it.
@@ -34,6 +35,40 @@ def Helm_Dialect : Dialect {
   public:
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+
+  // Every `helm.*` attribute the compiler puts on ops it does not own (modules, functions, ops of
+  // other phases), declared once: code takes the name (and the type) from the generated helper,
+  // e.g. `HelmDialect::StageAttrHelper::getNameStr()`, never from a string copy. The ones that
+  // carry meaning are checked by verifyOperationAttribute (HelmDialect.cpp).
+  let discardableAttrs = (ins
+    // Module, set by the importer: the model file, its default opset and producer.
+    "::mlir::StringAttr":$source,
+    "::mlir::IntegerAttr":$opset,
+    "::mlir::StringAttr":$producer,
+    // Function arguments and results: the graph's name and symbolic dims of a value.
+    "::mlir::StringAttr":$name,
+    "::mlir::ArrayAttr":$dims,
+    // Inside a helm.onnx op's attribute dictionary: the node had a graph attribute.
+    "::mlir::UnitAttr":$has_subgraph,
+    // Module: the target profile the plan is for (planning reads it, no hardware needed).
+    "::mlir::DictionaryAttr":$target,
+    // Module and units: the costing options, each unit's cost terms, the plan's table.
+    "::mlir::DictionaryAttr":$cost_options,
+    "::mlir::DictionaryAttr":$cost_terms,
+    "::mlir::DictionaryAttr":$plan,
+    // helm.unit: the side the plan puts it on.
+    "::helm::DeviceAttr":$device,
+    // Stage functions (helm-stage-split): "cpu" or "gpu", their KV layers, their unit range.
+    "::mlir::StringAttr":$stage,
+    "::mlir::IntegerAttr":$kv_layers,
+    "::mlir::DenseI64ArrayAttr":$units,
+    // A stage lowered to device-kernel calls (helm-lower-to-device-calls).
+    "::mlir::UnitAttr":$device_calls,
+    // helm.attention in a stage: its index into the stage's KV cache.
+    "::mlir::IntegerAttr":$kv_layer,
+    // helm.weight_decl: its id in the stage's tensor table (helm_rt_weight).
+    "::mlir::IntegerAttr":$tensor_id
+  );
 }
 
 class Helm_Op<string mnemonic, list<Trait> traits = []> :

@@ -12,7 +12,7 @@
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
-#include "kernels/cpu/helm_kernels.h"
+#include "contract/helm_contract.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -2,12 +2,15 @@
 #ifndef HELM_KERNELS_CPU_NUMERIC_H
 #define HELM_KERNELS_CPU_NUMERIC_H
 
+#include "contract/helm_contract.h"
+
 #include <cstdint>
 #include <cstring>
 
 namespace helm::kernels {
 
-enum class DType : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
+/// The contract's element types (helm_dtype) as a C++ enum.
+enum class DType : int32_t { f32 = HELM_DTYPE_F32, f16 = HELM_DTYPE_F16, bf16 = HELM_DTYPE_BF16 };
 
 inline float bitsToFloat(uint32_t u) {
   float f;

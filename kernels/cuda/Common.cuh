@@ -2,7 +2,7 @@
 //
 // Every kernel computes in f32 whatever its storage type: `load` widens an element to f32 and
 // `store` rounds an f32 to the storage type (round to nearest even); `roundTo<T>` is the rounding
-// of an intermediate (runtime/core/DeviceOps.h says which intermediates are rounded).
+// of an intermediate (runtime/device/DeviceOps.h says which intermediates are rounded).
 //
 // nvcc contracts a * b + c into a fused multiply-add by default. Where DeviceOps.h rounds a
 // product on its own (the host rounds it), the kernels use __fmul_rn, which is never contracted,

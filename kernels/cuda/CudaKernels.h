@@ -21,7 +21,7 @@
 // T is float; each kernel but helm_cuda_convert (which takes dtype codes) also exists as NAME_f16
 // (__half) and NAME_bf16 (__nv_bfloat16), which compute in f32. The by-value structs
 // (KvAppendBatch, KvSpanBatch) and the attention flags are in KernelParams.h, shared with the host
-// code that fills them. The math (that of runtime/core/DeviceOps.h, which CudaDeviceOps.cpp
+// code that fills them. The math (that of runtime/device/DeviceOps.h, which CudaDeviceOps.cpp
 // implements with these kernels) and the launch shapes each kernel accepts are in its .cu file.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- Elementwise.cu - add, swiglu, bias add and dtype conversion ------------------===//
 //
-// Math, for i in [0, n) (runtime/core/DeviceOps.h), in f32 and rounded to the storage type:
+// Math, for i in [0, n) (runtime/device/DeviceOps.h), in f32 and rounded to the storage type:
 //   helm_cuda_add:      y[i] = round(a[i] + b[i])
 //   helm_cuda_swiglu:   y[i] = round(round(g / (1 + exp(-g))) * up[i]),  g = gate[i]
 //                       (the inner rounding of silu(g) is the reference framework's; a no-op for

@@ -1,6 +1,6 @@
 //===- Embed.cu - helm_cuda_embed: embedding rows gathered by token id --------------===//
 //
-// Math (runtime/core/DeviceOps.h, embed): y[r, :] = table[clamp(ids[r], 0, vocab - 1), :] for r
+// Math (runtime/device/DeviceOps.h, embed): y[r, :] = table[clamp(ids[r], 0, vocab - 1), :] for r
 // in [0, rows), table [vocab, width] (vocab >= 1). An id outside the table reads its nearest
 // row, as the CPU lowering does (the importer's graphs never produce one; the clamp keeps a bad
 // id from reading outside the table). A gather: the bits are copied.

@@ -13,12 +13,14 @@
 #ifndef HELM_KERNELS_CUDA_KERNELPARAMS_H
 #define HELM_KERNELS_CUDA_KERNELPARAMS_H
 
+#include "contract/helm_contract.h"
+
 #include <stdint.h>
 
 namespace helm_cuda {
 
-/// Element-type codes of helm_cuda_convert (the values of helm::kernels::DType).
-enum : int32_t { kDTypeF32 = 0, kDTypeF16 = 1, kDTypeBf16 = 2 };
+/// Element-type codes of helm_cuda_convert: the contract's helm_dtype.
+enum : int32_t { kDTypeF32 = HELM_DTYPE_F32, kDTypeF16 = HELM_DTYPE_F16, kDTypeBf16 = HELM_DTYPE_BF16 };
 
 // --- helm_cuda_kv_append -------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 //===- RmsNorm.cu - helm_cuda_rms_norm: RMSNorm over rows ---------------------------===//
 //
-// Math (runtime/core/DeviceOps.h, rmsNorm): for each of `rows` rows of `width` elements, with ss
+// Math (runtime/device/DeviceOps.h, rmsNorm): for each of `rows` rows of `width` elements, with ss
 // the f32 sum of squares of the row,
 //   inv     = 1 / sqrt(ss / width + eps)                  (f32, IEEE sqrt and division)
 //   y[r, i] = round(round(x[r, i] * inv) * weight[i])

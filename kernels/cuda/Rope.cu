@@ -1,6 +1,6 @@
 //===- Rope.cu - helm_cuda_rope: rotary position embedding (neox or interleaved pairs) ----===//
 //
-// Math (runtime/core/DeviceOps.h, rope): x is [rows, heads * head_dim]; row r is a token at
+// Math (runtime/device/DeviceOps.h, rope): x is [rows, heads * head_dim]; row r is a token at
 // position p = positions[r]. In every head the first `rotary_dim` channels rotate in pairs
 // (i0, i1) = (c, c + rotary_dim / 2) (Hugging Face `rotate_half`, "neox"), or (2c, 2c + 1) when
 // `interleaved` (GPT-J), for c in [0, rotary_dim / 2):

@@ -1,11 +1,12 @@
 //===- helm-opt.cpp - mlir-opt for the HELM dialect and passes -------------------===//
 //
-// Registers every upstream dialect, extension and pass as well as HELM's, so lit tests can run any
-// step of the codegen pipeline (bufferization, linalg, conversion to LLVM) in isolation.
+// Registers every upstream dialect, extension and pass as well as HELM's passes and pipelines by
+// phase (passes/Passes.h) and the compiler's own front half (`helm-compile`, compiler/Pipeline.h),
+// so lit tests can run any step of helmc's pipeline, or all of it, in isolation.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Pipeline.h"
 #include "dialects/helm/HelmDialect.h"
-#include "compiler/codegen/CpuCodegen.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,7 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   registry.insert<helm::HelmDialect>();
   mlir::registerAllPasses();
-  helm::registerAllHelmPasses();
-  helm::registerCpuCodegenPipelines();
+  helm::registerHelmPasses();
+  helm::registerCompilerPipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "HELM optimizer driver\n", registry));
 }

@@ -3,8 +3,8 @@
 //   helm-profile -o host.json      CPU measured; GPU and link too where CUDA and a device exist
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/target/HostProfiler.h"
-#include "compiler/target/TargetProfile.h"
+#include "passes/plan/HostProfiler.h"
+#include "passes/plan/TargetProfile.h"
 
 #if HELM_HAVE_CUDA
 #include "tools/helm-profile/cuda/CudaProbe.h"

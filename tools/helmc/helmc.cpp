@@ -16,7 +16,7 @@
 #endif
 #include "compiler/PlanReport.h"
 #include "compiler/codegen/CpuCodegen.h"
-#include "compiler/target/TargetProfile.h"
+#include "passes/plan/TargetProfile.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
@@ -105,6 +105,7 @@ int fail(const std::string &msg) {
   errs() << "helmc: error: " << msg << "\n";
   return 1;
 }
+int fail(Error error) { return fail(toString(std::move(error))); }
 
 void printCatalogue(raw_ostream &os) {
   os << formatv("{0,-16} {1,10} {2,9} {3,10} {4,9} {5,9} {6,8}  {7}\n", "target", "VRAM GiB",
@@ -146,7 +147,6 @@ int main(int argc, char **argv) {
 
   helm::PlanOptions planOptions;
   helm::TargetProfile target;
-  std::string error;
   if (planning) {
     if (objective != "decode" && objective != "prefill")
       return fail("--objective must be decode or prefill, got '" + objective + "'");
@@ -172,8 +172,10 @@ int main(int argc, char **argv) {
     }
     if (targetSpec == "host")
       errs() << "helmc: profiling this machine for --target=host (a few seconds)...\n";
-    if (!helm::resolveTarget(targetSpec, target, error))
-      return fail(error);
+    auto resolved = helm::resolveTarget(targetSpec);
+    if (!resolved)
+      return fail(resolved.takeError());
+    target = std::move(*resolved);
   }
 
   mlir::DialectRegistry registry;
@@ -187,17 +189,18 @@ int main(int argc, char **argv) {
   helm::ImportOptions importOptions;
   // Planning reads shapes only: a model whose external weight files are absent still plans.
   importOptions.requireWeightData = !planning || packaging;
-  helm::ImportedModel model = helm::importOnnxFile(ctx, inputPath, importOptions, error);
-  if (!model.module)
-    return fail(error);
+  auto imported = helm::importOnnxFile(ctx, inputPath, importOptions);
+  if (!imported)
+    return fail(imported.takeError());
+  helm::ImportedModel model = std::move(*imported);
 
   std::string text;
   raw_string_ostream os(text);
   if (emit == Emit::OnnxMlir) {
     model.module->print(os);
   } else {
-    if (!helm::raiseModule(*model.module, inputPath, error))
-      return fail(error);
+    if (Error e = helm::raiseModule(*model.module, inputPath))
+      return fail(std::move(e));
     if (emit == Emit::Helm) {
       model.module->print(os);
     } else if (packaging) {
@@ -205,9 +208,10 @@ int main(int argc, char **argv) {
         if (!quietProgress)
           errs() << "helmc: " << step << "\n";
       };
-      helm::ModelConfig config;
-      if (!helm::extractModelConfig(*model.module, config, error))
-        return fail(inputPath + ": " + error);
+      auto extracted = helm::extractModelConfig(*model.module);
+      if (!extracted)
+        return fail(inputPath + ": " + toString(extracted.takeError()));
+      const helm::ModelConfig &config = *extracted;
       helm::PackageOptions options;
       options.outputPath = outputPath;
       options.modelPath = inputPath;
@@ -221,20 +225,20 @@ int main(int argc, char **argv) {
 #endif
       if (planning) {
         progress("planning for " + target.name);
-        if (!helm::planModule(*model.module, target, planOptions, inputPath, error))
-          return fail(error);
+        if (Error e = helm::planModule(*model.module, target, planOptions, inputPath))
+          return fail(std::move(e));
         options.target = target;
         options.planJson = helm::planJson(*model.module, target, config);
         options.vramReserve = planOptions.vramReserve.value_or(-1);
       }
       // The CPU stage runs on this machine unless a catalogued (cross-compiled) target says
       // otherwise; an emu target runs both stages here.
-      if (!planning || target.name == "host" || StringRef(target.name).starts_with("emu:"))
+      if (!planning || target.name == "host" || target.emulated())
         options.cpu = helm::CpuCodegenTarget::host();
       helm::PackageReport report;
-      if (!helm::buildPackage(*model.module, *model.weights, config, options, report, error,
-                              progress))
-        return fail(error);
+      if (Error e = helm::buildPackage(*model.module, *model.weights, config, options, report,
+                                       progress))
+        return fail(std::move(e));
       std::string onGpu = report.gpuWeightBytes
                               ? formatv(" ({0:f1} MiB for the GPU stage)",
                                         report.gpuWeightBytes / 1048576.0)
@@ -247,11 +251,12 @@ int main(int argc, char **argv) {
                    .str());
       return 0;
     } else if (planning) {
-      helm::ModelConfig config;
-      if (!helm::extractModelConfig(*model.module, config, error))
-        return fail(inputPath + ": " + error);
-      if (!helm::planModule(*model.module, target, planOptions, inputPath, error))
-        return fail(error);
+      auto extracted = helm::extractModelConfig(*model.module);
+      if (!extracted)
+        return fail(inputPath + ": " + toString(extracted.takeError()));
+      const helm::ModelConfig &config = *extracted;
+      if (Error e = helm::planModule(*model.module, target, planOptions, inputPath))
+        return fail(std::move(e));
       os << (emit == Emit::Plan ? helm::planTable(*model.module, target, config)
                                 : helm::planJson(*model.module, target, config));
       if (!planSvgPath.empty()) {
@@ -263,10 +268,10 @@ int main(int argc, char **argv) {
         svg.keep();
       }
     } else {
-      helm::ModelConfig config;
-      if (!helm::extractModelConfig(*model.module, config, error))
-        return fail(inputPath + ": " + error);
-      os << helm::modelConfigToJson(config) << "\n";
+      auto extracted = helm::extractModelConfig(*model.module);
+      if (!extracted)
+        return fail(inputPath + ": " + toString(extracted.takeError()));
+      os << helm::modelConfigToJson(*extracted) << "\n";
     }
   }
 

@@ -1,0 +1,658 @@
+//===- LowerToLinalg.cpp - HELM ops to linalg on tensors and kernel calls --------===//
+//
+// Glue is generated code: linalg.generic on tensors, computed in f32, rounded to the model's
+// activation dtype after every step where the source framework rounds (so fp16 models follow the
+// same sequence of roundings as the reference). Matrix products and attention are calls into the
+// contract (contract/helm_contract.h) on raw pointers of contiguous buffers: the
+// microkernel boundary, as IREE draws it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/codegen/Passes.h"
+#include "passes/codegen/StageAbi.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+namespace helm {
+#define GEN_PASS_DEF_LOWERTOLINALG
+#include "passes/codegen/Passes.h.inc"
+} // namespace helm
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+
+int32_t dtypeCode(Type t) { return kernelDtypeCode(t); }
+
+class StageLowering : StageLoweringBase {
+public:
+  StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
+      : StageLoweringBase(stage, tensorIds) {}
+
+  LogicalResult run() {
+    Block &entry = stage.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
+      if (!isa<HelmDialect>(op.getDialect()))
+        continue;
+      b.setInsertionPoint(&op);
+      loc = op.getLoc();
+      FailureOr<SmallVector<Value>> results = lower(op);
+      if (failed(results))
+        return failure();
+      op.replaceAllUsesWith(*results);
+      op.erase();
+    }
+    return rewriteSignature();
+  }
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Small builders
+  //===--------------------------------------------------------------------===//
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  /// Sizes of `t` as OpFoldResults (static sizes as attributes).
+  SmallVector<OpFoldResult> sizesOf(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(tensor::DimOp::create(b, loc, t, i))
+                                           : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+    return sizes;
+  }
+  SmallVector<Value> dynamicSizesOf(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<Value> sizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        sizes.push_back(tensor::DimOp::create(b, loc, t, i));
+    return sizes;
+  }
+
+  Value toF32(OpBuilder &nb, Location l, Value v) {
+    if (v.getType().isF32())
+      return v;
+    return arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
+  }
+  Value fromF32(OpBuilder &nb, Location l, Value v, Type t) {
+    if (t.isF32())
+      return v;
+    return arith::TruncFOp::create(nb, l, t, v);
+  }
+  /// Rounds an f32 value to `t` and back: one step of arithmetic in the model's dtype.
+  Value roundTo(OpBuilder &nb, Location l, Value v, Type t) {
+    if (t.isF32())
+      return v;
+    return toF32(nb, l, fromF32(nb, l, v, t));
+  }
+
+  /// A contiguous, identity-layout pointer to `tensor`'s buffer. Slices are copied first.
+  Value rawPointer(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    Value source = tensor;
+    while (Operation *def = source.getDefiningOp()) {
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(def)) {
+        source = def->getOperand(0);
+        continue;
+      }
+      break;
+    }
+    if (source.getDefiningOp<tensor::ExtractSliceOp>())
+      tensor = bufferization::AllocTensorOp::create(b, loc, type, ValueRange{}, tensor);
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, tensor, /*read_only=*/true);
+    return pointerOf(buffer);
+  }
+  /// A fresh 64-byte aligned buffer for a kernel to write (viewed as a tensor with asTensor).
+  Value allocOutput(RankedTensorType type, ValueRange dynamicSizes) {
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    return memref::AllocOp::create(b, loc, memrefType, dynamicSizes, b.getI64IntegerAttr(64));
+  }
+  Value memrefFromPointer(Value ptr, MemRefType type, ArrayRef<Value> dynamicSizesI64) {
+    return helm::memrefFromPointer(b, loc, ptr, type, dynamicSizesI64);
+  }
+
+  /// `outType`-shaped elementwise generic over `inputs` (each of the output's shape, or with the
+  /// given indexing maps). The body receives the block arguments converted to f32 (floats only).
+  Value elementwise(ValueRange inputs, ArrayRef<AffineMap> inputMaps, RankedTensorType outType,
+                    Value shapeSource,
+                    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    int64_t rank = outType.getRank();
+    Value init = tensor::EmptyOp::create(b, loc, outType, dynamicSizesOf(shapeSource));
+    SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
+    while (maps.size() < inputs.size())
+      maps.push_back(b.getMultiDimIdentityMap(rank));
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    Type outElem = outType.getElementType();
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{outType}, inputs, ValueRange{init}, maps, iters,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          SmallVector<Value> floats;
+          for (Value a : args.drop_back())
+            floats.push_back(isa<FloatType>(a.getType()) ? toF32(nb, l, a) : a);
+          Value r = body(nb, l, floats);
+          linalg::YieldOp::create(nb, l, fromF32(nb, l, r, outElem));
+        });
+    return generic.getResult(0);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Op lowerings
+  //===--------------------------------------------------------------------===//
+
+  FailureOr<SmallVector<Value>> lower(Operation &op) {
+    if (auto w = dyn_cast<WeightOp>(op))
+      return SmallVector<Value>{lowerWeight(w)};
+    if (auto c = dyn_cast<ConstantOp>(op))
+      return SmallVector<Value>{
+          arith::ConstantOp::create(b, loc, cast<TypedAttr>(c.getValue())).getResult()};
+    if (auto e = dyn_cast<EmbedOp>(op))
+      return SmallVector<Value>{lowerEmbed(e)};
+    if (auto n = dyn_cast<RmsNormOp>(op))
+      return lowerRmsNorm(n);
+    if (auto l = dyn_cast<LinearOp>(op))
+      return lowerLinear(l.getInput(), l.getWeight(), l.getBias(), l.getTransposeWeight(),
+                         cast<RankedTensorType>(l.getResult().getType()));
+    if (auto h = dyn_cast<LmHeadOp>(op))
+      return lowerLinear(h.getInput(), h.getWeight(), Value(), h.getTransposeWeight(),
+                         cast<RankedTensorType>(h.getResult().getType()));
+    if (auto s = dyn_cast<SplitOp>(op))
+      return lowerSplit(s);
+    if (auto r = dyn_cast<RopeOp>(op))
+      return lowerRope(r);
+    if (auto a = dyn_cast<AttentionOp>(op))
+      return lowerAttention(a);
+    if (auto s = dyn_cast<SwigluOp>(op))
+      return SmallVector<Value>{lowerSwiglu(s)};
+    // The stage's result is the boundary activation; the runtime moves it across the link
+    // (Device::copyToDevice) after the stage returns, so inside the stage it is the value itself.
+    if (auto t = dyn_cast<TransferOp>(op))
+      return SmallVector<Value>{t.getInput()};
+    if (auto a = dyn_cast<AddOp>(op))
+      return SmallVector<Value>{elementwise(
+          {a.getLhs(), a.getRhs()}, {}, cast<RankedTensorType>(a.getType()), a.getLhs(),
+          [&](OpBuilder &nb, Location l, ValueRange v) {
+            return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
+          })};
+    return op.emitError() << "no CPU lowering for " << op.getName();
+  }
+
+  Value lowerEmbed(EmbedOp e) {
+    auto outType = cast<RankedTensorType>(e.getType());
+    auto tableType = cast<RankedTensorType>(e.getTable().getType());
+    Value table = e.getTable();
+    Value ids = e.getIds();
+    int64_t rank = outType.getRank();
+    int64_t vocab = tableType.getDimSize(0);
+    Value init = tensor::EmptyOp::create(b, loc, outType, dynamicSizesOf(ids));
+    SmallVector<AffineExpr> idExprs;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      idExprs.push_back(b.getAffineDimExpr(i));
+    SmallVector<AffineMap> maps{AffineMap::get(rank, 0, idExprs, b.getContext()),
+                                b.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, ValueRange{ids}, ValueRange{init}, maps, iters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 // Clamp so that a bad id can never read outside the table; the runtime rejects
+                 // out-of-vocabulary ids before they get here.
+                 Value id = arith::IndexCastOp::create(nb, l, nb.getIndexType(), args[0]);
+                 Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+                 Value maxId = arith::ConstantIndexOp::create(nb, l, vocab - 1);
+                 id = arith::MaxSIOp::create(nb, l, id, zero);
+                 id = arith::MinSIOp::create(nb, l, id, maxId);
+                 Value col = linalg::IndexOp::create(nb, l, rank - 1);
+                 Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{id, col});
+                 linalg::YieldOp::create(nb, l, v);
+               })
+        .getResult(0);
+  }
+
+  /// The rope that an RMSNorm can be fused into: Qwen3's per-head q/k norm (group = head_dim)
+  /// whose only user is a rope over its result. Fusing saves the normalised tensor's write and
+  /// re-read: the rotation normalises its two input elements itself.
+  RopeOp fusableRope(RmsNormOp n) {
+    if (!n.getResult().hasOneUse())
+      return nullptr;
+    auto rope = dyn_cast<RopeOp>(*n.getResult().getUsers().begin());
+    if (!rope || rope.getInput() != n.getResult() || !rope.getPositions() || !rope.getTheta())
+      return nullptr;
+    auto type = cast<RankedTensorType>(n.getInput().getType());
+    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
+    int64_t width = type.getRank() == 3 ? type.getDimSize(2) : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(width) || gammaType.getRank() != 1 ||
+        gammaType.getNumElements() != int64_t(rope.getHeadDim()) ||
+        width % int64_t(rope.getHeadDim()) != 0)
+      return nullptr;
+    return rope;
+  }
+
+  /// RMSNorm (group = head_dim) and the rope after it as two passes: the sums of squares per
+  /// head, then the rotation, which normalises self and partner on the fly with the same
+  /// rounding steps as the separate ops (round(x * rsqrt(mean + eps)), times gamma, rounded to
+  /// the dtype, then rotated).
+  Value lowerRmsNormIntoRope(RmsNormOp n, RopeOp r) {
+    Value x = n.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    Type elem = type.getElementType();
+    int64_t headDim = r.getHeadDim();
+    Value sumsq = sumOfSquares(x, headDim);
+    Value gamma = n.getGamma();
+    float eps = float(n.getEpsilon().convertToDouble());
+    auto normalise = [&](OpBuilder &nb, Location l, Value v, Value bi, Value si, Value d) {
+      Value hd = arith::ConstantIndexOp::create(nb, l, headDim);
+      Value head = arith::DivUIOp::create(nb, l, d, hd);
+      Value i = arith::RemUIOp::create(nb, l, d, hd);
+      Value ss = tensor::ExtractOp::create(nb, l, sumsq, ValueRange{bi, si, head});
+      Value mean = arith::DivFOp::create(
+          nb, l, ss, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
+      Value var =
+          arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
+      Value inv = math::RsqrtOp::create(nb, l, var);
+      Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
+      Value g = toF32(nb, l, tensor::ExtractOp::create(nb, l, gamma, ValueRange{i}));
+      return roundTo(nb, l, arith::MulFOp::create(nb, l, y, g), elem);
+    };
+    double theta = r.getTheta()->convertToDouble();
+    auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
+    Value rotated = buildRotation(x, type, headDim, r.getRotaryDim(),
+                                  r.getStyle() == RopeStyle::interleaved, elem, cosT, sinT,
+                                  normalise);
+    fusedRopes[r.getOperation()] = rotated;
+    return rotated;
+  }
+  llvm::DenseMap<Operation *, Value> fusedRopes;
+
+  /// Sum of squares of x over consecutive groups of `group` elements of its last dimension, in
+  /// f32: [..., width] -> [..., width / group]. `xe` receives x viewed as [..., groups, group].
+  Value sumOfSquares(Value x, int64_t group, Value *xe = nullptr) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    int64_t groups = type.getDimSize(rank - 1) / group;
+    Type elem = type.getElementType();
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      reassoc.push_back({i});
+    reassoc.push_back({rank - 1, rank});
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = groups;
+    shape.push_back(group);
+    auto expandedType = RankedTensorType::get(shape, elem);
+    SmallVector<OpFoldResult> outShape = sizesOf(x);
+    outShape.back() = b.getIndexAttr(groups);
+    outShape.push_back(b.getIndexAttr(group));
+    Value expanded = tensor::ExpandShapeOp::create(b, loc, expandedType, x, reassoc, outShape);
+    if (xe)
+      *xe = expanded;
+
+    SmallVector<int64_t> sumShape(shape.begin(), shape.end() - 1);
+    auto sumType = RankedTensorType::get(sumShape, b.getF32Type());
+    SmallVector<Value> sumDyn;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      if (type.isDynamicDim(i))
+        sumDyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value sumInit = tensor::EmptyOp::create(b, loc, sumType, sumDyn);
+    sumInit = linalg::FillOp::create(b, loc, zero, sumInit).getResult(0);
+    int64_t erank = rank + 1;
+    SmallVector<AffineExpr> lead;
+    for (int64_t i = 0; i < erank - 1; ++i)
+      lead.push_back(b.getAffineDimExpr(i));
+    AffineMap dropLast = AffineMap::get(erank, 0, lead, b.getContext());
+    SmallVector<utils::IteratorType> redIters(erank - 1, utils::IteratorType::parallel);
+    redIters.push_back(utils::IteratorType::reduction);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{sumType}, ValueRange{expanded}, ValueRange{sumInit},
+               SmallVector<AffineMap>{b.getMultiDimIdentityMap(erank), dropLast}, redIters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value v = toF32(nb, l, args[0]);
+                 Value sq = arith::MulFOp::create(nb, l, v, v);
+                 linalg::YieldOp::create(nb, l,
+                                         arith::AddFOp::create(nb, l, args[1], sq).getResult());
+               })
+        .getResult(0);
+  }
+
+  FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {
+    Value x = n.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto gammaType = cast<RankedTensorType>(n.getGamma().getType());
+    int64_t rank = type.getRank();
+    int64_t width = type.getDimSize(rank - 1);
+    int64_t group = gammaType.getNumElements();
+    if (ShapedType::isDynamic(width) || group <= 0 || width % group != 0)
+      return n.emitError() << "rms_norm: last dimension must be a static multiple of gamma's size";
+    if (RopeOp rope = fusableRope(n))
+      return SmallVector<Value>{lowerRmsNormIntoRope(n, rope)};
+    Type elem = type.getElementType();
+    double eps = n.getEpsilon().convertToDouble();
+
+    // x as [..., groups, group] and the sum of squares per group, in f32.
+    Value xe;
+    Value sumsq = sumOfSquares(x, group, &xe);
+    auto expandedType = cast<RankedTensorType>(xe.getType());
+    int64_t erank = rank + 1;
+    SmallVector<AffineExpr> lead;
+    for (int64_t i = 0; i < erank - 1; ++i)
+      lead.push_back(b.getAffineDimExpr(i));
+    AffineMap dropLast = AffineMap::get(erank, 0, lead, b.getContext());
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      reassoc.push_back({i});
+    reassoc.push_back({rank - 1, rank});
+
+    // y = round(x * rsqrt(mean + eps)) * gamma
+    AffineMap gammaMap = AffineMap::get(erank, 0, {b.getAffineDimExpr(erank - 1)}, b.getContext());
+    Value gamma = n.getGamma();
+    Value normed = elementwise(
+        {xe, sumsq, gamma}, {b.getMultiDimIdentityMap(erank), dropLast, gammaMap}, expandedType, xe,
+        [&](OpBuilder &nb, Location l, ValueRange v) {
+          Value mean = arith::DivFOp::create(
+              nb, l, v[1], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(group))));
+          Value var = arith::AddFOp::create(
+              nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
+          Value inv = math::RsqrtOp::create(nb, l, var);
+          Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v[0], inv), elem);
+          return arith::MulFOp::create(nb, l, y, v[2]).getResult();
+        });
+    Value y = tensor::CollapseShapeOp::create(b, loc, type, normed, reassoc);
+    return SmallVector<Value>{y};
+  }
+
+  FailureOr<SmallVector<Value>> lowerLinear(Value x, Value weight, Value bias, bool transposed,
+                                            RankedTensorType outType) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t rank = xType.getRank();
+    int64_t k = xType.getDimSize(rank - 1);
+    int64_t n = outType.getDimSize(rank - 1);
+    Type xElem = xType.getElementType(), wElem = wType.getElementType(),
+         yElem = outType.getElementType();
+    if (dtypeCode(xElem) < 0 || dtypeCode(wElem) < 0 || dtypeCode(yElem) < 0)
+      return emitError(loc) << "linear: unsupported element types " << xElem << ", " << wElem;
+    // Rows M = product of the leading dimensions.
+    Value m = idx(1);
+    for (int64_t i = 0; i < rank - 1; ++i)
+      m = arith::MulIOp::create(b, loc, m, tensor::DimOp::create(b, loc, x, i));
+    Value xp = rawPointer(x);
+    Value wp = rawPointer(weight);
+    // The kernel sees x and y as M contiguous rows; the buffers keep their rank (no reshapes).
+    Value out = allocOutput(outType, dynamicSizesOf(x));
+    func::FuncOp kernel = declare(
+        HELM_CONTRACT_SYMBOL(helm_k_linear),
+        {ptrType, b.getI32Type(), ptrType, b.getI32Type(), b.getI32Type(), ptrType, b.getI32Type(),
+         b.getI64Type(), b.getI64Type(), b.getI64Type()},
+        {});
+    func::CallOp::create(b, loc, kernel,
+                         ValueRange{xp, i32(dtypeCode(xElem)), wp, i32(dtypeCode(wElem)),
+                                    i32(transposed ? 1 : 0), pointerOf(out), i32(dtypeCode(yElem)),
+                                    toI64(m), i64(k), i64(n)});
+    Value y = asTensor(out, /*writable=*/true);
+    if (bias) {
+      AffineMap biasMap = AffineMap::get(rank, 0, {b.getAffineDimExpr(rank - 1)}, b.getContext());
+      y = elementwise({y, bias}, {b.getMultiDimIdentityMap(rank), biasMap}, outType, y,
+                      [&](OpBuilder &nb, Location l, ValueRange v) {
+                        return arith::AddFOp::create(nb, l, v[0], v[1]).getResult();
+                      });
+    }
+    return SmallVector<Value>{y};
+  }
+
+  FailureOr<SmallVector<Value>> lowerSplit(SplitOp s) {
+    Value x = s.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<Value> results;
+    int64_t offset = 0;
+    for (auto [size, result] : llvm::zip(s.getSizes(), s.getResults())) {
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets.back() = b.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes = sizesOf(x);
+      sizes.back() = b.getIndexAttr(size);
+      SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+      results.push_back(tensor::ExtractSliceOp::create(
+          b, loc, cast<RankedTensorType>(result.getType()), x, offsets, sizes, strides));
+      offset += size;
+    }
+    return results;
+  }
+
+  struct RopeTables {
+    Value positions;
+    double theta;
+    int64_t rotary;
+    Type elem;
+    Value cos, sin;
+  };
+  SmallVector<RopeTables> ropeTableCache;
+
+  /// The [B, S, rotary/2] cos and sin tables for `pos` (f32, rounded to `elem`), built at the
+  /// first rope that needs them; `x` (that rope's input) gives B and S. All ops of the stage are
+  /// in one block, so the first rope's tables dominate every later rope.
+  std::pair<Value, Value> ropeTables(Value pos, Value x, RankedTensorType type, double theta,
+                                     int64_t rotary, Type elem) {
+    for (const RopeTables &t : ropeTableCache)
+      if (t.positions == pos && t.theta == theta && t.rotary == rotary && t.elem == elem)
+        return {t.cos, t.sin};
+    int64_t half = rotary / 2;
+    // inv_freq[j] = theta^(-2j/rotary), as the reference computes it in f32.
+    SmallVector<float> invFreq;
+    for (int64_t j = 0; j < half; ++j)
+      invFreq.push_back(
+          float(1.0 / std::pow(theta, double(float(2 * j) / float(rotary)))));
+    auto freqType = RankedTensorType::get({half}, b.getF32Type());
+    Value freqs = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(invFreq)));
+    auto tableType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), half},
+                                           b.getF32Type());
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < 2; ++i)
+      if (type.isDynamicDim(i))
+        dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    Value cosInit = tensor::EmptyOp::create(b, loc, tableType, dyn);
+    Value sinInit = tensor::EmptyOp::create(b, loc, tableType, dyn);
+    AffineMap posMap = AffineMap::get(3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1)},
+                                      b.getContext());
+    AffineMap freqMap = AffineMap::get(3, 0, {b.getAffineDimExpr(2)}, b.getContext());
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    auto tables = linalg::GenericOp::create(
+        b, loc, TypeRange{tableType, tableType}, ValueRange{pos, freqs},
+        ValueRange{cosInit, sinInit},
+        SmallVector<AffineMap>{posMap, freqMap, b.getMultiDimIdentityMap(3),
+                               b.getMultiDimIdentityMap(3)},
+        iters, [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value p = arith::SIToFPOp::create(nb, l, nb.getF32Type(), args[0]);
+          Value angle = arith::MulFOp::create(nb, l, p, args[1]);
+          Value c = roundTo(nb, l, math::CosOp::create(nb, l, angle), elem);
+          Value s = roundTo(nb, l, math::SinOp::create(nb, l, angle), elem);
+          linalg::YieldOp::create(nb, l, ValueRange{c, s});
+        });
+    ropeTableCache.push_back({pos, theta, rotary, elem, tables.getResult(0), tables.getResult(1)});
+    return {tables.getResult(0), tables.getResult(1)};
+  }
+
+  FailureOr<SmallVector<Value>> lowerRope(RopeOp r) {
+    Value x = r.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getRank() != 3)
+      return r.emitError() << "rope: input must be [batch, sequence, heads*head_dim]";
+    if (!r.getPositions())
+      return r.emitError() << "rope: positions missing (run helm-stage-split first)";
+    if (!r.getTheta())
+      return r.emitError() << "rope: theta unknown (the model was imported without weight data)";
+    if (Value fused = fusedRopes.lookup(r.getOperation()))
+      return SmallVector<Value>{fused};
+    int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim();
+    bool interleaved = r.getStyle() == RopeStyle::interleaved;
+    double theta = r.getTheta()->convertToDouble();
+    Type elem = type.getElementType();
+
+    // cos/sin tables [B, S, half] in f32 (rounded to the model dtype like the reference). Every
+    // rope of the stage with the same positions, theta, rotary size and dtype shares one pair of
+    // tables: computed once per call of the stage instead of twice per layer (q and k), which
+    // removes 2 * layers - 1 passes of cos/sin over [B, S, half].
+    Value pos = r.getPositions();
+    auto [cosT, sinT] = ropeTables(pos, x, type, theta, rotary, elem);
+    return SmallVector<Value>{
+        buildRotation(x, type, headDim, rotary, interleaved, elem, cosT, sinT, nullptr)};
+  }
+
+  /// Computes the f32 value the rotation reads for element `d` of its input, given that
+  /// element's stored value widened to f32 (the identity for a plain rope; a per-head RMSNorm
+  /// when the norm is fused into the rope).
+  using RotationInput = llvm::function_ref<Value(OpBuilder &, Location, Value value, Value b,
+                                                 Value s, Value d)>;
+
+  /// The rope rotation of x [B, S, heads*head_dim] as one generic. `transform` (may be null)
+  /// maps each input element before it is rotated, self and partner alike.
+  Value buildRotation(Value x, RankedTensorType type, int64_t headDim, int64_t rotary,
+                      bool interleaved, Type elem, Value cosT, Value sinT,
+                      RotationInput transform) {
+    int64_t half = rotary / 2;
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+
+    Value init = tensor::EmptyOp::create(b, loc, type, dynamicSizesOf(x));
+    auto rotated = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{x}, ValueRange{init},
+        SmallVector<AffineMap>{b.getMultiDimIdentityMap(3), b.getMultiDimIdentityMap(3)}, iters,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          auto cidx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+          Value bi = linalg::IndexOp::create(nb, l, 0);
+          Value si = linalg::IndexOp::create(nb, l, 1);
+          Value d = linalg::IndexOp::create(nb, l, 2);
+          Value i = arith::RemUIOp::create(nb, l, d, cidx(headDim));
+          Value inRotary = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i, cidx(rotary));
+          Value self = toF32(nb, l, args[0]);
+          if (transform)
+            self = transform(nb, l, self, bi, si, d);
+          // Every lane computes the rotation (vectorizer friendly); lanes past rotary_dim keep x.
+          Value j, partner, first;
+          if (interleaved) {
+            j = arith::DivUIOp::create(nb, l, i, cidx(2));
+            Value odd = arith::RemUIOp::create(nb, l, i, cidx(2));
+            first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, odd, cidx(0));
+            Value up = arith::AddIOp::create(nb, l, d, cidx(1));
+            Value down = arith::SubIOp::create(nb, l, d, cidx(1));
+            partner = arith::SelectOp::create(nb, l, first, up, down);
+          } else {
+            first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i, cidx(half));
+            Value jHigh = arith::SubIOp::create(nb, l, i, cidx(half));
+            j = arith::SelectOp::create(nb, l, first, i, jHigh);
+            Value up = arith::AddIOp::create(nb, l, d, cidx(half));
+            Value down = arith::SubIOp::create(nb, l, d, cidx(half));
+            partner = arith::SelectOp::create(nb, l, first, up, down);
+          }
+          j = arith::SelectOp::create(nb, l, inRotary, j, cidx(0));
+          partner = arith::SelectOp::create(nb, l, inRotary, partner, d);
+          Value c = tensor::ExtractOp::create(nb, l, cosT, ValueRange{bi, si, j});
+          Value s = tensor::ExtractOp::create(nb, l, sinT, ValueRange{bi, si, j});
+          Value other =
+              toF32(nb, l, tensor::ExtractOp::create(nb, l, x, ValueRange{bi, si, partner}));
+          if (transform)
+            other = transform(nb, l, other, bi, si, partner);
+          // First of a pair: x*cos - x_partner*sin; second: x*cos + x_partner*sin.
+          Value t1 = roundTo(nb, l, arith::MulFOp::create(nb, l, self, c), elem);
+          Value t2 = roundTo(nb, l, arith::MulFOp::create(nb, l, other, s), elem);
+          Value neg = arith::NegFOp::create(nb, l, t2);
+          Value t2s = arith::SelectOp::create(nb, l, first, neg, t2);
+          Value rot = arith::AddFOp::create(nb, l, t1, t2s);
+          Value result = arith::SelectOp::create(nb, l, inRotary, rot, self);
+          linalg::YieldOp::create(nb, l, fromF32(nb, l, result, elem));
+        });
+    return rotated.getResult(0);
+  }
+
+  FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
+    auto layerAttr = a->getAttrOfType<IntegerAttr>(HelmDialect::KvLayerAttrHelper::getNameStr());
+    if (!layerAttr)
+      return a.emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
+    if (!a.getScale())
+      return a.emitError() << "attention: scale unknown (imported without weight data)";
+    auto qType = cast<RankedTensorType>(a.getQ().getType());
+    auto outType = cast<RankedTensorType>(a.getResult().getType());
+    Type elem = qType.getElementType();
+    if (qType.getRank() != 3 || dtypeCode(elem) < 0)
+      return a.emitError() << "attention: q must be a rank-3 float tensor";
+    Value qp = rawPointer(a.getQ()), kp = rawPointer(a.getK()), vp = rawPointer(a.getV());
+    Value batch = tensor::DimOp::create(b, loc, a.getQ(), 0);
+    Value seq = tensor::DimOp::create(b, loc, a.getQ(), 1);
+    Value out = allocOutput(outType, dynamicSizesOf(a.getQ()));
+    func::FuncOp kernel = declare(
+        HELM_CONTRACT_SYMBOL(helm_rt_attention),
+        {ptrType, b.getI64Type(), ptrType, ptrType, ptrType, ptrType, b.getI32Type(),
+         b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(),
+         b.getF32Type(), b.getI64Type()},
+        {});
+    int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
+    func::CallOp::create(
+        b, loc, kernel,
+        ValueRange{ctx, i64(layerAttr.getInt()), qp, kp, vp, pointerOf(out), i32(dtypeCode(elem)),
+                   toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                   i64(a.getHeadDim()),
+                   arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
+                   i64(window)});
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
+  }
+
+  Value lowerSwiglu(SwigluOp s) {
+    auto type = cast<RankedTensorType>(s.getType());
+    Type elem = type.getElementType();
+    return elementwise({s.getGate(), s.getUp()}, {}, type, s.getGate(),
+                       [&](OpBuilder &nb, Location l, ValueRange v) {
+                         Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f));
+                         Value e = math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, v[0]));
+                         Value sig = arith::DivFOp::create(
+                             nb, l, v[0], arith::AddFOp::create(nb, l, one, e));
+                         Value act = roundTo(nb, l, sig, elem);
+                         return arith::MulFOp::create(nb, l, act, v[1]).getResult();
+                       });
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The C signature: (ctx, ids*, positions*, logits_out*, B, S) -> ()
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult rewriteSignature() {
+    return rewriteStageSignature(
+        stage, [&](OpBuilder &, Location l, Value result, Value out, bool returnsLogits) {
+          loc = l;
+          auto type = cast<RankedTensorType>(result.getType());
+          if (returnsLogits && !type.getElementType().isF32()) {
+            auto f32Type = RankedTensorType::get(type.getShape(), b.getF32Type());
+            b.setInsertionPoint(result.getParentBlock()->getTerminator());
+            result = elementwise({result}, {}, f32Type, result,
+                                 [](OpBuilder &, Location, ValueRange v) { return v[0]; });
+          }
+          b.setInsertionPoint(result.getParentBlock()->getTerminator());
+          bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, result, out,
+                                                            /*restrict=*/true, /*writable=*/true);
+          return success();
+        });
+  }
+};
+
+struct LowerToLinalgPass : helm::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::DenseMap<StringAttr, int64_t> tensorIds = existingTensorIds(module);
+    SmallVector<func::FuncOp> stages;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr(HelmDialect::StageAttrHelper::getNameStr()))
+        stages.push_back(f);
+    if (stages.empty()) {
+      module.emitError() << "no stage functions to lower; run helm-stage-split first";
+      return signalPassFailure();
+    }
+    for (func::FuncOp stage : stages)
+      if (failed(StageLowering(stage, tensorIds).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,110 @@
+//===- AnnotateCosts.cpp - per-unit costs from shapes and dtypes -----------------===//
+#include "passes/raise/OnnxMatchers.h"
+#include "passes/plan/Passes.h"
+#include "passes/plan/UnitCosts.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace helm {
+#define GEN_PASS_DEF_ANNOTATECOSTS
+#include "passes/plan/Passes.h.inc"
+} // namespace helm
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+int64_t byteWidth(Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; }
+
+int64_t lastDim(Value v) {
+  auto shape = shapeOf(v);
+  return shape.empty() || ShapedType::isDynamic(shape.back()) ? 0 : shape.back();
+}
+
+struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
+  using AnnotateCostsBase::AnnotateCostsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (batch < 1 || context < 0 || promptLen < 1) {
+      module.emitError() << "cost options must be batch >= 1, context >= 0, prompt-len >= 1";
+      return signalPassFailure();
+    }
+    auto units = unitsOf(module);
+    if (units.empty()) {
+      module.emitError() << "no partition units to cost; run helm-form-units first";
+      return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    const double B = double(batch), S = double(promptLen);
+    for (UnitOp unit : units) {
+      // Distinct weights (declared lengths: nothing is read) and constants, as the partitioner
+      // counts them.
+      int64_t resident = 0;
+      for (const auto &[name, bytes] : unitTensors(unit))
+        resident += bytes;
+      // The unit's boundary activation: the embedding rows, the residual stream, or the logits (a
+      // block also yields its KV cache).
+      auto yield = cast<YieldOp>(unit.getBody().front().getTerminator());
+      Value out;
+      for (Value v : yield.getValues())
+        if (v.getDefiningOp<EmbedOp>() || v.getDefiningOp<AddOp>() || v.getDefiningOp<LmHeadOp>()) {
+          out = v;
+          break;
+        }
+      int64_t outWidth = out ? lastDim(out) : 0;
+      int64_t outBytes = out ? byteWidth(elementTypeOf(out)) : 0;
+
+      int64_t param = resident, kvPerToken = 0;
+      double linElems = 0, projDecode = 0, projPrefill = 0, attnPerToken = 0, attnPrefill = 0;
+      double prefillParam = double(resident);
+      unit.walk([&](LinearOp l) {
+        linElems += double(cast<RankedTensorType>(l.getWeight().getType()).getNumElements());
+      });
+      if (unit.getKind() == UnitKind::embedding) {
+        // Only the B gathered rows are read per decode step (B x S rows for a prompt).
+        param = int64_t(B) * outWidth * outBytes;
+        prefillParam = B * S * double(outWidth * outBytes);
+      } else if (unit.getKind() == UnitKind::block) {
+        projDecode = 2 * B * linElems;
+        projPrefill = 2 * B * S * linElems;
+        unit.walk([&](AttentionOp a) {
+          double heads = double(a.getNumHeads()), headDim = double(a.getHeadDim());
+          kvPerToken += 2 * a.getNumKvHeads() * a.getHeadDim() * byteWidth(elementTypeOf(a.getK()));
+          attnPerToken += 4 * B * heads * headDim;
+          attnPrefill += 2 * B * heads * headDim * S * (S + 1);
+        });
+      } else {
+        // The LM head projects only the last position, in decode and in prefill.
+        unit.walk([&](LmHeadOp h) {
+          linElems += double(cast<RankedTensorType>(h.getWeight().getType()).getNumElements());
+        });
+        projDecode = projPrefill = 2 * B * linElems;
+      }
+      double flopsDecode = projDecode + attnPerToken * double(context);
+      double flopsPrefill = projPrefill + attnPrefill;
+      unit->setAttr("param_bytes", b.getI64IntegerAttr(param));
+      unit->setAttr("resident_bytes", b.getI64IntegerAttr(resident));
+      unit->setAttr("act_bytes", b.getI64IntegerAttr(int64_t(B) * outWidth * outBytes));
+      unit->setAttr("kv_bytes_per_token", b.getI64IntegerAttr(kvPerToken));
+      unit->setAttr("flops_decode", b.getI64IntegerAttr(int64_t(flopsDecode)));
+      unit->setAttr("flops_prefill", b.getI64IntegerAttr(int64_t(flopsPrefill)));
+      unit->setAttr(HelmDialect::CostTermsAttrHelper::getNameStr(),
+                    b.getDictionaryAttr({
+                        b.getNamedAttr("proj_flops_decode", b.getF64FloatAttr(projDecode)),
+                        b.getNamedAttr("attn_flops_per_token", b.getF64FloatAttr(attnPerToken)),
+                        b.getNamedAttr("proj_flops_prefill", b.getF64FloatAttr(projPrefill)),
+                        b.getNamedAttr("attn_flops_prefill", b.getF64FloatAttr(attnPrefill)),
+                        b.getNamedAttr("prefill_param_bytes", b.getF64FloatAttr(prefillParam)),
+                        b.getNamedAttr("prefill_act_bytes",
+                                       b.getF64FloatAttr(B * S * double(outWidth * outBytes))),
+                    }));
+    }
+    module->setAttr(HelmDialect::CostOptionsAttrHelper::getNameStr(),
+                    b.getDictionaryAttr({b.getNamedAttr("batch", b.getI64IntegerAttr(batch)),
+                                         b.getNamedAttr("context", b.getI64IntegerAttr(context)),
+                                         b.getNamedAttr("prompt_len", b.getI64IntegerAttr(promptLen))}));
+  }
+};
+} // namespace

@@ -1,0 +1,50 @@
+//===- Passes.td - HELM plan passes -*- tablegen -*-===//
+//
+// The planning: per-unit costs and the CPU/GPU split phase, in pipeline order (buildPlanPipeline in Passes.cpp).
+//
+#ifndef HELM_PASSES_PLAN_PASSES_TD
+#define HELM_PASSES_PLAN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AnnotateCosts : Pass<"helm-annotate-costs", "mlir::ModuleOp"> {
+  let summary = "Attach per-unit costs from shapes and dtypes (thesis 4.1.1)";
+  let description = [{
+    On every `helm.unit`: `param_bytes` (weight bytes read per decode step; the embedding reads only
+    its B gathered rows), `resident_bytes` (weights the unit keeps on its device), `act_bytes` (output
+    activation B x width x dtype), `kv_bytes_per_token` (2 h_kv d_h dtype for a block),
+    `flops_decode` (2B x linear weights + 4B h_a d_h c, eq. 4.9 and 4.11) and `flops_prefill`
+    (2BS x linear weights + 2B h_a d_h S(S+1)), plus `helm.cost_terms` with the pieces the partitioner
+    re-costs. The options used are recorded in the module's `helm.cost_options`. No weight bytes are
+    read.
+
+    After: `helm.unit block[1] ... {act_bytes = 8192 : i64, kv_bytes_per_token = 4096 : i64, ...}`.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", "1", "Sequences decoded together (B)">,
+    Option<"context", "context", "int64_t", "4096", "Tokens in the KV cache at the costed decode step (c)">,
+    Option<"promptLen", "prompt-len", "int64_t", "128", "Prompt length for prefill costs (S)">,
+  ];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
+def Partition : Pass<"helm-partition", "mlir::ModuleOp"> {
+  let summary = "Choose the CPU/GPU split with the roofline cost model (thesis Algorithm 1)";
+  let description = [{
+    Reads the module's `helm.target` profile and the units' costs, evaluates every split k (CPU
+    runs units [0, k), GPU the rest) for feasibility (eq. 4.16) and time (eq. 4.7-4.15), marks each
+    unit with `helm.device` and records the whole candidate table and the choice in `helm.plan`.
+    Fails with a one-line reason when nothing fits.
+
+    After: `helm.unit block[1] ... {helm.device = 0 : i32}` (cpu) and `helm.plan = {chosen_k = 21, ...}`.
+  }];
+  let options = [
+    Option<"objective", "objective", "std::string", "\"decode\"", "decode or prefill">,
+    Option<"kvOffload", "kv-offload", "bool", "true", "KV cache may spill to host RAM">,
+    Option<"vramReserve", "vram-reserve", "double", "-1", "VRAM bytes kept free (default: the profile's)">,
+    Option<"forceSplit", "force-split", "int64_t", "-1", "Take this split k instead of the cheapest">,
+  ];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
+#endif

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A fuzzing campaign: every fuzz target for a while, on a persistent corpus, with the corpus merged
+# and minimised back into the repository's seed folder and a summary table at the end.
+#
+#   scripts/fuzz.sh [--minutes M] [--target NAME]... [--no-merge] [--jobs J]
+#
+#   --minutes M   time per target and round (default 10)
+#   --target NAME importer, package, tokenizer or profile (repeatable; default all)
+#   --no-merge    keep the committed seed folders as they are
+#   --jobs J      parallel libFuzzer workers per target (default 1)
+#
+# The persistent corpus lives in .cache/fuzz/<target>/corpus (git-ignored) and grows across runs;
+# libFuzzer's own statistics are kept in .cache/fuzz/<target>/runs.tsv, one line per run, so the
+# summary's "total execs" is the sum over every run on this machine. A crash, timeout, leak of the
+# RSS limit or sanitizer report is a finding: its input is copied to
+# test/fuzz/regressions/<target>/ (which ctest runs, fuzz.FuzzSeeds.*) and the script exits 1.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+minutes=10
+merge=1
+jobs=1
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) minutes="$2"; shift 2 ;;
+    --target) targets+=("$2"); shift 2 ;;
+    --no-merge) merge=0; shift ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile)
+
+# target -> executable and the seed folders (the first is the one merged back into).
+seeds_of() {
+  case "$1" in
+    importer) echo "test/fuzz/corpus test/fuzz/regressions/importer" ;;
+    package) echo "test/fuzz/package-corpus test/fuzz/regressions/package" ;;
+    tokenizer) echo "test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer test/unit/runtime/tokenizer/data" ;;
+    profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
+    *) echo "fuzz.sh: unknown target '$1' (importer, package, tokenizer, profile)" >&2; exit 1 ;;
+  esac
+}
+exe_of() {
+  case "$1" in
+    importer) echo helm-import-fuzzer ;;
+    *) echo "helm-$1-fuzzer" ;;
+  esac
+}
+
+[ -x .venv/bin/python ] || scripts/install-deps.sh
+cmake --preset fuzz >/dev/null
+for t in "${targets[@]}"; do
+  cmake --build build-fuzz -j "${HELM_JOBS:-2}" --target "$(exe_of "$t")"
+done
+
+findings=0
+summary=()
+for t in "${targets[@]}"; do
+  exe="build-fuzz/test/fuzz/$(exe_of "$t")"
+  state=".cache/fuzz/$t"
+  mkdir -p "$state/corpus" "$state/artifacts"
+  read -r -a seed_dirs <<<"$(seeds_of "$t")"
+  largest=0
+  for d in "${seed_dirs[@]}" "$state/corpus"; do
+    [ -d "$d" ] || continue
+    s="$(find "$d" -maxdepth 1 -type f -printf '%s\n' | sort -n | tail -n 1)"
+    [ -n "$s" ] && [ "$s" -gt "$largest" ] && largest="$s"
+  done
+  max_len=$(( largest > 65536 ? largest : 65536 ))
+  existing=()
+  for d in "${seed_dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
+  log="$state/last-run.log"
+  echo "== $t: ${minutes} min, max_len ${max_len}, corpus $state/corpus"
+  set +e
+  ASAN_OPTIONS=detect_leaks=0 "$exe" "$state/corpus" "${existing[@]}" \
+    -max_total_time=$(( minutes * 60 )) -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
+    -jobs="$jobs" -workers="$jobs" -artifact_prefix="$state/artifacts/" -print_final_stats=1 \
+    >"$log" 2>&1
+  rc=$?
+  set -e
+  # With -jobs, each worker logs to fuzz-<n>.log in the working directory.
+  if [ "$jobs" -gt 1 ]; then cat fuzz-*.log >>"$log" 2>/dev/null || true; rm -f fuzz-*.log; fi
+  execs="$(grep -h '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')"
+  cov="$(grep -ho 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2 + 0}')"
+  new_findings=0
+  for f in "$state"/artifacts/*; do
+    [ -f "$f" ] || continue
+    mkdir -p "test/fuzz/regressions/$t"
+    cp "$f" "test/fuzz/regressions/$t/"
+    echo "   finding: $f -> test/fuzz/regressions/$t/$(basename "$f")"
+    rm -f "$f"
+    new_findings=$((new_findings + 1))
+  done
+  if [ "$rc" -ne 0 ] && [ "$new_findings" -eq 0 ]; then
+    echo "   $exe exited $rc without an artifact; see $log" >&2
+    new_findings=1
+  fi
+  findings=$((findings + new_findings))
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$minutes" "$execs" "$cov" "$new_findings" >>"$state/runs.tsv"
+  total="$(awk -F'\t' '{s += $3} END {print s + 0}' "$state/runs.tsv")"
+  if [ "$merge" = 1 ] && [ "$new_findings" -eq 0 ]; then
+    # Minimise the union of the committed seeds and the persistent corpus into the seed folder:
+    # -merge=1 keeps only inputs that add coverage, the committed ones first.
+    merged="$(mktemp -d)"
+    ASAN_OPTIONS=detect_leaks=0 "$exe" -merge=1 -max_len="$max_len" "$merged" "${seed_dirs[0]}" \
+      "$state/corpus" >"$state/merge.log" 2>&1
+    if [ "$t" = importer ]; then
+      # The corpus models stay whole and by name: they are the seeds of record.
+      find "$merged" -type f -exec cp -n {} "${seed_dirs[0]}/" \;
+    else
+      cp -n "$merged"/* "${seed_dirs[0]}/" 2>/dev/null || true
+    fi
+    rm -rf "$merged"
+  fi
+  summary+=("$(printf '%-10s %8s %14s %14s %8s %9s' "$t" "$minutes" "$execs" "$total" "$cov" "$new_findings")")
+done
+
+echo
+printf '%-10s %8s %14s %14s %8s %9s\n' target minutes execs "total execs" cov findings
+for line in "${summary[@]}"; do echo "$line"; done
+[ "$findings" -eq 0 ] || { echo "fuzz.sh: $findings finding(s); inputs in test/fuzz/regressions/" >&2; exit 1; }

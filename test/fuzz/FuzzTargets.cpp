@@ -1,0 +1,144 @@
+// The fuzz targets' bodies (FuzzTargets.h).
+#include "test/fuzz/FuzzTargets.h"
+
+#include "compiler/Pipeline.h"
+#include "compiler/onnx/OnnxImporter.h"
+#include "dialects/helm/HelmDialect.h"
+#include "runtime/package/Checksum.h"
+#include "passes/plan/TargetProfile.h"
+#include "runtime/package/Package.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Endian.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace helm::pkg;
+
+namespace {
+
+void check(llvm::ArrayRef<char> bytes, Package::Verify verify) {
+  auto pkg = Package::fromBuffer(bytes, "fuzz.helmpkg", verify);
+  if (!pkg) {
+    std::string message = llvm::toString(pkg.takeError());
+    if (message.rfind("fuzz.helmpkg: ", 0) != 0 || message.size() <= 14 ||
+        message.find('\n') != std::string::npos)
+      __builtin_trap(); // errors are one line naming the file
+    return;
+  }
+  const Package &p = **pkg;
+  if (p.manifest().data() < bytes.data() ||
+      p.manifest().data() + p.manifest().size() > bytes.data() + bytes.size())
+    __builtin_trap();
+  volatile char sink = 0;
+  for (const Package::Section &s : p.sections()) {
+    if (s.bytes.data() < bytes.data() || s.offset + s.size > bytes.size())
+      __builtin_trap();
+    if (!s.bytes.empty())
+      sink = sink + s.bytes.front() + s.bytes.back();
+    llvm::Error e = p.verifySection(s);
+    if (verify == Package::Verify::All && e)
+      __builtin_trap(); // a fully verified package has good checksums
+    llvm::consumeError(std::move(e));
+    if (p.find(s.kind, s.name) == nullptr)
+      __builtin_trap();
+  }
+}
+
+// Recomputes the checksums a mutation broke, where the header/table are in bounds.
+void reseal(std::vector<char> &b) {
+  using namespace llvm::support::endian;
+  if (b.size() < kHeaderSize || std::memcmp(b.data(), kMagic, 8) != 0)
+    return;
+  uint32_t count = read32le(b.data() + 16);
+  uint64_t table = read64le(b.data() + 24);
+  if (count > kMaxSections || table > b.size() || uint64_t(count) * kSectionEntrySize > b.size() - table)
+    return;
+  char *t = b.data() + table;
+  for (uint32_t i = 0; i < count; ++i) {
+    char *e = t + size_t(i) * kSectionEntrySize;
+    uint64_t off = read64le(e + 40), size = read64le(e + 48);
+    if (off <= b.size() && size <= b.size() - off) {
+      // Skip sections that overlap the table: rewriting them would change the table under us.
+      if (off < table + uint64_t(count) * kSectionEntrySize && table < off + size)
+        continue;
+      write64le(e + 56, checksum64(b.data() + off, size_t(size)));
+    }
+  }
+  write64le(b.data() + 48, checksum64(t, size_t(count) * kSectionEntrySize));
+  write64le(b.data() + 56, checksum64(b.data(), kHeaderChecksumSpan));
+}
+
+} // namespace
+
+namespace helm::fuzz {
+
+void packageInput(const uint8_t *data, size_t size) {
+  // Exact-size heap copy: ASan flags any read past the end.
+  std::vector<char> bytes(reinterpret_cast<const char *>(data), reinterpret_cast<const char *>(data) + size);
+  check(bytes, Package::Verify::All);
+  check(bytes, Package::Verify::HeaderOnly);
+  reseal(bytes);
+  check(bytes, Package::Verify::All);
+  check(bytes, Package::Verify::HeaderOnly);
+}
+
+void importerInput(const uint8_t *data, size_t size) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<helm::HelmDialect, mlir::func::FuncDialect>();
+  mlir::ScopedDiagnosticHandler quiet(&ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+  helm::ImportOptions options;
+  options.requireWeightData = false; // never touch the file system for external data
+  auto model = helm::importOnnxBytes(ctx, data, size, "fuzz.onnx", "/nonexistent", options);
+  if (!model) {
+    std::string message = llvm::toString(model.takeError());
+    // A failed import says why (the importer's fallback message means a path that did not).
+    if (message.empty() || message.find("internal error") != std::string::npos)
+      __builtin_trap();
+    return;
+  }
+  llvm::consumeError(helm::raiseModule(*model->module, "fuzz.onnx"));
+}
+
+void tokenizerInput(const uint8_t *data, size_t size) {
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  auto tokenizer = helm::tok::Tokenizer::fromJson(text, "fuzz.json");
+  if (!tokenizer) {
+    if (llvm::toString(tokenizer.takeError()).empty())
+      __builtin_trap(); // a refused tokenizer says why
+    return;
+  }
+  static const char *const kSample =
+      "Hello, world! It's 2026-11-26 \t\n  spaces   and \xc3\xa9\xc3\x9f \xe4\xb8\xad\xe6\x96\x87 "
+      "\xf0\x9f\x98\x80 <|endoftext|> \xff\xfe";
+  for (bool special : {false, true}) {
+    std::vector<int32_t> ids = (*tokenizer)->encode(kSample, special);
+    llvm::consumeError((*tokenizer)->decode(ids).takeError());
+    llvm::consumeError((*tokenizer)->decode(ids, /*skipSpecial=*/true).takeError());
+  }
+}
+
+void targetProfileInput(const uint8_t *data, size_t size) {
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  auto profile = helm::parseTargetProfile(text);
+  if (!profile) {
+    if (llvm::toString(profile.takeError()).empty())
+      __builtin_trap(); // a refused profile names the field
+    return;
+  }
+  // What was accepted writes a document that parses to the same profile.
+  std::string json = helm::targetProfileToJson(*profile);
+  auto again = helm::parseTargetProfile(json);
+  if (!again) {
+    llvm::consumeError(again.takeError());
+    __builtin_trap();
+  }
+  if (helm::targetProfileToJson(*again) != json)
+    __builtin_trap();
+}
+
+} // namespace helm::fuzz

@@ -1,0 +1,27 @@
+// The bodies of the libFuzzer targets, as plain functions, so that the same code runs under
+// libFuzzer (helm-*-fuzzer) and over every committed corpus and regression input in ctest
+// (helm-fuzz-seed-tests, also built under ASan+UBSan). Each returns normally for any input; a
+// broken invariant traps, which libFuzzer reports as a crash and ctest as a failed test.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace helm::fuzz {
+
+/// Arbitrary bytes through the ONNX importer and the raise pipeline: a module or a one-line error.
+void importerInput(const uint8_t *data, size_t size);
+
+/// Arbitrary bytes through the .helmpkg reader: a package whose views stay in bounds, or a one-line
+/// error naming the file. Each input also runs with its checksums recomputed.
+void packageInput(const uint8_t *data, size_t size);
+
+/// Arbitrary bytes as a Hugging Face tokenizer.json: a tokenizer or an error; a tokenizer encodes
+/// and decodes a fixed text of mixed scripts without crashing.
+void tokenizerInput(const uint8_t *data, size_t size);
+
+/// Arbitrary bytes as a target-profile JSON document (helmc --target=file.json): a profile or an
+/// error naming the field; a profile written back as JSON parses to the same document.
+void targetProfileInput(const uint8_t *data, size_t size);
+
+} // namespace helm::fuzz

@@ -1,0 +1,63 @@
+// Profile JSON: round trip of the catalogue, and one-line errors that name the field.
+#include "passes/plan/TargetProfile.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+/// The error an Expected holds, or "" when it holds a value.
+template <typename T> std::string errorOf(llvm::Expected<T> value) {
+  return value ? std::string() : llvm::toString(value.takeError());
+}
+} // namespace
+
+TEST(TargetProfile, CatalogueRoundTripsThroughJson) {
+  for (const helm::TargetProfile &t : helm::targetCatalogue()) {
+    auto parsed = helm::parseTargetProfile(helm::targetProfileToJson(t));
+    ASSERT_TRUE(bool(parsed)) << t.name << llvm::toString(parsed.takeError());
+    const helm::TargetProfile &back = *parsed;
+    EXPECT_EQ(back.name, t.name);
+    EXPECT_DOUBLE_EQ(back.cpu.dramBwGbs, t.cpu.dramBwGbs);
+    ASSERT_TRUE(back.gpu.has_value());
+    EXPECT_DOUBLE_EQ(back.gpu->vramBytes, t.gpu->vramBytes);
+    EXPECT_DOUBLE_EQ(back.link.bwGbs, t.link.bwGbs);
+    // Every field, not just the ones above: what was parsed writes the same document again.
+    EXPECT_EQ(helm::targetProfileToJson(back), helm::targetProfileToJson(t)) << t.name;
+  }
+}
+
+TEST(TargetProfile, ErrorsNameTheField) {
+  EXPECT_EQ(errorOf(helm::parseTargetProfile("{\"cpu\": {\"dram_bw_gbs\": 0}}")),
+            "cpu.dram_bw_gbs must be positive, got 0");
+  EXPECT_EQ(errorOf(helm::parseTargetProfile("{\"cpu\": {\"dram_bw_gbs\": 40}}")),
+            "cpu.l3_bytes is missing");
+  EXPECT_EQ(errorOf(helm::parseTargetProfile(
+                "{\"cpu\": {\"dram_bw_gbs\": 40, \"l3_bytes\": 0, \"l3_bw_gbs\": 1, \"p_dec_gflops\": 1, "
+                "\"p_pre_gflops\": 1, \"ram_bytes\": 1, \"overhead_ms_per_block\": 0, \"cores\": 1e30}}")),
+            "cpu.cores must be at most 2147483647, got 1e+30");
+  EXPECT_EQ(errorOf(helm::parseTargetProfile("[1, 2]")), "the profile must be a JSON object");
+  std::string error = errorOf(helm::parseTargetProfile("{\"cpu\": "));
+  EXPECT_EQ(error.rfind("not valid JSON", 0), 0u) << error;
+}
+
+TEST(TargetProfile, UnknownTargetListsTheKnownOnes) {
+  std::string error = errorOf(helm::resolveTarget("rtx9999"));
+  EXPECT_EQ(error.rfind("unknown target 'rtx9999' (known: rtx4060-laptop, rtx4060, rtx3090, l40s, "
+                        "h100-pcie, rtx4090, a100-40gb, host, emu:<name>",
+                        0),
+            0u)
+      << error;
+  auto emu = helm::resolveTarget("emu:rtx3090");
+  ASSERT_TRUE(bool(emu)) << llvm::toString(emu.takeError());
+  EXPECT_EQ(emu->name, "emu:rtx3090");
+  EXPECT_TRUE(emu->emulated());
+}
+
+TEST(TargetProfile, DeepNestingIsAnErrorNotAStackOverflow) {
+  // llvm::json::parse recurses per level: a million '[' would overflow the stack unbounded.
+  std::string deep(1 << 20, '[');
+  EXPECT_EQ(errorOf(helm::parseTargetProfile(deep)), "not valid JSON: nested deeper than 64 levels");
+  std::string shallow = "{\"cpu\": " + std::string(10, '[') + std::string(10, ']') + "}";
+  std::string error = errorOf(helm::parseTargetProfile(shallow));
+  EXPECT_FALSE(error.empty());
+  EXPECT_NE(error.find("cpu"), std::string::npos) << error;
+}
