@@ -19,10 +19,15 @@ llvm::Error fail(const llvm::Twine &message) {
 }
 } // namespace
 
-llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
-                     const TokenCallback &onToken, const LogitsCallback &onLogits,
-                     GenerateStats &stats) {
-  const ModelInfo &info = model.info();
+int64_t sessionTokens(const ModelInfo &info, const GenerateRequest &request) {
+  int64_t longestPrompt = 0;
+  for (const auto &p : request.prompts)
+    longestPrompt = std::max<int64_t>(longestPrompt, int64_t(p.size()));
+  return std::min<int64_t>(info.maxContext,
+                           longestPrompt + std::max<int64_t>(request.maxNewTokens, 0));
+}
+
+llvm::Error validateRequest(const ModelInfo &info, const GenerateRequest &request) {
   int n = int(request.prompts.size());
   if (n == 0)
     return fail("no prompt given");
@@ -42,11 +47,18 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
         return fail("token id " + llvm::Twine(id) + " is outside the vocabulary (0.." +
                     llvm::Twine(info.vocab - 1) + ")");
   }
+  return llvm::Error::success();
+}
 
-  int64_t longestPrompt = 0;
-  for (const auto &p : request.prompts)
-    longestPrompt = std::max<int64_t>(longestPrompt, int64_t(p.size()));
-  int64_t maxTokens = std::min<int64_t>(info.maxContext, longestPrompt + request.maxNewTokens);
+llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
+                     const TokenCallback &onToken, const LogitsCallback &onLogits,
+                     GenerateStats &stats) {
+  const ModelInfo &info = model.info();
+  if (llvm::Error e = validateRequest(info, request))
+    return e;
+  int n = int(request.prompts.size());
+
+  int64_t maxTokens = sessionTokens(info, request);
   auto session = model.newSession(n, maxTokens);
   if (!session)
     return session.takeError();
@@ -77,8 +89,13 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     ++stats.generatedTokens;
     bool keep = onToken ? onToken(i, token) : true;
     if (!keep || produced[size_t(i)] >= request.maxNewTokens ||
-        llvm::is_contained(request.stopIds, token) || past[size_t(i)] + 1 >= info.maxContext)
+        llvm::is_contained(request.stopIds, token)) {
       active[size_t(i)] = false;
+    } else if (past[size_t(i)] + 1 >= info.maxContext) {
+      // The sampled token takes the last position: nothing more fits, though more was asked for.
+      active[size_t(i)] = false;
+      stats.contextLimited.push_back(i);
+    }
   };
 
   auto start = Clock::now();
@@ -157,6 +174,7 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     }
   }
   stats.decodeMs = msSince(decodeStart);
+  std::sort(stats.contextLimited.begin(), stats.contextLimited.end());
   if (paged)
     stats.kvPaging = paged->paging();
   return llvm::Error::success();

@@ -28,6 +28,9 @@ struct GenerateStats {
   /// The GPU stage's paged KV cache: evictions, prefetches, device pages (zero without one).
   PagingCounters kvPaging;
   int64_t kvPageTokens = 0; // 0: no paged cache
+  /// Sequences that stopped because they reached the package's context limit (max_context)
+  /// before -n tokens, an end-of-sequence token or a stop string; in sequence order.
+  std::vector<int> contextLimited;
   double ttftMs = 0, prefillMs = 0, decodeMs = 0;
   double prefillTokS() const { return prefillMs > 0 ? promptTokens / (prefillMs / 1000) : 0; }
   double decodeTokS() const { return decodeMs > 0 ? decodeTokens / (decodeMs / 1000) : 0; }
@@ -44,6 +47,14 @@ using TokenCallback = std::function<bool(int sequence, int32_t token)>;
 /// Called with each step's logits: `rows` rows of `vocab` floats for sequences `sequenceOfRow`.
 using LogitsCallback =
     std::function<void(const float *logits, int64_t rows, const int *sequenceOfRow)>;
+
+/// generate()'s checks of a request, before any work: at least one prompt, none empty, at or past
+/// the context limit, or with an id outside the vocabulary; -n at least 1. One line each.
+llvm::Error validateRequest(const ModelInfo &info, const GenerateRequest &request);
+
+/// Positions a session for `request` holds per sequence: the longest prompt plus the tokens to
+/// generate, capped by the package's context limit.
+int64_t sessionTokens(const ModelInfo &info, const GenerateRequest &request);
 
 /// Prefills each prompt on its own (no padding; with a paged GPU-stage KV cache, in chunks of one
 /// page, so a long prompt never needs more device pages than one chunk writes), then decodes all unfinished sequences together,

@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -100,8 +101,8 @@ LoadedModel::~LoadedModel() {
 /// libraries it holds by then, is destroyed).
 class LoadedModel::Loader {
 public:
-  Loader(llvm::StringRef path, LoadedModel &model)
-      : path(path), model(model), package(*model.package_),
+  Loader(llvm::StringRef path, LoadedModel &model, bool inspectOnly = false)
+      : path(path), model(model), package(*model.package_), inspectOnly(inspectOnly),
         // The package reader has already checked that the manifest parses to an object.
         root(model.package_->manifestObject()), info(model.info_) {}
 
@@ -123,6 +124,8 @@ public:
   /// The GPU stage's weights into its device (checksummed on the way); every other GPU-weights
   /// section verified.
   llvm::Error streamGpuWeights();
+  /// inspect()'s end of the stages: their descriptions, no weights moved.
+  llvm::Error describeStages();
   /// tokenizer.*: the tokenizer.json section, BOS and EOS ids.
   llvm::Error loadTokenizer();
 
@@ -130,9 +133,12 @@ private:
   /// One stage's manifest entry (stage `index` of `count`) into `loaded.info`.
   llvm::Error readStage(const llvm::json::Object &stage, size_t index, size_t count,
                         Stage &loaded);
-  /// A GPU stage's backend (target.device, target.gpu, target.link) into the model's device_ and
+  /// A GPU stage's target (target.device, target.gpu, target.link) read and checked into `kind`
+  /// and ModelInfo.
+  llvm::Error readStageTarget(const Stage &loaded, DeviceKind &kind);
+  /// A GPU stage's backend (the device readStageTarget named) into the model's device_ and
   /// deviceOps_.
-  llvm::Error createStageBackend(const llvm::json::Object &stage, Stage &loaded);
+  llvm::Error createStageBackend(const llvm::json::Object &stage, Stage &loaded, DeviceKind kind);
   /// The stage's code section loaded from memory and its entry point looked up; the stage joins
   /// the model's stages.
   llvm::Error loadStageCode(const llvm::json::Object &stage, size_t index, Stage loaded);
@@ -142,6 +148,8 @@ private:
   llvm::StringRef path;
   LoadedModel &model;
   const pkg::Package &package;
+  /// inspect(): no device, no code loaded.
+  bool inspectOnly;
   const llvm::json::Object &root;
   ModelInfo &info;
   /// The section holding each stage's tensors (bindTensors), null for a stage without any.
@@ -173,6 +181,33 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   model->loadSeconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;
+}
+
+llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::inspect(llvm::StringRef path,
+                                                                  pkg::Package::Verify verify) {
+  auto start = std::chrono::steady_clock::now();
+  auto pkgOrErr = pkg::Package::open(path, verify);
+  if (!pkgOrErr)
+    return pkgOrErr.takeError();
+  auto model = std::unique_ptr<LoadedModel>(new LoadedModel());
+  model->inspectOnly_ = true;
+  model->package_ = std::move(*pkgOrErr);
+  Loader loader(path, *model, /*inspectOnly=*/true);
+  for (llvm::Error (Loader::*step)() :
+       {&Loader::readModelInfo, &Loader::readStages, &Loader::readBoundary,
+        &Loader::checkKvLayers, &Loader::bindTensors, &Loader::describeStages,
+        &Loader::loadTokenizer})
+    if (llvm::Error e = (loader.*step)())
+      return std::move(e);
+  model->loadSeconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+llvm::Error LoadedModel::Loader::describeStages() {
+  for (Stage &st : model.stages_)
+    model.stageInfo_.push_back(st.info);
+  return llvm::Error::success();
 }
 
 llvm::Error LoadedModel::Loader::readModelInfo() {
@@ -219,27 +254,35 @@ llvm::Error LoadedModel::Loader::readModelInfo() {
       info.targetName = s->str();
     if (auto s = target->getString(HELM_MANIFEST_TARGET_CPU))
       info.targetCpu = s->str();
+    if (auto s = target->getString(HELM_MANIFEST_TARGET_FEATURES))
+      info.targetFeatures = s->str();
   }
   return llvm::Error::success();
 }
 
-llvm::Error LoadedModel::Loader::checkCpuFeatures() {
-  const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET);
-  // The stage uses these instruction-set features; running it elsewhere would fault.
-  auto features = target ? target->getString(HELM_MANIFEST_TARGET_FEATURES) : std::nullopt;
-  if (!features)
-    return llvm::Error::success();
+std::vector<std::string> missingCpuFeatures(const ModelInfo &info) {
+  std::vector<std::string> missing;
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  if (host.empty())
+    return missing; // unknown: the load goes ahead, as it always has
   llvm::SmallVector<llvm::StringRef> list;
-  features->split(list, ',', -1, false);
+  llvm::StringRef(info.targetFeatures).split(list, ',', -1, false);
   for (llvm::StringRef f : list) {
     if (!f.consume_front("+"))
       continue;
     auto it = host.find(f);
-    if (!host.empty() && (it == host.end() || !it->second))
-      return fail("compiled for CPU '" + info.targetCpu + "' which has '" + f +
-                  "'; this CPU lacks it (recompile with --target=host)");
+    if (it == host.end() || !it->second)
+      missing.push_back(f.str());
   }
+  return missing;
+}
+
+llvm::Error LoadedModel::Loader::checkCpuFeatures() {
+  // The stage uses these instruction-set features; running it elsewhere would fault.
+  std::vector<std::string> missing = missingCpuFeatures(info);
+  if (!missing.empty())
+    return fail("compiled for CPU '" + info.targetCpu + "' which has '" + missing.front() +
+                "'; this CPU lacks it (recompile with --target=host)");
   return llvm::Error::success();
 }
 
@@ -255,9 +298,14 @@ llvm::Error LoadedModel::Loader::readStages() {
     Stage loaded;
     if (llvm::Error e = readStage(*stage, index, stages->size(), loaded))
       return e;
-    if (loaded.info.onGpu)
-      if (llvm::Error e = createStageBackend(*stage, loaded))
+    if (loaded.info.onGpu) {
+      DeviceKind kind = DeviceKind::cpu;
+      if (llvm::Error e = readStageTarget(loaded, kind))
         return e;
+      if (!inspectOnly)
+        if (llvm::Error e = createStageBackend(*stage, loaded, kind))
+          return e;
+    }
     if (llvm::Error e = loadStageCode(*stage, index, std::move(loaded)))
       return e;
   }
@@ -307,6 +355,8 @@ llvm::Error LoadedModel::Loader::readStage(const llvm::json::Object &stage, size
   // compiled for the host). "device-calls": a GPU stage whose host code only launches the
   // device's kernels (helm_dev_*), the form a CUDA GPU runs.
   loaded.deviceCalls = format && *format == HELM_MANIFEST_CODE_DEVICE_CALLS;
+  si.deviceCalls = loaded.deviceCalls;
+  si.codeSection = codeSection->str();
   if (format && *format != HELM_MANIFEST_CODE_HOST_SHARED_OBJECT &&
       !(si.onGpu && loaded.deviceCalls))
     return fail("stage " + llvm::Twine(index) + " has code format '" + *format +
@@ -314,8 +364,7 @@ llvm::Error LoadedModel::Loader::readStage(const llvm::json::Object &stage, size
   return llvm::Error::success();
 }
 
-llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &stage,
-                                                    Stage &loaded) {
+llvm::Error LoadedModel::Loader::readStageTarget(const Stage &loaded, DeviceKind &kindOut) {
   const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET);
   auto name = target ? target->getString(HELM_MANIFEST_TARGET_DEVICE) : std::nullopt;
   std::optional<DeviceKind> kind = name ? parseTargetDevice(*name) : std::nullopt;
@@ -340,16 +389,28 @@ llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &st
                               "{1} bytes of VRAM for the GPU stage",
                               *reserved, *vram)
                     .str());
+  kindOut = *kind;
+  info.targetDevice = name->str();
+  info.gpuVramBytes = *vram;
+  info.gpuReservedBytes = *reserved;
+  info.linkGbs = *bw;
+  info.linkLatencyUs = *latency;
+  return llvm::Error::success();
+}
+
+llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &stage,
+                                                    Stage &loaded, DeviceKind kind) {
   const LoadOptions &options = model.options_;
   BackendOptions backend;
   backend.targetName = info.targetName;
   backend.deviceOps = loaded.deviceCalls;
-  backend.cuda.reserveBytes = uint64_t(*reserved);
+  backend.cuda.reserveBytes = uint64_t(info.gpuReservedBytes);
   backend.emu.targetName = info.targetName;
-  backend.emu.arenaBytes =
-      options.emuArenaBytes ? options.emuArenaBytes : uint64_t(*vram - *reserved);
-  backend.emu.linkGbs = *bw;
-  backend.emu.linkLatencyUs = *latency;
+  backend.emu.arenaBytes = options.emuArenaBytes
+                               ? options.emuArenaBytes
+                               : uint64_t(info.gpuVramBytes - info.gpuReservedBytes);
+  backend.emu.linkGbs = info.linkGbs;
+  backend.emu.linkLatencyUs = info.linkLatencyUs;
   backend.emu.throttle = options.emuThrottle;
   // The CUDA kernels a kernel-form stage launches ship in the package, next to its host code.
   auto cudaKernels = [&]() -> llvm::Expected<llvm::ArrayRef<char>> {
@@ -362,7 +423,7 @@ llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &st
                                      "('kernels_section'), or it is missing");
     return image->bytes;
   };
-  auto created = rt::createStageBackend(*kind, backend, cudaKernels);
+  auto created = rt::createStageBackend(kind, backend, cudaKernels);
   if (!created)
     return fail(llvm::toString(created.takeError()));
   model.device_ = std::move(created->device);
@@ -378,6 +439,11 @@ llvm::Error LoadedModel::Loader::loadStageCode(const llvm::json::Object &stage, 
   if (!code)
     return fail("missing " + llvm::Twine(loaded.info.onGpu ? "GPU" : "CPU") + " code section '" +
                 codeSection + "'");
+  loaded.code = code->bytes;
+  if (inspectOnly) {
+    model.stages_.push_back(std::move(loaded));
+    return llvm::Error::success();
+  }
   auto handle = loadFromMemory(path, code->bytes, loaded.codeFd);
   if (!handle)
     return handle.takeError();
@@ -414,20 +480,32 @@ llvm::Error LoadedModel::Loader::checkAbiRecords() {
     if (!record || record[HELM_STAGE_ABI_VERSION] != HELM_STAGE_ABI_RECORD_VERSION)
       return fail("stage " + llvm::Twine(index) + " has no ABI record '" + symbol +
                   "' (compiled by another helmc; recompile the model)");
-    int64_t elementBytes = info.boundaryWidth ? dtypeBytes(info.boundaryDtype) : 0;
-    int64_t want[3] = {st.info.takesIds ? 0 : info.boundaryWidth,
-                       st.info.returnsLogits ? info.vocab : info.boundaryWidth, elementBytes};
-    int64_t inputWidth = record[HELM_STAGE_ABI_INPUT_WIDTH];
-    int64_t outputWidth = record[HELM_STAGE_ABI_OUTPUT_WIDTH];
-    int64_t recordBytes = record[HELM_STAGE_ABI_ELEMENT_BYTES];
-    if (inputWidth != want[0] || outputWidth != want[1] || recordBytes != want[2])
-      return fail(llvm::formatv("stage {0}'s code reads {1} and writes {2} values per token "
-                                "({3}-byte activations); the manifest says {4} and {5} ({6}-byte)",
-                                index, inputWidth, outputWidth, recordBytes, want[0], want[1],
-                                want[2])
-                      .str());
+    std::string mismatch = abiRecordMismatch(index, record, st.info, info);
+    if (!mismatch.empty())
+      return fail(mismatch);
   }
   return llvm::Error::success();
+}
+
+std::string abiRecordMismatch(size_t index, const int64_t *record, const StageInfo &stage,
+                              const ModelInfo &info) {
+  if (record[HELM_STAGE_ABI_VERSION] != HELM_STAGE_ABI_RECORD_VERSION)
+    return llvm::formatv("stage {0}'s ABI record is version {1}, this runtime reads version {2} "
+                         "(compiled by another helmc; recompile the model)",
+                         index, record[HELM_STAGE_ABI_VERSION], HELM_STAGE_ABI_RECORD_VERSION)
+        .str();
+  int64_t elementBytes = info.boundaryWidth ? dtypeBytes(info.boundaryDtype) : 0;
+  int64_t want[3] = {stage.takesIds ? 0 : info.boundaryWidth,
+                     stage.returnsLogits ? info.vocab : info.boundaryWidth, elementBytes};
+  int64_t inputWidth = record[HELM_STAGE_ABI_INPUT_WIDTH];
+  int64_t outputWidth = record[HELM_STAGE_ABI_OUTPUT_WIDTH];
+  int64_t recordBytes = record[HELM_STAGE_ABI_ELEMENT_BYTES];
+  if (inputWidth != want[0] || outputWidth != want[1] || recordBytes != want[2])
+    return llvm::formatv("stage {0}'s code reads {1} and writes {2} values per token "
+                         "({3}-byte activations); the manifest says {4} and {5} ({6}-byte)",
+                         index, inputWidth, outputWidth, recordBytes, want[0], want[1], want[2])
+        .str();
+  return "";
 }
 
 llvm::Error LoadedModel::Loader::checkKvLayers() {
@@ -572,8 +650,6 @@ llvm::Error LoadedModel::Loader::loadTokenizer() {
   return llvm::Error::success();
 }
 
-namespace {
-/// Host memory the kernel says is available now (MemAvailable), or 0 when unknown.
 uint64_t availableHostBytes() {
   auto text = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo");
   if (!text)
@@ -589,7 +665,6 @@ uint64_t availableHostBytes() {
   }
   return 0;
 }
-} // namespace
 
 int64_t LoadedModel::kvPageTokens(int32_t sequences) const {
   const Stage *gpu = nullptr;
@@ -618,10 +693,12 @@ int64_t LoadedModel::kvPageTokens(int32_t sequences) const {
   return tokens;
 }
 
-llvm::Expected<std::unique_ptr<LoadedModel::Session>>
-LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
-  auto session = std::make_unique<Session>();
-  session->device = device_.get();
+llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
+                                                      int64_t maxTokens) const {
+  if (inspectOnly_)
+    return fail(package_->name(), "the package was opened to be described, not run");
+  if (sequences < 1)
+    return fail(package_->name(), "a session needs at least one sequence");
   const int64_t width = info_.kvHeads * info_.headDim;
   if (options_.kvPageTokens < 0 || options_.kvPageTokens > (int64_t(1) << 20))
     return fail(package_->name(), "--kv-page must be 1 .. 1048576 tokens, not " +
@@ -630,71 +707,111 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
     return fail(package_->name(), llvm::formatv("--kv-watermark must be in (0, 1], not {0}",
                                                 options_.kvWatermark)
                                       .str());
-  const int64_t pageTokens = kvPageTokens(sequences);
+  KvPlan plan;
+  plan.pageTokens = kvPageTokens(sequences);
+  const uint64_t seqs = uint64_t(sequences);
+  const uint64_t tokens = uint64_t(std::max<int64_t>(maxTokens, 0));
   // KV bytes the host must hold for sequences of maxTokens: the CPU stage's layers, and the GPU
-  // stage's pages that do not stay on the device.
-  uint64_t hostNeed = 0, cpuNeed = 0, evictedNeed = 0;
+  // stage's pages that do not stay on the device. Saturating: a hostile batch or manifest must
+  // not wrap around to a size that fits.
+  uint64_t cpuNeed = 0, evictedNeed = 0;
   for (const Stage &st : stages_) {
-    uint64_t perToken = uint64_t(st.info.kvLayers) * 2 * uint64_t(width) * 4;
+    uint64_t perToken = llvm::SaturatingMultiply(
+        llvm::SaturatingMultiply(uint64_t(st.info.kvLayers), uint64_t(width)), uint64_t(2 * 4));
     if (st.info.onGpu && st.info.kvLayers > 0) {
-      uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, pageTokens);
+      uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, plan.pageTokens);
       uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
       uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
       uint64_t staging = 2 * (page / uint64_t(st.info.kvLayers));
-      int64_t devicePages = int64_t((budget - std::min(budget, staging)) / page);
+      plan.devicePages = int64_t((budget - std::min(budget, staging)) / page);
       // Every sequence's tail page (the one being written) stays on the device.
-      if (devicePages < std::max<int64_t>(1, sequences))
+      if (plan.devicePages < std::max<int64_t>(1, sequences))
         return fail(package_->name(),
                     llvm::formatv("the device memory left after the weights ({0}) holds {1} KV "
                                   "page(s) at --kv-watermark {2}, and {3} sequence(s) need one "
                                   "each: a page of {4} tokens for {5} layers is {6} (plus two "
                                   "staging buffers of {7}); lower --kv-page or the batch, or put "
                                   "fewer units on the GPU",
-                                  formatBytes(free), devicePages, options_.kvWatermark, sequences,
-                                  pageTokens, st.info.kvLayers, formatBytes(page),
+                                  formatBytes(free), plan.devicePages, options_.kvWatermark,
+                                  sequences, plan.pageTokens, st.info.kvLayers, formatBytes(page),
                                   formatBytes(staging / 2))
                         .str());
       if (maxTokens > 0) {
-        int64_t pages = int64_t(sequences) * ((maxTokens + pageTokens - 1) / pageTokens);
-        if (pages > devicePages) {
+        uint64_t pages = llvm::SaturatingMultiply(
+            seqs, uint64_t((maxTokens + plan.pageTokens - 1) / plan.pageTokens));
+        if (pages > uint64_t(plan.devicePages)) {
           if (!options_.kvOffload)
             return fail(package_->name(),
                         llvm::formatv("{0} sequence(s) of {1} tokens need {2} KV pages of {3} "
                                       "tokens on the device, which holds {4} ({5} each) with "
                                       "KV offload off; use --kv-offload=on, fewer tokens or a "
                                       "larger device",
-                                      sequences, maxTokens, pages, pageTokens, devicePages,
-                                      formatBytes(page))
+                                      sequences, maxTokens, pages, plan.pageTokens,
+                                      plan.devicePages, formatBytes(page))
                             .str());
-          evictedNeed += uint64_t(pages - devicePages) * page;
+          evictedNeed = llvm::SaturatingAdd(
+              evictedNeed,
+              llvm::SaturatingMultiply(pages - uint64_t(plan.devicePages), page));
         }
       }
+    } else if (!st.info.onGpu) {
+      // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
+      cpuNeed = llvm::SaturatingAdd(
+          cpuNeed, llvm::SaturatingMultiply(llvm::SaturatingMultiply(perToken, tokens), seqs));
+    }
+  }
+  const uint64_t kvNeed = llvm::SaturatingAdd(cpuNeed, evictedNeed);
+  // One decode step of the whole batch also holds its logits (f32 rows) and, for a split
+  // package, the boundary activation on the host.
+  const uint64_t stepNeed = llvm::SaturatingMultiply(
+      seqs, uint64_t(info_.vocab) * 4 +
+                uint64_t(info_.boundaryWidth) * uint64_t(std::max<int64_t>(
+                                                    dtypeBytes(info_.boundaryDtype), 0)));
+  // A context the host RAM cannot hold is refused now, not by the OOM killer mid-generation.
+  if (uint64_t available = availableHostBytes();
+      available && llvm::SaturatingAdd(kvNeed, stepNeed) > available)
+    return fail(package_->name(),
+                llvm::formatv("{0} sequence(s) of {1} tokens need {2} of KV cache in host RAM "
+                              "({3} for the CPU stage's layers, {4} of GPU pages evicted to the "
+                              "host), plus {5} for a decode step's logits and activations; {6} "
+                              "is available (MemAvailable): lower the batch or -n",
+                              sequences, maxTokens, formatBytes(kvNeed), formatBytes(cpuNeed),
+                              formatBytes(evictedNeed), formatBytes(stepNeed),
+                              formatBytes(available))
+                    .str());
+  return plan;
+}
+
+llvm::Error LoadedModel::checkSessionFits(int32_t sequences, int64_t maxTokens) const {
+  auto plan = planKv(sequences, maxTokens);
+  return plan ? llvm::Error::success() : plan.takeError();
+}
+
+llvm::Expected<std::unique_ptr<LoadedModel::Session>>
+LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
+  // Everything is sized and checked before the first cache exists.
+  auto plan = planKv(sequences, maxTokens);
+  if (!plan)
+    return plan.takeError();
+  auto session = std::make_unique<Session>();
+  session->device = device_.get();
+  const int64_t width = info_.kvHeads * info_.headDim;
+  for (const Stage &st : stages_) {
+    if (st.info.onGpu && st.info.kvLayers > 0) {
       PagedKvOptions kv;
-      kv.pageTokens = pageTokens;
-      kv.devicePages = devicePages;
+      kv.pageTokens = plan->pageTokens;
+      kv.devicePages = plan->devicePages;
       kv.offload = options_.kvOffload;
       auto cache = PagedKvCache::create(*device_, st.info.kvLayers, sequences, width, kv);
       if (!cache)
         return fail(package_->name(), llvm::toString(cache.takeError()));
       session->caches.push_back(std::move(*cache));
     } else {
-      // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
-      if (!st.info.onGpu)
-        cpuNeed += perToken * uint64_t(std::max<int64_t>(maxTokens, 0)) * uint64_t(sequences);
-      session->caches.push_back(
-          std::make_unique<ContiguousKvCache>(st.info.kvLayers, sequences, width));
+      // Each sequence's rows grow to at most maxTokens positions (what planKv counted).
+      session->caches.push_back(std::make_unique<ContiguousKvCache>(
+          st.info.kvLayers, sequences, width, std::max<int64_t>(maxTokens, 0)));
     }
   }
-  hostNeed = cpuNeed + evictedNeed;
-  // A context the host RAM cannot hold is refused now, not by the OOM killer mid-generation.
-  if (uint64_t available = availableHostBytes(); available && hostNeed > available)
-    return fail(package_->name(),
-                llvm::formatv("{0} sequence(s) of {1} tokens need {2} of KV cache in host RAM "
-                              "({3} for the CPU stage's layers, {4} of GPU pages evicted to the "
-                              "host); {5} is available",
-                              sequences, maxTokens, formatBytes(hostNeed), formatBytes(cpuNeed),
-                              formatBytes(evictedNeed), formatBytes(available))
-                    .str());
   return session;
 }
 

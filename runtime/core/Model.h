@@ -26,6 +26,13 @@ struct ModelInfo {
   /// The activation a split plan moves between the stages: [B, S, boundaryWidth] boundaryDtype.
   std::string boundaryDtype;
   int64_t boundaryWidth = 0;
+  /// target.features: the instruction-set features the stage code was compiled for ("+avx2,...").
+  std::string targetFeatures;
+  /// target.device, target.gpu and target.link of a package with a GPU stage ("emu" or "cuda";
+  /// empty when every stage runs on the CPU).
+  std::string targetDevice;
+  int64_t gpuVramBytes = 0, gpuReservedBytes = 0;
+  double linkGbs = 0, linkLatencyUs = 0;
 };
 
 /// One stage of the package, in pipeline order.
@@ -35,6 +42,8 @@ struct StageInfo {
   std::string entry;
   int64_t kvLayers = 0, firstUnit = 0, lastUnit = 0;
   bool takesIds = true, returnsLogits = true;
+  bool deviceCalls = false; // code format "device-calls" (kernel form), else host code
+  std::string codeSection;  // the section holding the stage's shared object
   int64_t numTensors = 0;
   uint64_t weightBytes = 0;
 };
@@ -63,6 +72,14 @@ public:
   /// its device. Errors are one line naming the file.
   static llvm::Expected<std::unique_ptr<LoadedModel>> load(llvm::StringRef path,
                                                            const LoadOptions &options = {});
+  /// Reads the package as load() does (its checksums as `verify` says, the manifest, the stage
+  /// table, the tensor table, the tokenizer), but creates no device, loads no code and checks
+  /// neither the CPU's features nor the code's ABI records: what `helm-rt --info` and `--check` need, on any machine. The model
+  /// describes the package only: newSession() refuses it.
+  static llvm::Expected<std::unique_ptr<LoadedModel>>
+  inspect(llvm::StringRef path, pkg::Package::Verify verify = pkg::Package::Verify::All);
+  /// False for a model from inspect().
+  bool runnable() const { return !inspectOnly_; }
 
   const ModelInfo &info() const { return info_; }
   const std::vector<StageInfo> &stages() const { return stageInfo_; }
@@ -80,9 +97,17 @@ public:
   class Session;
   /// A session for `sequences` sequences of up to `maxTokens` positions each (prompt and
   /// generated). Fails, before any work, when their KV cache cannot fit: the device holds no KV
-  /// page, or the host RAM cannot hold the CPU stage's KV plus the GPU stage's evicted pages.
+  /// page, or the host RAM cannot hold the CPU stage's KV plus the GPU stage's evicted pages and
+  /// one decode step's logits (checkSessionFits; nothing is allocated before it passes).
   llvm::Expected<std::unique_ptr<Session>> newSession(int32_t sequences,
                                                       int64_t maxTokens = 0) const;
+  /// newSession's checks without the session: whether `sequences` sequences of `maxTokens`
+  /// positions fit the device's KV pages and the host RAM available now (MemAvailable: the KV
+  /// cache the host holds plus one decode step's logits and activations). Allocates nothing, so a
+  /// caller can refuse a batch before building anything per sequence.
+  llvm::Error checkSessionFits(int32_t sequences, int64_t maxTokens) const;
+  /// The shared object of stage `index` (its code section's bytes).
+  llvm::ArrayRef<char> stageCode(size_t index) const { return stages_[index].code; }
 
   /// One step for B rows of S tokens: CPU stage -> transfer -> device stage -> logits back.
   /// Row b is sequence `sequence[b]` with `past[b]` tokens already cached. `logits`: [B, vocab].
@@ -102,7 +127,15 @@ private:
     std::vector<const void *> weights; // by tensor id, in the stage's device memory
     void *deviceWeights = nullptr;     // the device block holding them (GPU stage)
     bool deviceCalls = false;          // code format "device-calls": runs through deviceOps_
+    llvm::ArrayRef<char> code;         // the code section's bytes
   };
+  /// What newSession sizes for a batch: the GPU stage's KV pages. planKv also refuses a batch
+  /// that does not fit (the device's pages, offload off, host RAM).
+  struct KvPlan {
+    int64_t pageTokens = 0, devicePages = 0;
+  };
+  llvm::Expected<KvPlan> planKv(int32_t sequences, int64_t maxTokens) const;
+  bool inspectOnly_ = false;
   std::unique_ptr<pkg::Package> package_;
   std::vector<Stage> stages_;
   std::vector<StageInfo> stageInfo_;
@@ -118,6 +151,18 @@ private:
   LoadOptions options_;
   double loadSeconds_ = 0;
 };
+
+/// Host memory the kernel says is available now (/proc/meminfo MemAvailable), or 0 when unknown.
+uint64_t availableHostBytes();
+
+/// The instruction-set features the package's code was compiled for (`info.targetFeatures`) that
+/// this CPU lacks; empty when it has them all or its features cannot be read.
+std::vector<std::string> missingCpuFeatures(const ModelInfo &info);
+
+/// Empty when stage `index`'s ABI record (`<entry>_abi`: HELM_STAGE_ABI_FIELDS values, version
+/// first) agrees with the buffers the manifest sizes for it; else one line saying how not.
+std::string abiRecordMismatch(size_t index, const int64_t *record, const StageInfo &stage,
+                              const ModelInfo &info);
 
 class LoadedModel::Session {
 public:

@@ -25,7 +25,6 @@ public:
 private:
   SamplingOptions options_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;
 };
 
 } // namespace helm::rt

@@ -14,6 +14,15 @@ std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name) {
   return std::nullopt;
 }
 
+std::optional<std::string> missingDevice(DeviceKind kind, llvm::StringRef targetName) {
+  std::string reason;
+  if (kind != DeviceKind::cuda || cudaAvailable(&reason))
+    return std::nullopt;
+  return "the package's GPU stage runs on a CUDA GPU ('" + targetName.str() +
+         "'), and there is none here: " + reason +
+         " (compile with --target=emu:<name> to run it on the emulated GPU)";
+}
+
 namespace {
 
 llvm::Expected<StageBackend> hostBackend(std::unique_ptr<Device> device, bool deviceOps) {
@@ -26,13 +35,8 @@ llvm::Expected<StageBackend> hostBackend(std::unique_ptr<Device> device, bool de
 
 llvm::Expected<StageBackend> cudaBackend(const BackendOptions &options,
                                          KernelImageSource cudaKernels) {
-  std::string reason;
-  if (!cudaAvailable(&reason))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "the package's GPU stage runs on a CUDA GPU ('" + options.targetName +
-            "'), and there is none here: " + reason +
-            " (compile with --target=emu:<name> to run it on the emulated GPU)");
+  if (std::optional<std::string> missing = missingDevice(DeviceKind::cuda, options.targetName))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *missing);
   auto device = createCudaDevice(options.cuda);
   if (!device)
     return device.takeError();

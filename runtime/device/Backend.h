@@ -31,6 +31,11 @@ namespace helm::rt {
 /// HELM_MANIFEST_DEVICE_CUDA (contract/manifest_schema.h); nullopt for anything else.
 std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name);
 
+/// Why a device of `kind` cannot be created on this machine, without creating one (cuda: this
+/// build has no CUDA support, or there is no GPU: the message createStageBackend gives); nullopt
+/// when nothing rules it out. `targetName` names the package's target in the message.
+std::optional<std::string> missingDevice(DeviceKind kind, llvm::StringRef targetName);
+
 /// What the backend of a stage is made from.
 struct BackendOptions {
   /// The plan's target (the catalogue name or profile), for messages.

@@ -12,8 +12,12 @@ bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t c
   size_t need = size_t((pos + count) * width_);
   for (auto *store : {&k_[slot], &v_[slot]})
     if (store->size() < need) {
-      if (store->capacity() < need)
-        store->reserve(std::max(need, store->capacity() * 3 / 2));
+      if (store->capacity() < need) {
+        size_t grown = std::max(need, store->capacity() * 3 / 2);
+        if (maxPositions_ > 0)
+          grown = std::max(need, std::min(grown, size_t(maxPositions_ * width_)));
+        store->reserve(grown);
+      }
       store->resize(need);
     }
   std::memcpy(k_[slot].data() + pos * width_, k, size_t(count * width_) * 4);

@@ -67,11 +67,13 @@ protected:
   std::string error_;
 };
 
-/// All layers and sequences in host memory, one growing buffer per (layer, sequence).
+/// All layers and sequences in host memory, one growing buffer per (layer, sequence). With
+/// `maxPositions` > 0 a buffer's growth never reserves room beyond that many positions, so a
+/// session sized for maxPositions holds no more than it counted.
 class ContiguousKvCache final : public KvCache {
 public:
-  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth)
-      : layers_(layers), sequences_(sequences), width_(rowWidth),
+  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth, int64_t maxPositions = 0)
+      : layers_(layers), sequences_(sequences), width_(rowWidth), maxPositions_(maxPositions),
         k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
   int64_t rowWidth() const override { return width_; }
   int64_t layers() const override { return layers_; }
@@ -87,6 +89,7 @@ private:
   int64_t layers_;
   int32_t sequences_;
   int64_t width_;
+  int64_t maxPositions_;
   std::vector<std::vector<float>> k_, v_;
 };
 

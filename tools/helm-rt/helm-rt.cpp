@@ -3,6 +3,7 @@
 //   helm-rt model.helmpkg -p "Once upon a time" -n 64
 //   helm-rt model.helmpkg --prompt-ids 1,2,3 -n 32 --temperature 0 --emit-ids
 //   helm-rt model.helmpkg --info
+//   helm-rt model.helmpkg --check
 //
 // Text streams to stdout as tokens come; timings go to stderr (and --stats-json).
 //
@@ -10,6 +11,7 @@
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/core/Generator.h"
 #include "runtime/core/Model.h"
+#include "runtime/core/PackageCheck.h"
 #include "runtime/support/ByteSize.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
@@ -20,7 +22,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <climits>
 #include <random>
+#include <sched.h>
 #include <sys/resource.h>
 #include <thread>
 #include <type_traits>
@@ -34,13 +38,14 @@ struct Options {
   std::string packagePath;
   std::vector<std::string> prompts, promptIds, stops;
   int64_t numTokens = 128;
-  int batch = 0;
+  int64_t batch = 0;
   float temperature = 0.8f;
   int topK = 40;
   float topP = 0.95f;
   int64_t seed = -1;
   int threads = 0;
-  bool ignoreEos = false, emitIds = false, info = false, quiet = false, emuThrottle = false;
+  bool ignoreEos = false, emitIds = false, info = false, check = false, quiet = false,
+       emuThrottle = false, forceThreads = false;
   uint64_t emuVram = 0;
   int64_t kvPage = 0; // automatic
   double kvWatermark = 0.8;
@@ -52,20 +57,33 @@ const char *kUsage = R"(helm-rt: run a model compiled by helmc
 
 usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
        helm-rt model.helmpkg --info
+       helm-rt model.helmpkg --check
 
   -p, --prompt TEXT       prompt text (repeat for a batch of prompts; needs a bundled tokenizer)
   --prompt-ids IDS        prompt as comma-separated token ids (repeat for a batch)
   -n N                    tokens to generate per sequence (default 128)
-  --batch N               sequences run together; a single prompt is repeated N times
+  --batch N               sequences run together; a single prompt is repeated N times. A batch
+                          whose KV cache (prompt + -n tokens each, up to the context limit) and
+                          logits do not fit the host RAM available (MemAvailable) is refused
+                          before any work
   --temperature T         sampling temperature, 0 = greedy (default 0.8)
   --top-k K               keep the K most likely tokens, 0 = all (default 40)
   --top-p P               nucleus threshold, 1 = off (default 0.95)
   --seed S                random seed (default: random, reported in the stats)
-  -t, --threads N         threads, at most 1024 (default: all cores)
+  -t, --threads N         threads, at most 1024 (default: the cores available to the process);
+                          more than the cores available: a warning, and the cores are used
+  --force-threads         run the -t threads even when they are more than the cores available
   --stop TEXT             stop a sequence when its text ends with TEXT (repeatable)
   --ignore-eos            do not stop at end-of-sequence tokens
   --emit-ids              print the generated ids, comma-separated, as the last stdout line(s)
-  --info                  print the package's manifest summary and exit
+  --info                  print the package's manifest summary and exit (reads and verifies the
+                          package only: no device is created and no code loaded, so it works
+                          for a package built for another machine or GPU)
+  --check                 could this machine run the package? Verifies every section checksum,
+                          the stage code's entry points and ABI records (read from the code, not
+                          run), the CPU features, the GPU device, and host RAM for one sequence
+                          at the context limit; prints each reason it could not (one line each,
+                          exit 1), or "OK: this machine can run FILE" (exit 0)
   --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
                           transfer to the target's link bandwidth and latency
   --emu-vram SIZE         emulated GPU: memory for the device stage instead of the target's VRAM
@@ -137,6 +155,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
     } else if (a == "--batch") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.batch)).empty()) return err;
       if (o.batch < 1) return "--batch must be >= 1";
+      if (o.batch > INT32_MAX) return "--batch " + std::to_string(o.batch) + " is more than " +
+                                      std::to_string(INT32_MAX) + " sequences";
     } else if (a == "--temperature") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.temperature)).empty()) return err;
     } else if (a == "--top-k") {
@@ -160,6 +180,10 @@ std::string parseArgs(int argc, char **argv, Options &o) {
       o.emitIds = true;
     } else if (a == "--info") {
       o.info = true;
+    } else if (a == "--check") {
+      o.check = true;
+    } else if (a == "--force-threads") {
+      o.forceThreads = true;
     } else if (a == "--emu-throttle") {
       o.emuThrottle = true;
     } else if (a == "--emu-vram") {
@@ -216,6 +240,16 @@ Expected<std::vector<int32_t>> parseIds(StringRef text) {
   return ids;
 }
 
+/// CPU cores this process may run on (its affinity mask), else what the C++ library reports.
+int availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    if (int n = CPU_COUNT(&set); n > 0)
+      return n;
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 uint64_t peakRssBytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
@@ -238,6 +272,12 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
                       s.device, s.firstUnit, s.lastUnit, s.kvLayers, s.numTensors, s.weightBytes);
   if (model.device())
     outs() << "device:        " << model.device()->describe() << "\n";
+  else if (!i.targetDevice.empty())
+    outs() << formatv("device:        {0} for '{1}': {2} VRAM, {3} reserved, link {4:f1} GB/s + "
+                      "{5:f1} us\n",
+                      i.targetDevice, i.targetName, helm::rt::formatBytes(uint64_t(i.gpuVramBytes)),
+                      helm::rt::formatBytes(uint64_t(i.gpuReservedBytes)), i.linkGbs,
+                      i.linkLatencyUs);
   if (!i.boundaryDtype.empty())
     outs() << "boundary:      [B, S, " << i.boundaryWidth << "] " << i.boundaryDtype << "\n";
   outs() << "tokenizer:     " << (i.hasTokenizer ? "yes" : "no");
@@ -267,17 +307,45 @@ int main(int argc, char **argv) {
   auto &promptIds = o.promptIds;
   auto &stops = o.stops;
   int64_t numTokens = o.numTokens;
-  int batch = o.batch;
+  int64_t batch = o.batch;
   float temperature = o.temperature, topP = o.topP;
   int topK = o.topK, threads = o.threads;
   int64_t seed = o.seed;
-  bool ignoreEos = o.ignoreEos, emitIds = o.emitIds, info = o.info, quiet = o.quiet;
+  bool ignoreEos = o.ignoreEos, emitIds = o.emitIds, info = o.info, check = o.check,
+       quiet = o.quiet;
   const std::string &statsJson = o.statsJson, &logitsOut = o.logitsOut;
   if (packagePath.empty())
     return fail("no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
 
+  if (info && check)
+    return fail("give either --info or --check, not both");
+
+  // --check: could this machine run the package? Nothing is run, no device created.
+  if (check) {
+    std::vector<std::string> reasons = helm::rt::checkPackage(packagePath);
+    for (const std::string &reason : reasons)
+      errs() << "helm-rt: " << reason << "\n";
+    if (!reasons.empty())
+      return 1;
+    outs() << "OK: this machine can run " << packagePath << "\n";
+    return 0;
+  }
+
+  // --info: the package read and verified, its summary printed; no device, no code loaded.
+  if (info) {
+    auto inspected = helm::rt::LoadedModel::inspect(packagePath);
+    if (!inspected)
+      return fail(toString(inspected.takeError()));
+    if ((o.emuThrottle || o.emuVram) && (*inspected)->info().targetDevice.empty())
+      return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
+                  ": the package runs on the CPU only (compile with --target=emu:<name> for the "
+                  "emulated GPU)");
+    printInfo(**inspected, packagePath);
+    return 0;
+  }
+
   // Flags are checked before the package is mapped and verified (which reads every byte of it).
-  if (!info) {
+  {
     if (numTokens < 1)
       return fail("-n must be at least 1 (got " + Twine(numTokens) + ")");
     if (!(temperature >= 0) || topK < 0 || !(topP > 0 && topP <= 1))
@@ -299,10 +367,6 @@ int main(int argc, char **argv) {
   if (!loaded)
     return fail(toString(loaded.takeError()));
   helm::rt::LoadedModel &model = **loaded;
-  if (info) {
-    printInfo(model, packagePath);
-    return 0;
-  }
 
   std::unique_ptr<helm::tok::Tokenizer> tokenizer;
   if (model.info().hasTokenizer) {
@@ -340,19 +404,36 @@ int main(int argc, char **argv) {
   } else {
     return fail("no prompt: give -p \"text\" or --prompt-ids 1,2,3");
   }
-  if (batch > 0) {
-    if (request.prompts.size() == 1)
-      request.prompts.assign(size_t(batch), request.prompts.front());
-    else if (size_t(batch) != request.prompts.size())
-      return fail("--batch " + Twine(batch) + " but " + Twine(request.prompts.size()) +
-                  " prompts were given");
-  }
+  if (batch > 0 && request.prompts.size() != 1 && size_t(batch) != request.prompts.size())
+    return fail("--batch " + Twine(batch) + " but " + Twine(request.prompts.size()) +
+                " prompts were given");
+  request.maxNewTokens = numTokens;
+  // The request is checked, and the batch's KV cache and logits sized against the host RAM,
+  // before anything is built per sequence (a --batch of 100000 is refused at once, not after
+  // its prefills or when the OOM killer ends it).
+  if (Error e = helm::rt::validateRequest(model.info(), request))
+    return fail(toString(std::move(e)));
+  size_t sequences = batch > 0 ? size_t(batch) : request.prompts.size();
+  if (sequences > size_t(INT32_MAX))
+    return fail(Twine(sequences) + " prompts are more than " + Twine(INT32_MAX) + " sequences");
+  if (Error e = model.checkSessionFits(int32_t(sequences),
+                                       helm::rt::sessionTokens(model.info(), request)))
+    return fail(toString(std::move(e)));
+  if (batch > 0 && request.prompts.size() == 1)
+    request.prompts.assign(size_t(batch), request.prompts.front());
 
-  int nThreads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // More threads than cores only slows the kernels down (they wait on each other's time slices).
+  int cores = availableCores();
+  int nThreads = threads > 0 ? threads : cores;
+  if (threads > cores && !o.forceThreads) {
+    errs() << "helm-rt: warning: -t " << threads << " is more than the " << cores
+           << " cores available; running " << cores << " threads (--force-threads runs "
+           << threads << ")\n";
+    nThreads = cores;
+  }
   helm::kernels::setThreads(nThreads);
   nThreads = helm::kernels::pool().threads();
   uint64_t usedSeed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
-  request.maxNewTokens = numTokens;
   request.sampling = {temperature, topK, topP, usedSeed};
   if (!ignoreEos)
     request.stopIds = model.info().eosIds;
@@ -433,6 +514,25 @@ int main(int argc, char **argv) {
     }
   outs().flush();
 
+  // Sequences cut short by the package's context limit, in one line.
+  if (!stats.contextLimited.empty()) {
+    const std::vector<int> &cut = stats.contextLimited;
+    std::string list;
+    for (size_t k = 0; k < cut.size() && k < 8; ++k)
+      list += (k ? ", " : "") + std::to_string(cut[k]);
+    if (cut.size() > 8)
+      list += ", ... (" + std::to_string(cut.size()) + " in all)";
+    if (cut.size() == 1)
+      errs() << formatv("helm-rt: sequence {0} stopped at the context limit of {1} tokens after "
+                        "{2} of the {3} tokens asked for (compile with a larger --max-context)\n",
+                        list, model.info().maxContext, generated[size_t(cut[0])].size(),
+                        numTokens);
+    else
+      errs() << formatv("helm-rt: sequences {0} stopped at the context limit of {1} tokens "
+                        "before the {2} tokens asked for (compile with a larger --max-context)\n",
+                        list, model.info().maxContext, numTokens);
+  }
+
   uint64_t rss = peakRssBytes();
   errs() << formatv("helm-rt: load {0:f1} ms | prompt {1} tokens, TTFT {2:f1} ms, prefill {3:f1} "
                     "tok/s | {4} tokens, decode {5:f1} tok/s | {6} threads | peak RSS {7:f1} MiB\n",
@@ -461,6 +561,7 @@ int main(int argc, char **argv) {
                    {"seed", int64_t(usedSeed)},
                    {"peak_rss_bytes", int64_t(rss)},
                    {"decode_steps", stats.decodeSteps},
+                   {"context_limited", json::Array(stats.contextLimited)},
                    {"link_bytes_per_step", stats.linkBytesPerStep()},
                    {"link_transfers_per_step", stats.linkTransfersPerStep()}};
     if (helm::rt::Device *device = model.device()) {

@@ -81,3 +81,25 @@ TEST(Backend, CudaWithoutAGpuSaysSo) {
 }
 
 } // namespace
+
+// --check asks whether a device could be created without creating it: only cuda can be missing,
+// and then with the message createStageBackend gives.
+TEST(Backend, MissingDeviceOnlyForCudaWithoutAGpu) {
+  EXPECT_FALSE(missingDevice(DeviceKind::cpu, "host"));
+  EXPECT_FALSE(missingDevice(DeviceKind::emu, "rtx4060-laptop"));
+  std::string reason;
+  std::optional<std::string> missing = missingDevice(DeviceKind::cuda, "rtx4060");
+  if (cudaAvailable(&reason)) {
+    EXPECT_FALSE(missing);
+    return;
+  }
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(*missing, "the package's GPU stage runs on a CUDA GPU ('rtx4060'), and there is none "
+                      "here: " + reason +
+                          " (compile with --target=emu:<name> to run it on the emulated GPU)");
+  BackendOptions options;
+  options.targetName = "rtx4060";
+  auto backend = createStageBackend(DeviceKind::cuda, options);
+  ASSERT_FALSE(backend);
+  EXPECT_EQ(llvm::toString(backend.takeError()), *missing);
+}

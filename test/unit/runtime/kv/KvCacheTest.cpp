@@ -63,6 +63,24 @@ TEST(ContiguousKvCache, WriteThenReadBack) {
     }
 }
 
+// A session sized for maxPositions holds no more than that: growth (x1.5) stops at the cap, where
+// without one it overshoots (what newSession's host-RAM check counts would then be wrong).
+TEST(ContiguousKvCache, GrowthStopsAtMaxPositions) {
+  const int64_t width = 8, positions = 100;
+  ContiguousKvCache capped(/*layers=*/1, /*sequences=*/1, width, /*maxPositions=*/positions);
+  ContiguousKvCache uncapped(1, 1, width);
+  for (int64_t p = 0; p < positions; ++p) {
+    writeRange(capped, 0, 0, p, 1);
+    writeRange(uncapped, 0, 0, p, 1);
+  }
+  expectRange(capped, 0, 0, 0, positions);
+  EXPECT_EQ(capped.bytes(), uint64_t(positions * width) * 4 * 2);
+  EXPECT_GT(uncapped.bytes(), capped.bytes()) << "the uncapped growth should overshoot here";
+  // Past the cap it still grows (exactly), never loses rows.
+  writeRange(capped, 0, 0, positions, 3);
+  expectRange(capped, 0, 0, 0, positions + 3);
+}
+
 TEST(ContiguousKvCache, EmptyRangesVisitNothing) {
   ContiguousKvCache kv(1, 1, 4);
   writeRange(kv, 0, 0, 0, 3);
