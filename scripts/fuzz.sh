@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [--minutes M] [--target NAME]... [--no-merge] [--jobs J]
 #
 #   --minutes M   time per target and round (default 10)
-#   --target NAME importer, package, tokenizer or profile (repeatable; default all)
+#   --target NAME importer, package, tokenizer, profile or cli (repeatable; default all)
 #   --no-merge    keep the committed seed folders as they are
 #   --jobs J      parallel libFuzzer workers per target (default 1)
 #
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile)
+[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile cli)
 
 # target -> executable and the seed folders (the first is the one merged back into).
 seeds_of() {
@@ -41,7 +41,8 @@ seeds_of() {
     package) echo "test/fuzz/package-corpus test/fuzz/regressions/package" ;;
     tokenizer) echo "test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer test/unit/runtime/tokenizer/data" ;;
     profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
-    *) echo "fuzz.sh: unknown target '$1' (importer, package, tokenizer, profile)" >&2; exit 1 ;;
+    cli) echo "test/fuzz/cli-corpus test/fuzz/regressions/cli" ;;
+    *) echo "fuzz.sh: unknown target '$1' (importer, package, tokenizer, profile, cli)" >&2; exit 1 ;;
   esac
 }
 exe_of() {

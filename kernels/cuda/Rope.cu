@@ -10,7 +10,7 @@
 //   y[i0] = round(round(x[i0] * C) - round(x[i1] * S))
 //   y[i1] = round(round(x[i1] * C) + round(x[i0] * S))
 // and channels [rotary_dim, head_dim) are copied unchanged. These are the CPU lowering's steps
-// (passes/LowerToLinalg.cpp), so the angle carries the same f32 error as on the host; the inner
+// (passes/codegen/LowerToLinalg.cpp), so the angle carries the same f32 error as on the host; the inner
 // roundings are no-ops for f32. f is computed once per pair and block, C and S once per row and
 // pair (shared by all heads).
 //

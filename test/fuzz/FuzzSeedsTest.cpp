@@ -66,4 +66,8 @@ TEST(FuzzSeeds, TargetProfileCorpusAndRegressions) {
          helm::fuzz::targetProfileInput, 5);
 }
 
+TEST(FuzzSeeds, HelmRtCommandLineCorpusAndRegressions) {
+  runAll({kFuzzDir / "cli-corpus", kFuzzDir / "regressions" / "cli"}, helm::fuzz::helmRtArgsInput, 5);
+}
+
 } // namespace

@@ -8,6 +8,7 @@
 #include "passes/plan/TargetProfile.h"
 #include "runtime/package/Package.h"
 #include "runtime/tokenizer/Tokenizer.h"
+#include "tools/helm-rt/Options.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -138,6 +139,38 @@ void targetProfileInput(const uint8_t *data, size_t size) {
     __builtin_trap();
   }
   if (helm::targetProfileToJson(*again) != json)
+    __builtin_trap();
+}
+
+void helmRtArgsInput(const uint8_t *data, size_t size) {
+  std::vector<std::string> args{"helm-rt"};
+  std::string current;
+  for (size_t i = 0; i < size && args.size() < 64; ++i) {
+    if (data[i] == 0) {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(char(data[i]));
+    }
+  }
+  if (!current.empty() && args.size() < 64)
+    args.push_back(current);
+  std::vector<const char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  helm::rt::cli::Options o;
+  std::string error = helm::rt::cli::parseArgs(int(argv.size()), argv.data(), o);
+  if (error == "help")
+    return;
+  if (!error.empty()) {
+    if (error.find('\n') != std::string::npos)
+      __builtin_trap(); // one line
+    return;
+  }
+  // Accepted values are what helm-rt's help promises.
+  if (o.threads < 0 || o.threads > 1024 || (o.batch != 0 && o.batch < 1) || o.seed < -1 ||
+      o.kvPage < 0 || o.kvPage > (1 << 20) || !(o.kvWatermark > 0 && o.kvWatermark <= 1) ||
+      o.temperature != o.temperature || o.topP != o.topP)
     __builtin_trap();
 }
 

@@ -24,4 +24,8 @@ void tokenizerInput(const uint8_t *data, size_t size);
 /// error naming the field; a profile written back as JSON parses to the same document.
 void targetProfileInput(const uint8_t *data, size_t size);
 
+/// Arbitrary bytes as helm-rt's command line (arguments separated by NUL bytes), through the parser
+/// helm-rt runs: "" (then every number is in its flag's range), "help", or a one-line error.
+void helmRtArgsInput(const uint8_t *data, size_t size);
+
 } // namespace helm::fuzz

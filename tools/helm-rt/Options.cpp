@@ -1,0 +1,189 @@
+//===- Options.cpp - helm-rt's command line ----------------------------------===//
+#include "tools/helm-rt/Options.h"
+
+#include "runtime/support/ByteSize.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+using namespace llvm;
+
+namespace helm::rt::cli {
+
+const char *const kUsage = R"(helm-rt: run a model compiled by helmc
+
+usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
+       helm-rt model.helmpkg --info
+       helm-rt model.helmpkg --check
+
+  -p, --prompt TEXT       prompt text (repeat for a batch of prompts; needs a bundled tokenizer)
+  --prompt-ids IDS        prompt as comma-separated token ids (repeat for a batch)
+  -n N                    tokens to generate per sequence (default 128)
+  --batch N               sequences run together; a single prompt is repeated N times. A batch
+                          whose KV cache (prompt + -n tokens each, up to the context limit) and
+                          logits do not fit the host RAM available (MemAvailable) is refused
+                          before any work
+  --temperature T         sampling temperature, 0 = greedy (default 0.8)
+  --top-k K               keep the K most likely tokens, 0 = all (default 40)
+  --top-p P               nucleus threshold, 1 = off (default 0.95)
+  --seed S                random seed (default: random, reported in the stats)
+  -t, --threads N         threads, at most 1024 (default: the cores available to the process);
+                          more than the cores available: a warning, and the cores are used
+  --force-threads         run the -t threads even when they are more than the cores available
+  --stop TEXT             stop a sequence when its text ends with TEXT (repeatable)
+  --ignore-eos            do not stop at end-of-sequence tokens
+  --emit-ids              print the generated ids, comma-separated, as the last stdout line(s)
+  --info                  print the package's manifest summary and exit (reads and verifies the
+                          package only: no device is created and no code loaded, so it works
+                          for a package built for another machine or GPU)
+  --check                 could this machine run the package? Verifies every section checksum,
+                          the stage code's entry points and ABI records (read from the code, not
+                          run), the CPU features, the GPU device, and host RAM for one sequence
+                          at the context limit; prints each reason it could not (one line each,
+                          exit 1), or "OK: this machine can run FILE" (exit 0)
+  --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
+                          transfer to the target's link bandwidth and latency
+  --emu-vram SIZE         emulated GPU: memory for the device stage instead of the target's VRAM
+                          minus reserve (bytes, or with KiB/MiB/GiB), to try a plan on less memory
+  --kv-page N             positions per page of the GPU stage's KV cache (default 512, halved
+                          down to 16 until the device holds two pages)
+  --kv-watermark F        share of the device memory left after the weights that KV pages may
+                          take before the oldest full page is evicted to host RAM (default 0.8)
+  --kv-offload on|off     evict KV pages to host RAM when the device is full (default on);
+                          off: a context that outgrows the device is an error
+  --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
+                          link_bytes_per_step, link_transfers_per_step, ... as JSON
+  --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
+  -q, --quiet             do not print generated text
+  -h, --help              this help
+)";
+
+std::string parseArgs(int argc, const char *const *argv, Options &o) {
+  // A number must fit the field it goes to: converting an out-of-range double to a float is
+  // undefined behaviour, and an integer wider than its field would wrap to another value.
+  auto number = [](StringRef flag, StringRef v, auto &out) -> std::string {
+    using T = std::decay_t<decltype(out)>;
+    if constexpr (std::is_floating_point_v<T>) {
+      double d;
+      if (v.getAsDouble(d))
+        return (flag + " expects a number, got '" + v + "'").str();
+      if (!std::isfinite(d) || std::fabs(d) > double(std::numeric_limits<T>::max()))
+        return (flag + " expects a finite number, got '" + v + "'").str();
+      out = T(d);
+    } else {
+      long long i;
+      if (v.getAsInteger(10, i))
+        return (flag + " expects an integer, got '" + v + "'").str();
+      if (i < (long long)std::numeric_limits<T>::min() || i > (long long)std::numeric_limits<T>::max())
+        return (flag + " is out of range, got '" + v + "'").str();
+      out = T(i);
+    }
+    return "";
+  };
+  for (int i = 1; i < argc; ++i) {
+    StringRef a = argv[i];
+    std::string inlineValue;
+    bool hasInline = false;
+    if (a.starts_with("--") && a.contains('=')) {
+      auto [flag, value] = a.split('=');
+      a = flag;
+      inlineValue = value.str();
+      hasInline = true;
+    }
+    auto value = [&](std::string &out) -> std::string {
+      if (hasInline) {
+        out = inlineValue;
+        return "";
+      }
+      if (i + 1 >= argc)
+        return (a + " needs a value").str();
+      out = argv[++i];
+      return "";
+    };
+    std::string v, err;
+    if (a == "-h" || a == "--help")
+      return "help";
+    if (a == "-p" || a == "--prompt") {
+      if (!(err = value(v)).empty()) return err;
+      o.prompts.push_back(v);
+    } else if (a == "--prompt-ids") {
+      if (!(err = value(v)).empty()) return err;
+      o.promptIds.push_back(v);
+    } else if (a == "--stop") {
+      if (!(err = value(v)).empty()) return err;
+      o.stops.push_back(v);
+    } else if (a == "-n") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.numTokens)).empty()) return err;
+    } else if (a == "--batch") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.batch)).empty()) return err;
+      if (o.batch < 1) return "--batch must be >= 1";
+      if (o.batch > INT32_MAX) return "--batch " + std::to_string(o.batch) + " is more than " +
+                                      std::to_string(INT32_MAX) + " sequences";
+    } else if (a == "--temperature") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.temperature)).empty()) return err;
+    } else if (a == "--top-k") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.topK)).empty()) return err;
+    } else if (a == "--top-p") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.topP)).empty()) return err;
+    } else if (a == "--seed") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.seed)).empty()) return err;
+      if (o.seed < 0) return "--seed must be >= 0";
+    } else if (a == "-t" || a == "--threads") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.threads)).empty()) return err;
+      if (o.threads < 1) return "-t must be >= 1";
+      if (o.threads > 1024) return "-t " + std::to_string(o.threads) + " is more than the 1024 threads helm-rt runs";
+    } else if (a == "--stats-json") {
+      if (!(err = value(o.statsJson)).empty()) return err;
+    } else if (a == "--logits-out") {
+      if (!(err = value(o.logitsOut)).empty()) return err;
+    } else if (a == "--ignore-eos") {
+      o.ignoreEos = true;
+    } else if (a == "--emit-ids") {
+      o.emitIds = true;
+    } else if (a == "--info") {
+      o.info = true;
+    } else if (a == "--check") {
+      o.check = true;
+    } else if (a == "--force-threads") {
+      o.forceThreads = true;
+    } else if (a == "--emu-throttle") {
+      o.emuThrottle = true;
+    } else if (a == "--emu-vram") {
+      if (!(err = value(v)).empty()) return err;
+      std::optional<uint64_t> bytes = helm::parseByteSize(v);
+      if (!bytes || *bytes == 0)
+        return "--emu-vram expects a positive size such as 512MiB, got '" + v + "'";
+      o.emuVram = *bytes;
+    } else if (a == "--kv-page") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.kvPage)).empty()) return err;
+      if (o.kvPage < 1 || o.kvPage > (1 << 20))
+        return "--kv-page must be 1 .. 1048576 tokens, got " + std::to_string(o.kvPage);
+    } else if (a == "--kv-watermark") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.kvWatermark)).empty()) return err;
+      if (!(o.kvWatermark > 0 && o.kvWatermark <= 1))
+        return "--kv-watermark must be in (0, 1], got '" + v + "'";
+    } else if (a == "--kv-offload") {
+      if (!(err = value(v)).empty()) return err;
+      if (v != "on" && v != "off")
+        return "--kv-offload must be on or off, got '" + v + "'";
+      o.kvOffload = v == "on";
+    } else if (a == "-q" || a == "--quiet") {
+      o.quiet = true;
+    } else if (a.starts_with("-") && a != "-") {
+      return ("unknown option '" + a + "' (see --help)").str();
+    } else if (o.packagePath.empty()) {
+      o.packagePath = a.str();
+    } else {
+      return ("unexpected argument '" + a + "' (one package per run)").str();
+    }
+  }
+  return "";
+}
+
+} // namespace helm::rt::cli

@@ -1,0 +1,45 @@
+//===- Options.h - helm-rt's command line -------------------------------------===//
+//
+// helm-rt parses its own flags: llvm::cl would share a registry with libLLVM's options (which has
+// its own --stats-json), and a runtime should not inherit a compiler's flags. The parser is a
+// library of its own so that the CLI fuzz target runs exactly what helm-rt runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_TOOLS_HELM_RT_OPTIONS_H
+#define HELM_TOOLS_HELM_RT_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace helm::rt::cli {
+
+struct Options {
+  std::string packagePath;
+  std::vector<std::string> prompts, promptIds, stops;
+  int64_t numTokens = 128;
+  int64_t batch = 0;
+  float temperature = 0.8f;
+  int topK = 40;
+  float topP = 0.95f;
+  int64_t seed = -1;
+  int threads = 0;
+  bool ignoreEos = false, emitIds = false, info = false, check = false, quiet = false,
+       emuThrottle = false, forceThreads = false;
+  uint64_t emuVram = 0;
+  int64_t kvPage = 0; // automatic
+  double kvWatermark = 0.8;
+  bool kvOffload = true;
+  std::string statsJson, logitsOut;
+};
+
+/// The --help text.
+extern const char *const kUsage;
+
+/// Parses argv into `o`; returns an error message (one line), "" on success, or "help" for --help.
+/// Every number is checked against its field's range before it is stored.
+std::string parseArgs(int argc, const char *const *argv, Options &o);
+
+} // namespace helm::rt::cli
+
+#endif
