@@ -1,6 +1,8 @@
 //===- ModelConfig.cpp - the model configuration recovered from raised HELM IR --===//
 #include "compiler/ModelConfig.h"
 
+#include "contract/manifest_schema.h"
+
 #include "dialects/helm/HelmDialect.h"
 
 #include "llvm/Support/JSON.h"
@@ -90,7 +92,7 @@ llvm::Expected<ModelConfig> extractModelConfig(ModuleOp module) {
 
 llvm::json::Object modelConfigJson(const ModelConfig &c) {
   return llvm::json::Object{
-      {"architecture", c.architecture},
+      {HELM_MANIFEST_CONFIG_ARCHITECTURE, c.architecture},
       {"num_layers", c.numLayers},
       {"hidden_size", c.hiddenSize},
       {"num_attention_heads", c.numAttentionHeads},
@@ -102,7 +104,7 @@ llvm::json::Object modelConfigJson(const ModelConfig &c) {
       {"rope_theta", c.ropeTheta > 0 ? llvm::json::Value(c.ropeTheta) : llvm::json::Value(nullptr)},
       {"rms_norm_eps", c.rmsNormEps},
       {"tie_word_embeddings", c.tieWordEmbeddings},
-      {"dtype", c.dtype},
+      {HELM_MANIFEST_CONFIG_DTYPE, c.dtype},
       {"num_units", c.numUnits},
   };
 }

@@ -3,7 +3,7 @@
 // import (compiler/onnx) -> raise (passes/raise) -> plan (passes/plan) -> stage split and codegen
 // (passes/codegen, then compiler/codegen for LLVM IR and the shared object). Every MLIR pass run of
 // the compiler goes through runPipeline, which owns the one diagnostic capture: a failed run
-// returns false with the first error diagnostic as a one-line `error`.
+// returns an llvm::Error holding the first error diagnostic, one line.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_COMPILER_PIPELINE_H

@@ -28,11 +28,17 @@ while [ $# -gt 0 ]; do
     --target) targets+=("$2"); shift 2 ;;
     --no-merge) merge=0; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile cli)
+for t in "${targets[@]}"; do
+  case "$t" in
+    importer|package|tokenizer|profile|cli) ;;
+    *) echo "fuzz.sh: unknown target '$t' (importer, package, tokenizer, profile, cli)" >&2; exit 1 ;;
+  esac
+done
 
 # target -> executable and the seed folders (the first is the one merged back into).
 seeds_of() {
@@ -42,7 +48,6 @@ seeds_of() {
     tokenizer) echo "test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer test/unit/runtime/tokenizer/data" ;;
     profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
     cli) echo "test/fuzz/cli-corpus test/fuzz/regressions/cli" ;;
-    *) echo "fuzz.sh: unknown target '$1' (importer, package, tokenizer, profile, cli)" >&2; exit 1 ;;
   esac
 }
 exe_of() {
@@ -76,17 +81,20 @@ for t in "${targets[@]}"; do
   for d in "${seed_dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
   log="$state/last-run.log"
   echo "== $t: ${minutes} min, max_len ${max_len}, corpus $state/corpus"
+  # One process by default; with --jobs J > 1, libFuzzer's parallel mode (its parent copies each
+  # worker's log to its own output, so $log has them all once; the fuzz-<n>.log files are removed).
+  parallel=()
+  [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
   set +e
   ASAN_OPTIONS=detect_leaks=0 "$exe" "$state/corpus" "${existing[@]}" \
     -max_total_time=$(( minutes * 60 )) -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
-    -jobs="$jobs" -workers="$jobs" -artifact_prefix="$state/artifacts/" -print_final_stats=1 \
-    >"$log" 2>&1
+    "${parallel[@]}" -artifact_prefix="$state/artifacts/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
-  # With -jobs, each worker logs to fuzz-<n>.log in the working directory.
-  if [ "$jobs" -gt 1 ]; then cat fuzz-*.log >>"$log" 2>/dev/null || true; rm -f fuzz-*.log; fi
-  execs="$(grep -h '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')"
-  cov="$(grep -ho 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2 + 0}')"
+  rm -f fuzz-*.log
+  # awk alone: a log without the lines (a fuzzer that died at start) gives 0, not a failed pipe.
+  execs="$(awk '/^stat::number_of_executed_units/ {s += $2} END {print s + 0}' "$log")"
+  cov="$(awk '{for (i = 1; i < NF; ++i) if ($i == "cov:") c = $(i + 1)} END {print c + 0}' "$log")"
   new_findings=0
   for f in "$state"/artifacts/*; do
     [ -f "$f" ] || continue
@@ -104,18 +112,10 @@ for t in "${targets[@]}"; do
   printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$minutes" "$execs" "$cov" "$new_findings" >>"$state/runs.tsv"
   total="$(awk -F'\t' '{s += $3} END {print s + 0}' "$state/runs.tsv")"
   if [ "$merge" = 1 ] && [ "$new_findings" -eq 0 ]; then
-    # Minimise the union of the committed seeds and the persistent corpus into the seed folder:
-    # -merge=1 keeps only inputs that add coverage, the committed ones first.
-    merged="$(mktemp -d)"
-    ASAN_OPTIONS=detect_leaks=0 "$exe" -merge=1 -max_len="$max_len" "$merged" "${seed_dirs[0]}" \
+    # Merge into the committed seed folder: -merge=1 adds only the inputs of the persistent corpus
+    # that reach coverage the committed seeds do not (which stay as they are, by name).
+    ASAN_OPTIONS=detect_leaks=0 "$exe" -merge=1 -max_len="$max_len" "${seed_dirs[0]}" \
       "$state/corpus" >"$state/merge.log" 2>&1
-    if [ "$t" = importer ]; then
-      # The corpus models stay whole and by name: they are the seeds of record.
-      find "$merged" -type f -exec cp -n {} "${seed_dirs[0]}/" \;
-    else
-      cp -n "$merged"/* "${seed_dirs[0]}/" 2>/dev/null || true
-    fi
-    rm -rf "$merged"
   fi
   summary+=("$(printf '%-10s %8s %14s %14s %8s %9s' "$t" "$minutes" "$execs" "$total" "$cov" "$new_findings")")
 done

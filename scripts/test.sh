@@ -31,17 +31,19 @@ if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
   # regression inputs. max_len is the largest seed (at least 64 KiB), so every seed reaches the
   # target whole; any crash, leak of the time limit or sanitizer report makes the run, and the
   # script, fail.
+  scratch=()
+  trap 'rm -rf "${scratch[@]}"' EXIT
   run_fuzzer() {
     local name="$1" target="$2"; shift 2
     echo "== ${name} fuzzer (${secs} s, libFuzzer + ASan/UBSan)"
     cmake --build build-fuzz -j "$jobs" --target "$target"
     local work; work="$(mktemp -d)"
+    scratch+=("$work")
     local dir; for dir in "$@"; do [ -d "$dir" ] && find "$dir" -maxdepth 1 -type f -exec cp {} "$work/" \; ; done
     local largest; largest="$(find "$work" -type f -printf '%s\n' | sort -n | tail -n 1)"
     local max_len=$(( ${largest:-0} > 65536 ? ${largest:-0} : 65536 ))
     ASAN_OPTIONS=detect_leaks=0 "build-fuzz/test/fuzz/$target" "$work" \
       -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
-    rm -rf "$work"
   }
   run_fuzzer importer helm-import-fuzzer test/fuzz/corpus test/fuzz/regressions/importer
   run_fuzzer package helm-package-fuzzer test/fuzz/package-corpus test/fuzz/regressions/package

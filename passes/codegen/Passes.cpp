@@ -60,8 +60,11 @@ void buildCpuToLlvmPipeline(OpPassManager &pm, bool deviceBuffers) {
 void registerCodegenPasses() {
   registerHelmCodegenPasses();
   PassPipelineRegistration<>("helm-cpu-bufferize",
-                             "A split stage to linalg + kernel calls, bufferization, early frees",
-                             buildCpuBufferizePipeline);
+                             "Stage split, HELM to linalg + kernel calls, bufferization, early frees",
+                             [](OpPassManager &pm) {
+                               buildStageSplitPipeline(pm);
+                               buildCpuBufferizePipeline(pm);
+                             });
   PassPipelineRegistration<>(
       "helm-device-calls-bufferize",
       "A split GPU stage to device-kernel calls (helm_dev_*), bufferization, early frees",

@@ -30,10 +30,11 @@ namespace helm {
 #define GEN_PASS_REGISTRATION
 #include "passes/codegen/Passes.h.inc"
 
-/// Adds the stage split (helm-stage-split) alone (pipeline `helm-split-stages`).
+/// Adds the stage split (helm-stage-split) alone; compiler/Pipeline.h's splitStages runs it.
 void buildStageSplitPipeline(mlir::OpPassManager &pm);
-/// Adds HELM-to-linalg lowering, bufferization and early frees for host stage code (pipeline
-/// `helm-cpu-bufferize`); the module already holds its stage functions.
+/// Adds HELM-to-linalg lowering, bufferization and early frees for host stage code; the module
+/// already holds its stage functions. (The registered `helm-cpu-bufferize` pipeline runs the stage
+/// split first, so helm-opt takes a raised module as it is.)
 void buildCpuBufferizePipeline(mlir::OpPassManager &pm);
 /// Adds the kernel-form lowering of the GPU stage (helm-lower-to-device-calls), bufferization and
 /// early frees (pipeline `helm-device-calls-bufferize`). The module already holds its stages.

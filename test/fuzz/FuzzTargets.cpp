@@ -98,7 +98,7 @@ void importerInput(const uint8_t *data, size_t size) {
   if (!model) {
     std::string message = llvm::toString(model.takeError());
     // A failed import says why (the importer's fallback message means a path that did not).
-    if (message.empty() || message.find("internal error") != std::string::npos)
+    if (message.empty() || message == "fuzz.onnx: internal error: the import failed without a reason")
       __builtin_trap();
     return;
   }
