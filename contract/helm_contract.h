@@ -12,9 +12,9 @@
  * manifest's keys and types are beside this file (manifest_schema.h).
  *
  * Pointers are to contiguous row-major buffers; nothing is retained after a call returns.
- * Calls report a failure through the stage context (the runtime's StageContext): the first
- * failure of a stage run wins, later calls of that run do nothing, and the runtime turns it into
- * its error after the stage returns.
+ * Calls report a failure as a helm_status code (with a message) in the stage context (the
+ * runtime's StageContext): the first failure of a stage run wins, later device-kernel calls of
+ * that run do nothing, and the runtime turns it into its error after the stage returns.
  *===----------------------------------------------------------------------------===*/
 #ifndef HELM_CONTRACT_HELM_CONTRACT_H
 #define HELM_CONTRACT_HELM_CONTRACT_H
@@ -35,6 +35,17 @@ enum helm_stage_side { HELM_STAGE_CPU = 0, HELM_STAGE_GPU = 1 };
 /* The device backend that runs a stage (manifest target.device for the GPU stage: "emu",
  * "cuda"; a CPU stage always runs on "cpu"). */
 enum helm_device_kind { HELM_DEVICE_CPU = 0, HELM_DEVICE_EMU = 1, HELM_DEVICE_CUDA = 2 };
+
+/* Why a contract call refused its work. */
+enum helm_status {
+  HELM_STATUS_OK = 0,
+  HELM_STATUS_BAD_ARGUMENT = 1,      /* a dtype code or size no kernel takes */
+  HELM_STATUS_WEIGHT_ID = 2,         /* a weight id outside the stage's tensor table */
+  HELM_STATUS_KV_GEOMETRY = 3,       /* attention that disagrees with the package's KV geometry */
+  HELM_STATUS_KV_STORE = 4,          /* the KV cache could not store the call's rows */
+  HELM_STATUS_NO_DEVICE_KERNELS = 5, /* a device-kernel call on a device without kernels */
+  HELM_STATUS_DEVICE = 6             /* a device operation or stage buffer allocation failed */
+};
 
 /* ---- Stage entry points ------------------------------------------------------------------ */
 

@@ -3,9 +3,9 @@
 // The runtime's definitions of contract/helm_contract.h's helm_dev_* functions (included below, so
 // the compiler checks each definition against its declaration). helm-lower-to-device-calls turns
 // every op of a device stage into one `helm_dev_*` call; each forwards to the DeviceOps of the
-// stage's context (CUDA kernels on a GPU, host implementations on emu). A refused call sets
-// `ctx->error` (the first refusal wins) and later calls of the same stage run do nothing, so the
-// runtime reports the first problem and discards the outputs.
+// stage's context (CUDA kernels on a GPU, host implementations on emu). A refused call records a
+// helm_status and its message in the context (the first refusal wins) and later calls of the same
+// stage run do nothing, so the runtime reports the first problem and discards the outputs.
 //
 //===----------------------------------------------------------------------===//
 #include "contract/helm_contract.h"
@@ -24,16 +24,17 @@ namespace {
 /// The context when the call may run: no earlier failure in this stage run and an ops table.
 StageContext *live(void *ctx) {
   auto *c = static_cast<StageContext *>(ctx);
-  if (c->error)
+  if (c->failed())
     return nullptr;
   if (!c->ops) {
-    c->error = "a device-kernel stage ran on a device without device kernels";
+    c->refuse(HELM_STATUS_NO_DEVICE_KERNELS,
+              "a device-kernel stage ran on a device without device kernels");
     return nullptr;
   }
   // A buffer the device could not give is host memory: no kernel may see it (the runtime reports
   // the allocation failure itself).
   if (helm::rt::stageAllocationFailed()) {
-    c->error = "a buffer of the stage could not be allocated on its device";
+    c->refuse(HELM_STATUS_DEVICE, "a buffer of the stage could not be allocated on its device");
     return nullptr;
   }
   return c;
@@ -43,14 +44,13 @@ StageContext *live(void *ctx) {
 void refuse(StageContext *c, llvm::Error e) {
   if (!e)
     return;
-  c->errorStorage = llvm::toString(std::move(e));
-  c->error = c->errorStorage.c_str();
+  c->refuse(HELM_STATUS_DEVICE, llvm::toString(std::move(e)));
 }
 
 bool dtypes(StageContext *c, std::initializer_list<int32_t> codes) {
   for (int32_t code : codes)
     if (!isDType(code)) {
-      c->error = "a device-kernel call has a bad dtype code";
+      c->refuse(HELM_STATUS_BAD_ARGUMENT, "a device-kernel call has a bad dtype code");
       return false;
     }
   return true;
@@ -120,8 +120,8 @@ void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, 
   // The cache was sized from the manifest; code that disagrees must not write past it.
   if (layer < 0 || layer >= c->kv->layers() || kvHeads <= 0 || heads <= 0 ||
       heads % kvHeads != 0 || kvHeads * headDim != c->kv->rowWidth()) {
-    c->error = "the stage's attention does not match the package's KV geometry (kv.layers, "
-               "kv.kv_heads, kv.head_dim)";
+    c->refuse(HELM_STATUS_KV_GEOMETRY, "the stage's attention does not match the package's KV "
+                                       "geometry (kv.layers, kv.kv_heads, kv.head_dim)");
     return;
   }
   helm::rt::DeviceAttentionCall call;
@@ -148,7 +148,8 @@ const void *helm_dev_constant(void *ctx, const void *host, int64_t bytes) {
   if (!c)
     return host;
   if (bytes < 0) {
-    c->error = "a device-kernel stage asked for a constant of negative size";
+    c->refuse(HELM_STATUS_BAD_ARGUMENT,
+              "a device-kernel stage asked for a constant of negative size");
     return host;
   }
   auto p = c->ops->constant(host, bytes);

@@ -20,14 +20,14 @@ using helm::rt::StageContext;
 
 namespace {
 /// A zeroed tensor the size of any weight is not available, so a refused weight fetch hands out
-/// this block; the stage's result is discarded anyway because `ctx->error` is set.
+/// this block; the stage's result is discarded anyway because the context records the refusal.
 alignas(64) const char kNoWeight[64] = {};
 } // namespace
 
 extern "C" const void *helm_rt_weight(void *ctx, int64_t id) {
   auto *c = static_cast<StageContext *>(ctx);
   if (id < 0 || id >= c->numWeights) {
-    c->error = "the stage asks for a weight id outside the package's tensor table";
+    c->refuse(HELM_STATUS_WEIGHT_ID, "the stage asks for a weight id outside the package's tensor table");
     return kNoWeight;
   }
   return c->weights[id];
@@ -39,21 +39,21 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
                                   int64_t window) {
   auto *c = static_cast<StageContext *>(ctx);
   if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
-    c->error = "the stage's attention call has a bad dtype code or size";
+    c->refuse(HELM_STATUS_BAD_ARGUMENT, "the stage's attention call has a bad dtype code or size");
     return;
   }
   int64_t kvWidth = kvHeads * headDim;
   // The cache was sized from the manifest; code that disagrees must not write past it.
   if (layer < 0 || layer >= c->kv->layers() || kvWidth != c->kv->rowWidth() || kvHeads <= 0 ||
       heads % kvHeads != 0) {
-    c->error = "the stage's attention does not match the package's KV geometry (kv.layers, "
-               "kv.kv_heads, kv.head_dim)";
+    c->refuse(HELM_STATUS_KV_GEOMETRY, "the stage's attention does not match the package's KV "
+                                       "geometry (kv.layers, kv.kv_heads, kv.head_dim)");
     return;
   }
   if (const char *error = helm::rt::appendAndAttend(*c->kv, c->sequence, c->past, layer, q, k, v,
                                                     out, DType(dtype), B, S, heads, kvHeads,
                                                     headDim, scale, window))
-    c->error = error;
+    c->refuse(HELM_STATUS_KV_STORE, error);
 }
 
 namespace helm::rt {

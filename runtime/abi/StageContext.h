@@ -2,6 +2,7 @@
 #ifndef HELM_RUNTIME_ABI_STAGECONTEXT_H
 #define HELM_RUNTIME_ABI_STAGECONTEXT_H
 
+#include "contract/helm_contract.h"
 #include "runtime/kv/KvCache.h"
 
 #include <string>
@@ -18,13 +19,22 @@ struct StageContext {
   KvCache *kv = nullptr;
   const int32_t *sequence = nullptr; // KV slot of each batch row
   const int64_t *past = nullptr;     // tokens already cached for each batch row
-  /// Set by an ABI function that refused its call (the stage's code and the package's manifest
-  /// disagree); the call's outputs are then undefined and the runtime reports the message.
-  const char *error = nullptr;
   /// The device kernels of a kernel-form device stage (helm_dev_*); null for host-code stages.
   DeviceOps *ops = nullptr;
-  /// Holds `error`'s text when it is not a literal.
-  std::string errorStorage;
+  /// Set by a contract function that refused its call (the stage's code and the package's
+  /// manifest disagree, or the device failed): the first refusal of a stage run, with its message.
+  /// The call's outputs are then undefined and the runtime reports the message.
+  helm_status status = HELM_STATUS_OK;
+  std::string message;
+
+  bool failed() const { return status != HELM_STATUS_OK; }
+  /// Records a refusal unless one is recorded already (the first one explains the rest).
+  void refuse(helm_status why, std::string text) {
+    if (failed())
+      return;
+    status = why;
+    message = std::move(text);
+  }
 };
 
 /// Addresses of the ABI functions the runtime exports to stage code (keeps them linked in):

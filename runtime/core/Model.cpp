@@ -837,13 +837,13 @@ llvm::Error LoadedModel::run(Session &session, const int32_t *sequence, const in
     st.fn(&ctx, input, stagePositions, output, batch, seq);
     if (ctx.ops)
       if (llvm::Error e = ctx.ops->synchronize()) {
-        if (ctx.error)
+        if (ctx.failed())
           llvm::consumeError(std::move(e));
         else
           return e;
       }
-    if (ctx.error)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), ctx.error);
+    if (ctx.failed())
+      return llvm::createStringError(ctx.message);
     return llvm::Error::success();
   };
   // All on the CPU.

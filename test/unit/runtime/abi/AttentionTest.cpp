@@ -265,4 +265,55 @@ TEST(Attention, WindowOneReturnsOwnValue) {
         ASSERT_EQ(out[size_t((s * heads + h) * hd + d)], v[size_t((s * kvHeads + h / 2) * hd + d)]);
 }
 
+// A refused contract call records a helm_status and its message in the stage context; the first
+// refusal of a stage run is the one reported, and calls before it leave the context clean.
+TEST(ContractStatus, RefusalsCarryTheirCodeAndTheFirstOneWins) {
+  const int64_t heads = 2, kvHeads = 1, hd = 4;
+  helm::rt::ContiguousKvCache cache(1, 1, kvHeads * hd);
+  std::vector<float> q(size_t(heads * hd), 0.5f), k(size_t(kvHeads * hd), 0.5f), v = k;
+  std::vector<float> out(q.size());
+  int32_t slot = 0;
+  int64_t past = 0;
+  const void *weights[1] = {q.data()};
+  helm::rt::StageContext ctx;
+  ctx.kv = &cache;
+  ctx.sequence = &slot;
+  ctx.past = &past;
+  ctx.weights = weights;
+  ctx.numWeights = 1;
+
+  EXPECT_EQ(helm_rt_weight(&ctx, 0), q.data());
+  helm_rt_attention(&ctx, 0, q.data(), k.data(), v.data(), out.data(), HELM_DTYPE_F32, 1, 1, heads,
+                    kvHeads, hd, 0.5f, 0);
+  EXPECT_EQ(ctx.status, HELM_STATUS_OK) << ctx.message;
+
+  // A dtype code the contract lacks.
+  helm_rt_attention(&ctx, 0, q.data(), k.data(), v.data(), out.data(), 7, 1, 1, heads, kvHeads, hd,
+                    0.5f, 0);
+  EXPECT_EQ(ctx.status, HELM_STATUS_BAD_ARGUMENT);
+  EXPECT_EQ(ctx.message, "the stage's attention call has a bad dtype code or size");
+  // Later refusals do not replace the first.
+  helm_rt_weight(&ctx, 5);
+  EXPECT_EQ(ctx.status, HELM_STATUS_BAD_ARGUMENT);
+
+  helm::rt::StageContext fresh;
+  fresh.kv = &cache;
+  fresh.sequence = &slot;
+  fresh.past = &past;
+  fresh.weights = weights;
+  fresh.numWeights = 1;
+  helm_rt_weight(&fresh, -1);
+  EXPECT_EQ(fresh.status, HELM_STATUS_WEIGHT_ID);
+  EXPECT_EQ(fresh.message, "the stage asks for a weight id outside the package's tensor table");
+
+  helm::rt::StageContext geometry;
+  geometry.kv = &cache;
+  geometry.sequence = &slot;
+  geometry.past = &past;
+  // Two KV heads where the cache holds one: the call must not write past the cache's rows.
+  helm_rt_attention(&geometry, 0, q.data(), k.data(), v.data(), out.data(), HELM_DTYPE_F32, 1, 1,
+                    heads, 2, hd, 0.5f, 0);
+  EXPECT_EQ(geometry.status, HELM_STATUS_KV_GEOMETRY);
+}
+
 } // namespace
