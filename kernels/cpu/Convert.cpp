@@ -30,8 +30,8 @@ struct Converters {
   NarrowFn narrow[3]; // by destination DType
 };
 
-void copyF32(const void *src, float *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-void storeF32(const float *src, void *dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
+void copyF32(const void *src, float *dst, int64_t n) { copyBytes(dst, src, size_t(n) * 4); }
+void storeF32(const float *src, void *dst, int64_t n) { copyBytes(dst, src, size_t(n) * 4); }
 
 template <DType D> void widenScalar(const void *src, float *dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i)

@@ -4,6 +4,7 @@
 
 #include "contract/helm_contract.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -11,6 +12,13 @@ namespace helm::kernels {
 
 /// The contract's element types (helm_dtype) as a C++ enum.
 enum class DType : int32_t { f32 = HELM_DTYPE_F32, f16 = HELM_DTYPE_F16, bf16 = HELM_DTYPE_BF16 };
+
+/// memcpy for ranges that may be empty: memcpy's pointers must not be null even for zero bytes, and
+/// an empty buffer's data() may be null.
+inline void copyBytes(void *dst, const void *src, size_t bytes) {
+  if (bytes != 0)
+    std::memcpy(dst, src, bytes);
+}
 
 inline float bitsToFloat(uint32_t u) {
   float f;

@@ -1,5 +1,6 @@
 //===- Device.cpp - device basics, the cpu device, stage buffer allocation -----------===//
 #include "runtime/device/Device.h"
+#include "kernels/cpu/Numeric.h"
 #include "runtime/device/StageMemory.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -103,11 +104,11 @@ public:
   llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocate(bytes, "host staging"); }
   void freeHost(void *p) override { free(p); }
   llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
-    std::memcpy(dst, src, bytes);
+    helm::kernels::copyBytes(dst, src, bytes);
     return llvm::Error::success();
   }
   llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
-    std::memcpy(dst, src, bytes);
+    helm::kernels::copyBytes(dst, src, bytes);
     return llvm::Error::success();
   }
 

@@ -1,5 +1,6 @@
 //===- KvCache.cpp ----------------------------------------------------------------===//
 #include "runtime/kv/KvCache.h"
+#include "kernels/cpu/Numeric.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,8 +21,8 @@ bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t c
       }
       store->resize(need);
     }
-  std::memcpy(k_[slot].data() + pos * width_, k, size_t(count * width_) * 4);
-  std::memcpy(v_[slot].data() + pos * width_, v, size_t(count * width_) * 4);
+  helm::kernels::copyBytes(k_[slot].data() + pos * width_, k, size_t(count * width_) * 4);
+  helm::kernels::copyBytes(v_[slot].data() + pos * width_, v, size_t(count * width_) * 4);
   return true;
 }
 

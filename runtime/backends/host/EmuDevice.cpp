@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/device/Device.h"
+#include "kernels/cpu/Numeric.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -119,7 +120,7 @@ public:
     if (llvm::Error e = checkInArena(dst, bytes, "copy to the device"))
       return e;
     linkDelay(bytes);
-    std::memcpy(dst, src, bytes);
+    helm::kernels::copyBytes(dst, src, bytes);
     counters_.hostToDeviceBytes += bytes;
     ++counters_.hostToDeviceTransfers;
     return llvm::Error::success();
@@ -128,7 +129,7 @@ public:
     if (llvm::Error e = checkInArena(src, bytes, "copy from the device"))
       return e;
     linkDelay(bytes);
-    std::memcpy(dst, src, bytes);
+    helm::kernels::copyBytes(dst, src, bytes);
     counters_.deviceToHostBytes += bytes;
     ++counters_.deviceToHostTransfers;
     return llvm::Error::success();

@@ -37,8 +37,8 @@ public:
     for (int64_t r = 0; r < rows; ++r) {
       // Clamped like the generated code; the runtime rejects out-of-vocabulary ids earlier.
       int64_t id = std::clamp<int64_t>(ids[r], 0, vocab - 1);
-      std::memcpy(static_cast<char *>(out) + size_t(r) * rowBytes,
-                  static_cast<const char *>(table) + size_t(id) * rowBytes, rowBytes);
+      copyBytes(static_cast<char *>(out) + size_t(r) * rowBytes,
+                static_cast<const char *>(table) + size_t(id) * rowBytes, rowBytes);
     }
     return llvm::Error::success();
   }
@@ -84,9 +84,9 @@ public:
                   llvm::Twine(offset + count) + ") outside a row of " + llvm::Twine(width));
     size_t elem = size_t(dtypeBytes(dt));
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<char *>(y) + size_t(r * count) * elem,
-                  static_cast<const char *>(x) + size_t(r * width + offset) * elem,
-                  size_t(count) * elem);
+      copyBytes(static_cast<char *>(y) + size_t(r * count) * elem,
+                static_cast<const char *>(x) + size_t(r * width + offset) * elem,
+                size_t(count) * elem);
     return llvm::Error::success();
   }
 
@@ -163,7 +163,8 @@ public:
     if (n < 0)
       return fail("convert: bad size");
     if (xdt == ydt) {
-      std::memmove(y, x, size_t(n * dtypeBytes(xdt)));
+      if (n > 0) // memmove's pointers must not be null, even for zero bytes
+        std::memmove(y, x, size_t(n * dtypeBytes(xdt)));
       return llvm::Error::success();
     }
     // The array converters of kernels/cpu (vectorised, the same round-to-nearest-even).

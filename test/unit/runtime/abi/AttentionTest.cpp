@@ -275,44 +275,40 @@ TEST(ContractStatus, RefusalsCarryTheirCodeAndTheFirstOneWins) {
   int32_t slot = 0;
   int64_t past = 0;
   const void *weights[1] = {q.data()};
-  helm::rt::StageContext ctx;
-  ctx.kv = &cache;
-  ctx.sequence = &slot;
-  ctx.past = &past;
-  ctx.weights = weights;
-  ctx.numWeights = 1;
+  auto context = [&] {
+    helm::rt::StageContext ctx;
+    ctx.kv = &cache;
+    ctx.sequence = &slot;
+    ctx.past = &past;
+    ctx.weights = weights;
+    ctx.numWeights = 1;
+    return ctx;
+  };
+  auto attend = [&](helm::rt::StageContext &ctx, int32_t dtype, int64_t kvHeadsOfCall) {
+    helm_rt_attention(&ctx, 0, q.data(), k.data(), v.data(), out.data(), dtype, 1, 1, heads,
+                      kvHeadsOfCall, hd, 0.5f, 0);
+  };
 
+  helm::rt::StageContext ctx = context();
   EXPECT_EQ(helm_rt_weight(&ctx, 0), q.data());
-  helm_rt_attention(&ctx, 0, q.data(), k.data(), v.data(), out.data(), HELM_DTYPE_F32, 1, 1, heads,
-                    kvHeads, hd, 0.5f, 0);
+  attend(ctx, HELM_DTYPE_F32, kvHeads);
   EXPECT_EQ(ctx.status, HELM_STATUS_OK) << ctx.message;
-
   // A dtype code the contract lacks.
-  helm_rt_attention(&ctx, 0, q.data(), k.data(), v.data(), out.data(), 7, 1, 1, heads, kvHeads, hd,
-                    0.5f, 0);
+  attend(ctx, 7, kvHeads);
   EXPECT_EQ(ctx.status, HELM_STATUS_BAD_ARGUMENT);
   EXPECT_EQ(ctx.message, "the stage's attention call has a bad dtype code or size");
   // Later refusals do not replace the first.
   helm_rt_weight(&ctx, 5);
   EXPECT_EQ(ctx.status, HELM_STATUS_BAD_ARGUMENT);
 
-  helm::rt::StageContext fresh;
-  fresh.kv = &cache;
-  fresh.sequence = &slot;
-  fresh.past = &past;
-  fresh.weights = weights;
-  fresh.numWeights = 1;
-  helm_rt_weight(&fresh, -1);
-  EXPECT_EQ(fresh.status, HELM_STATUS_WEIGHT_ID);
-  EXPECT_EQ(fresh.message, "the stage asks for a weight id outside the package's tensor table");
+  helm::rt::StageContext badWeight = context();
+  helm_rt_weight(&badWeight, -1);
+  EXPECT_EQ(badWeight.status, HELM_STATUS_WEIGHT_ID);
+  EXPECT_EQ(badWeight.message, "the stage asks for a weight id outside the package's tensor table");
 
-  helm::rt::StageContext geometry;
-  geometry.kv = &cache;
-  geometry.sequence = &slot;
-  geometry.past = &past;
   // Two KV heads where the cache holds one: the call must not write past the cache's rows.
-  helm_rt_attention(&geometry, 0, q.data(), k.data(), v.data(), out.data(), HELM_DTYPE_F32, 1, 1,
-                    heads, 2, hd, 0.5f, 0);
+  helm::rt::StageContext geometry = context();
+  attend(geometry, HELM_DTYPE_F32, 2);
   EXPECT_EQ(geometry.status, HELM_STATUS_KV_GEOMETRY);
 }
 
