@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [--minutes M] [--target NAME]... [--no-merge] [--jobs J]
 #
 #   --minutes M   time per target and round (default 10)
-#   --target NAME importer, package, tokenizer, profile or cli (repeatable; default all)
+#   --target NAME importer, package, tokenizer, profile, cli or helmc-cli (repeatable;
+#                 default all)
 #   --no-merge    keep the committed seed folders as they are
 #   --jobs J      parallel libFuzzer workers per target (default 1)
 #
@@ -32,11 +33,11 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile cli)
+[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile cli helmc-cli)
 for t in "${targets[@]}"; do
   case "$t" in
-    importer|package|tokenizer|profile|cli) ;;
-    *) echo "fuzz.sh: unknown target '$t' (importer, package, tokenizer, profile, cli)" >&2; exit 1 ;;
+    importer|package|tokenizer|profile|cli|helmc-cli) ;;
+    *) echo "fuzz.sh: unknown target '$t' (importer, package, tokenizer, profile, cli, helmc-cli)" >&2; exit 1 ;;
   esac
 done
 
@@ -48,11 +49,13 @@ seeds_of() {
     tokenizer) echo "test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer test/unit/runtime/tokenizer/data" ;;
     profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
     cli) echo "test/fuzz/cli-corpus test/fuzz/regressions/cli" ;;
+    helmc-cli) echo "test/fuzz/helmc-cli-corpus test/fuzz/regressions/helmc-cli" ;;
   esac
 }
 exe_of() {
   case "$1" in
     importer) echo helm-import-fuzzer ;;
+    helmc-cli) echo helmc-cli-fuzzer ;;
     *) echo "helm-$1-fuzzer" ;;
   esac
 }

@@ -70,4 +70,9 @@ TEST(FuzzSeeds, HelmRtCommandLineCorpusAndRegressions) {
   runAll({kFuzzDir / "cli-corpus", kFuzzDir / "regressions" / "cli"}, helm::fuzz::helmRtArgsInput, 5);
 }
 
+TEST(FuzzSeeds, HelmcCommandLineCorpusAndRegressions) {
+  runAll({kFuzzDir / "helmc-cli-corpus", kFuzzDir / "regressions" / "helmc-cli"},
+         helm::fuzz::helmcArgsInput, 5);
+}
+
 } // namespace

@@ -9,6 +9,7 @@
 #include "runtime/package/Package.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "tools/helm-rt/Options.h"
+#include "tools/helmc/Options.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -142,8 +143,10 @@ void targetProfileInput(const uint8_t *data, size_t size) {
     __builtin_trap();
 }
 
-void helmRtArgsInput(const uint8_t *data, size_t size) {
-  std::vector<std::string> args{"helm-rt"};
+namespace {
+/// `data` split at NUL bytes into at most 64 arguments after `program`.
+std::vector<std::string> splitArguments(const char *program, const uint8_t *data, size_t size) {
+  std::vector<std::string> args{program};
   std::string current;
   for (size_t i = 0; i < size && args.size() < 64; ++i) {
     if (data[i] == 0) {
@@ -155,6 +158,12 @@ void helmRtArgsInput(const uint8_t *data, size_t size) {
   }
   if (!current.empty() && args.size() < 64)
     args.push_back(current);
+  return args;
+}
+} // namespace
+
+void helmRtArgsInput(const uint8_t *data, size_t size) {
+  std::vector<std::string> args = splitArguments("helm-rt", data, size);
   std::vector<const char *> argv;
   for (const std::string &a : args)
     argv.push_back(a.c_str());
@@ -171,6 +180,34 @@ void helmRtArgsInput(const uint8_t *data, size_t size) {
   if (o.threads < 0 || o.threads > 1024 || (o.batch != 0 && o.batch < 1) || o.seed < -1 ||
       o.kvPage < 0 || o.kvPage > (1 << 20) || !(o.kvWatermark > 0 && o.kvWatermark <= 1) ||
       o.temperature != o.temperature || o.topP != o.topP)
+    __builtin_trap();
+}
+
+void helmcArgsInput(const uint8_t *data, size_t size) {
+  std::vector<std::string> args = splitArguments("helmc", data, size);
+  std::vector<const char *> argv;
+  for (const std::string &a : args) {
+    llvm::StringRef arg(a);
+    // LLVM's own flags share the registry (some print and exit, like --help and --version) and
+    // "@file" reads a response file: only helmc's flags and plain arguments are fed in.
+    if (&a != &args.front() && (arg.starts_with("@") || (arg.starts_with("-") && !helm::helmc::isHelmcFlag(arg))))
+      continue;
+    argv.push_back(a.c_str());
+  }
+  auto parsed = helm::helmc::parseCommandLine(int(argv.size()), argv.data(), llvm::nulls());
+  if (!parsed) {
+    if (llvm::toString(parsed.takeError()).find('\n') != std::string::npos)
+      __builtin_trap(); // one line
+    return;
+  }
+  const helm::helmc::Options &o = *parsed;
+  if (o.listTargets)
+    return;
+  // What main relies on after parsing.
+  if (o.inputPath.empty() || (o.packaging && (o.outputPath.empty() || o.outputPath == "-")) ||
+      (o.planning && o.targetSpec.empty()) ||
+      (o.planning && (o.plan.batch < 1 || o.plan.context < 0 || o.plan.promptLen < 1 ||
+                      (o.plan.forceSplit && *o.plan.forceSplit < 0))))
     __builtin_trap();
 }
 

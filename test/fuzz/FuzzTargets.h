@@ -28,4 +28,9 @@ void targetProfileInput(const uint8_t *data, size_t size);
 /// helm-rt runs: "" (then every number is in its flag's range), "help", or a one-line error.
 void helmRtArgsInput(const uint8_t *data, size_t size);
 
+/// Arbitrary bytes as helmc's command line (arguments separated by NUL bytes; flags that are not
+/// helmc's own and response files dropped), through the parser helmc runs: options whose checks
+/// hold, or an error.
+void helmcArgsInput(const uint8_t *data, size_t size);
+
 } // namespace helm::fuzz

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ModelConfig.h"
+#include "tools/helmc/Options.h"
 #include "compiler/Pipeline.h"
 #include "compiler/PackageBuilder.h"
 #if HELM_HAVE_CUDA
@@ -38,68 +39,7 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { OnnxMlir, Helm, Config, Plan, PlanJson, Package };
-
-cl::OptionCategory helmcCategory("helmc options");
-
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(helmcCategory));
-cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Helm),
-                   cl::values(clEnumValN(Emit::OnnxMlir, "onnx-mlir",
-                                         "the imported graph: one generic helm.onnx op per node"),
-                              clEnumValN(Emit::Helm, "helm",
-                                         "HELM dialect: block-level ops grouped into partition units"),
-                              clEnumValN(Emit::Config, "config",
-                                         "JSON model configuration recovered from the graph"),
-                              clEnumValN(Emit::Plan, "plan",
-                                         "table of every CPU/GPU split (needs --target)"),
-                              clEnumValN(Emit::PlanJson, "plan-json",
-                                         "the partition plan as JSON (needs --target)"),
-                              clEnumValN(Emit::Package, "package",
-                                         "a runnable .helmpkg (default when -o ends in .helmpkg)")),
-                   cl::cat(helmcCategory));
-cl::opt<std::string> targetSpec("target",
-                                cl::desc("Machine to plan for: a catalogue name (--list-targets), "
-                                         "emu:<name>, host (measured now) or a profile .json"),
-                                cl::value_desc("name"), cl::cat(helmcCategory));
-cl::opt<bool> listTargets("list-targets", cl::desc("Print the built-in target catalogue and exit"),
-                          cl::cat(helmcCategory));
-cl::opt<std::string> planSvgPath("plan-svg", cl::desc("Also write the T_plan-vs-k chart as SVG"),
-                                 cl::value_desc("file"), cl::cat(helmcCategory));
-cl::opt<std::string> objective("objective", cl::desc("Plan for decode (default) or prefill"),
-                               cl::init("decode"), cl::cat(helmcCategory));
-cl::opt<int64_t> batch("batch", cl::desc("Sequences decoded together"), cl::init(1),
-                       cl::cat(helmcCategory));
-cl::opt<int64_t> context("context", cl::desc("KV-cache length the decode step is costed at"),
-                         cl::init(4096), cl::cat(helmcCategory));
-cl::opt<int64_t> promptLen("prompt-len", cl::desc("Prompt length for the prefill objective"),
-                           cl::init(128), cl::cat(helmcCategory));
-cl::opt<std::string> kvOffload("kv-offload",
-                               cl::desc("on: KV pages may spill to host RAM (default); off: the "
-                                        "GPU must hold its blocks' KV for --context x --batch"),
-                               cl::init("on"), cl::cat(helmcCategory));
-cl::opt<std::string> vramReserve("vram-reserve",
-                                 cl::desc("VRAM kept free, bytes or with a KiB/MiB/GiB suffix "
-                                          "(default: the target's)"),
-                                 cl::cat(helmcCategory));
-cl::opt<int64_t> forceSplit("force-split", cl::desc("Put units [0, k) on the CPU instead of the "
-                                                    "cheapest split"),
-                            cl::init(-1), cl::cat(helmcCategory));
-cl::opt<std::string> tokenizerPath("tokenizer",
-                                   cl::desc("Hugging Face tokenizer.json to bundle into the package"),
-                                   cl::value_desc("file"), cl::cat(helmcCategory));
-cl::opt<int64_t> maxContext("max-context",
-                            cl::desc("Longest sequence (prompt + generated) the package accepts "
-                                     "(default 4096)"),
-                            cl::init(4096), cl::cat(helmcCategory));
-cl::opt<std::string> gpuCode(
-    "gpu-code",
-    cl::desc("Form of the GPU stage's code: auto (default: kernels for a CUDA GPU, host for emu), "
-             "host (compiled to run on the host: emu only) or kernels (host code launching the "
-             "device's kernels, what a CUDA GPU runs; emu runs it with host kernels)"),
-    cl::init("auto"), cl::cat(helmcCategory));
-cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(helmcCategory));
-cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
-                                cl::value_desc("file"), cl::init("-"), cl::cat(helmcCategory));
+using helm::helmc::Emit;
 
 int fail(const std::string &msg) {
   errs() << "helmc: error: " << msg << "\n";
@@ -121,55 +61,27 @@ void printCatalogue(raw_ostream &os) {
 
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(helmcCategory);
+  helm::helmc::hideUnrelatedOptions();
   cl::SetVersionPrinter([](raw_ostream &os) { os << "helmc (HELM) 0.1.0, MLIR " << LLVM_VERSION_STRING << "\n"; });
-  cl::ParseCommandLineOptions(argc, argv,
-                              "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX\n");
-
-  if (listTargets) {
+  auto parsed = helm::helmc::parseCommandLine(argc, argv, errs());
+  if (!parsed) {
+    std::string message = toString(parsed.takeError());
+    return message.empty() ? 1 : fail(message); // llvm::cl printed its own syntax errors
+  }
+  const helm::helmc::Options &opts = *parsed;
+  if (opts.listTargets) {
     printCatalogue(outs());
     return 0;
   }
-  if (inputPath.empty())
-    return fail("no input model (usage: helmc model.onnx [options]; see --help)");
-  if (emit.getNumOccurrences() == 0 && StringRef(outputPath).ends_with(".helmpkg"))
-    emit = Emit::Package;
-  bool packaging = emit == Emit::Package;
-  if (packaging && (outputPath.empty() || outputPath == "-"))
-    return fail("--emit=package needs an output file (-o model.helmpkg)");
-  if (!packaging && !tokenizerPath.empty())
-    return fail("--tokenizer goes with a package output (-o model.helmpkg)");
-  bool planning = emit == Emit::Plan || emit == Emit::PlanJson || (packaging && !targetSpec.empty());
-  if (planning && targetSpec.empty())
-    return fail("--emit=plan and --emit=plan-json need --target (see --list-targets)");
-  if (!planSvgPath.empty() && (!planning || packaging))
-    return fail("--plan-svg goes with --emit=plan or --emit=plan-json");
-
-  helm::PlanOptions planOptions;
+  const std::string &inputPath = opts.inputPath, &targetSpec = opts.targetSpec,
+                    &outputPath = opts.outputPath, &tokenizerPath = opts.tokenizerPath,
+                    &planSvgPath = opts.planSvgPath, &gpuCode = opts.gpuCode;
+  const Emit emit = opts.emit;
+  const bool packaging = opts.packaging, planning = opts.planning, quietProgress = opts.quiet;
+  const int64_t maxContext = opts.maxContext;
+  helm::PlanOptions planOptions = opts.plan;
   helm::TargetProfile target;
   if (planning) {
-    if (objective != "decode" && objective != "prefill")
-      return fail("--objective must be decode or prefill, got '" + objective + "'");
-    if (kvOffload != "on" && kvOffload != "off")
-      return fail("--kv-offload must be on or off, got '" + kvOffload + "'");
-    if (batch < 1 || context < 0 || promptLen < 1)
-      return fail("--batch and --prompt-len must be >= 1 and --context >= 0");
-    planOptions.objective = objective == "prefill" ? helm::Objective::prefill : helm::Objective::decode;
-    planOptions.batch = batch;
-    planOptions.context = context;
-    planOptions.promptLen = promptLen;
-    planOptions.kvOffload = kvOffload == "on";
-    if (!vramReserve.empty()) {
-      auto bytes = helm::parseByteSize(vramReserve);
-      if (!bytes)
-        return fail("--vram-reserve '" + vramReserve + "' is not a byte count (e.g. 1GiB, 512MiB)");
-      planOptions.vramReserve = *bytes;
-    }
-    if (forceSplit != -1) {
-      if (forceSplit < 0)
-        return fail("--force-split must be >= 0, got " + std::to_string(forceSplit));
-      planOptions.forceSplit = forceSplit;
-    }
     if (targetSpec == "host")
       errs() << "helmc: profiling this machine for --target=host (a few seconds)...\n";
     auto resolved = helm::resolveTarget(targetSpec);
