@@ -1,6 +1,8 @@
 //===- TargetProfile.cpp - device profiles and the built-in catalogue -----------===//
 #include "passes/plan/TargetProfile.h"
 
+#include <cmath>
+
 #include "runtime/support/JsonDepth.h"
 
 #include "passes/plan/HostProfiler.h"
@@ -134,6 +136,11 @@ struct Reader {
     auto d = v->getAsNumber();
     if (!d) {
       error = field + " must be a number";
+      return false;
+    }
+    // JSON has no infinity, but a literal too large for a double (1e999) parses to one.
+    if (!std::isfinite(*d)) {
+      error = field + " must be a finite number";
       return false;
     }
     if (positive ? !(*d > 0) : !(*d >= 0)) {

@@ -2,6 +2,7 @@
 #include "tools/helm-rt/Options.h"
 
 #include "runtime/support/ByteSize.h"
+#include "runtime/support/OneLine.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -64,7 +65,8 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   -h, --help              this help
 )";
 
-std::string parseArgs(int argc, const char *const *argv, Options &o) {
+namespace {
+std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
   // A number must fit the field it goes to: converting an out-of-range double to a float is
   // undefined behaviour, and an integer wider than its field would wrap to another value.
   auto number = [](StringRef flag, StringRef v, auto &out) -> std::string {
@@ -184,6 +186,14 @@ std::string parseArgs(int argc, const char *const *argv, Options &o) {
     }
   }
   return "";
+}
+
+} // namespace
+
+std::string parseArgs(int argc, const char *const *argv, Options &o) {
+  // Messages quote the flags and values the user gave; a control character in one (a newline in a
+  // -t value, say) must not break the message's single line.
+  return oneLine(parseArgsUnescaped(argc, argv, o));
 }
 
 } // namespace helm::rt::cli

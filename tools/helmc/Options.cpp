@@ -2,6 +2,7 @@
 #include "tools/helmc/Options.h"
 
 #include "runtime/support/ByteSize.h"
+#include "runtime/support/OneLine.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -97,7 +98,8 @@ bool isHelmcFlag(StringRef arg) {
   return false;
 }
 
-Expected<Options> parseCommandLine(int argc, const char *const *argv, raw_ostream &parseErrors) {
+namespace {
+Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErrors) {
   cl::ResetAllOptionOccurrences();
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX\n",
@@ -157,6 +159,16 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv, raw_ostrea
     }
   }
   return o;
+}
+
+} // namespace
+
+Expected<Options> parseCommandLine(int argc, const char *const *argv, raw_ostream &parseErrors) {
+  // The checks quote the values given; a control character in one must not break the line.
+  auto parsed = parse(argc, argv, parseErrors);
+  if (!parsed)
+    return createStringError(oneLine(toString(parsed.takeError())));
+  return parsed;
 }
 
 } // namespace helm::helmc

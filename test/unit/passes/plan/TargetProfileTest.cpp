@@ -35,6 +35,10 @@ TEST(TargetProfile, ErrorsNameTheField) {
                 "\"p_pre_gflops\": 1, \"ram_bytes\": 1, \"overhead_ms_per_block\": 0, \"cores\": 1e30}}")),
             "cpu.cores must be at most 2147483647, got 1e+30");
   EXPECT_EQ(errorOf(helm::parseTargetProfile("[1, 2]")), "the profile must be a JSON object");
+  // A literal too large for a double parses to infinity (found by helm-profile-fuzzer: the profile
+  // was accepted and could not be written back as JSON).
+  EXPECT_EQ(errorOf(helm::parseTargetProfile("{\"cpu\": {\"dram_bw_gbs\": 20, \"l3_bytes\": 3355E432}}")),
+            "cpu.l3_bytes must be a finite number");
   std::string error = errorOf(helm::parseTargetProfile("{\"cpu\": "));
   EXPECT_EQ(error.rfind("not valid JSON", 0), 0u) << error;
 }
