@@ -7,7 +7,8 @@
 #   --minutes M   time per target and round (default 10)
 #   --target NAME importer, package, tokenizer, profile, cli or helmc-cli (repeatable;
 #                 default all)
-#   --no-merge    keep the committed seed folders as they are
+#   --no-merge    keep the committed seed folders as they are (the importer's always are: its
+#                 merged corpus stays in .cache/fuzz/importer)
 #   --jobs J      parallel libFuzzer workers per target (default 1)
 #
 # The persistent corpus lives in .cache/fuzz/<target>/corpus (git-ignored) and grows across runs;
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --target) targets+=("$2"); shift 2 ;;
     --no-merge) merge=0; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
@@ -114,7 +115,9 @@ for t in "${targets[@]}"; do
   findings=$((findings + new_findings))
   printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$minutes" "$execs" "$cov" "$new_findings" >>"$state/runs.tsv"
   total="$(awk -F'\t' '{s += $3} END {print s + 0}' "$state/runs.tsv")"
-  if [ "$merge" = 1 ] && [ "$new_findings" -eq 0 ]; then
+  # The importer's inputs are whole models (up to 127 KB each): its merged corpus stays in
+  # .cache/fuzz/importer instead of growing the repository by megabytes per campaign.
+  if [ "$merge" = 1 ] && [ "$new_findings" -eq 0 ] && [ "$t" != importer ]; then
     # Merge into the committed seed folder: -merge=1 adds only the inputs of the persistent corpus
     # that reach coverage the committed seeds do not (which stay as they are, by name).
     ASAN_OPTIONS=detect_leaks=0 "$exe" -merge=1 -max_len="$max_len" "${seed_dirs[0]}" \
