@@ -152,7 +152,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
                       llvm::ArrayRef<char>(stage.sharedObject.data(), stage.sharedObject.size()));
     report.codeBytes += stage.sharedObject.size();
     llvm::json::Object entry{
-        {HELM_MANIFEST_STAGE_DEVICE, stageSideName(stage.side)},
+        {HELM_MANIFEST_STAGE_DEVICE, helm_stage_side_name(stage.side)},
         {HELM_MANIFEST_STAGE_ENTRY, stage.entry},
         {HELM_MANIFEST_STAGE_CODE_SECTION, codeSection},
         {HELM_MANIFEST_STAGE_CODE_FORMAT, stage.deviceCalls ? HELM_MANIFEST_CODE_DEVICE_CALLS
@@ -198,7 +198,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         llvm::json::Object{{HELM_MANIFEST_LINK_BW_GBS, options.target->link.bwGbs},
                            {HELM_MANIFEST_LINK_LATENCY_US, options.target->link.latencyUs}};
     target[HELM_MANIFEST_TARGET_DEVICE] =
-        options.target->gpuDevice == HELM_DEVICE_EMU ? HELM_MANIFEST_DEVICE_EMU : HELM_MANIFEST_DEVICE_CUDA;
+        helm_device_kind_name(options.target->gpuDevice);
   }
   manifest[HELM_MANIFEST_TARGET] = std::move(target);
   if (!options.planJson.empty()) {

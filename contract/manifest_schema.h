@@ -33,6 +33,8 @@
 #ifndef HELM_CONTRACT_MANIFEST_SCHEMA_H
 #define HELM_CONTRACT_MANIFEST_SCHEMA_H
 
+#include "contract/helm_contract.h"
+
 /* Top-level keys. */
 #define HELM_MANIFEST_PRODUCER "producer"
 #define HELM_MANIFEST_MODEL "model"
@@ -117,6 +119,17 @@
 #define HELM_MANIFEST_TOKENIZER_SECTION "section"
 #define HELM_MANIFEST_TOKENIZER_BOS_ID "bos_id"
 #define HELM_MANIFEST_TOKENIZER_EOS_IDS "eos_ids"
+
+/* The one spelling of the contract's codes in the manifest (and in the IR's helm.stage): the
+ * package builder writes these and the runtime reads them back through the same functions. */
+static inline const char *helm_stage_side_name(enum helm_stage_side side) {
+  return side == HELM_STAGE_GPU ? HELM_MANIFEST_SIDE_GPU : HELM_MANIFEST_SIDE_CPU;
+}
+static inline const char *helm_device_kind_name(enum helm_device_kind kind) {
+  return kind == HELM_DEVICE_CUDA ? HELM_MANIFEST_DEVICE_CUDA
+         : kind == HELM_DEVICE_EMU ? HELM_MANIFEST_DEVICE_EMU
+                                   : "cpu";
+}
 
 /* dtype strings (tensors[].dtype, boundary.dtype, model.config.dtype) for helm_dtype codes. */
 #define HELM_MANIFEST_DTYPE_F32 "f32"

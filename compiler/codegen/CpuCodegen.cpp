@@ -42,10 +42,6 @@ using namespace mlir;
 
 namespace helm {
 
-const char *stageSideName(helm_stage_side side) {
-  return side == HELM_STAGE_GPU ? HELM_MANIFEST_SIDE_GPU : HELM_MANIFEST_SIDE_CPU;
-}
-
 CpuCodegenTarget CpuCodegenTarget::host() {
   CpuCodegenTarget t;
   t.cpu = llvm::sys::getHostCPUName().str();
@@ -122,7 +118,7 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
       progress(s);
   };
   MLIRContext &ctx = *module.getContext();
-  std::string what = std::string(stageSideName(stage.side)) + " stage";
+  std::string what = std::string(helm_stage_side_name(stage.side)) + " stage";
 
   say(stage.deviceCalls ? "lowering the " + what + " to device-kernel calls"
                         : "lowering the " + what + " to linalg and bufferizing");
@@ -256,7 +252,7 @@ llvm::Expected<std::vector<CpuStage>> compileHostStages(ModuleOp module, const C
   std::vector<CpuStage> stages;
   for (func::FuncOp f : functions) {
     CpuStage stage;
-    stage.side = f->getAttrOfType<StringAttr>(HelmDialect::StageAttrHelper::getNameStr()).getValue() == stageSideName(HELM_STAGE_GPU)
+    stage.side = f->getAttrOfType<StringAttr>(HelmDialect::StageAttrHelper::getNameStr()).getValue() == helm_stage_side_name(HELM_STAGE_GPU)
                      ? HELM_STAGE_GPU
                      : HELM_STAGE_CPU;
     stage.entry = f.getName().str();

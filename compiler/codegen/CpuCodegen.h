@@ -31,9 +31,6 @@ struct CpuCodegenTarget {
   static CpuCodegenTarget host();
 };
 
-/// "cpu" or "gpu": the manifest's and the IR's spelling of a stage side.
-const char *stageSideName(helm_stage_side side);
-
 /// One compiled stage: a shared object with one entry point `(ctx, in*, positions*, out*, B, S)`.
 /// The CPU stage always is one; the GPU stage is one when it was compiled for the host (emu targets).
 struct CpuStage {

@@ -26,8 +26,6 @@ using namespace helm;
 
 namespace {
 
-int32_t dtypeCode(Type t) { return kernelDtypeCode(t); }
-
 class StageLowering : StageLoweringBase {
 public:
   StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
@@ -374,7 +372,7 @@ private:
     int64_t n = outType.getDimSize(rank - 1);
     Type xElem = xType.getElementType(), wElem = wType.getElementType(),
          yElem = outType.getElementType();
-    if (dtypeCode(xElem) < 0 || dtypeCode(wElem) < 0 || dtypeCode(yElem) < 0)
+    if (kernelDtypeCode(xElem) < 0 || kernelDtypeCode(wElem) < 0 || kernelDtypeCode(yElem) < 0)
       return emitError(loc) << "linear: unsupported element types " << xElem << ", " << wElem;
     // Rows M = product of the leading dimensions.
     Value m = idx(1);
@@ -390,8 +388,8 @@ private:
          b.getI64Type(), b.getI64Type(), b.getI64Type()},
         {});
     func::CallOp::create(b, loc, kernel,
-                         ValueRange{xp, i32(dtypeCode(xElem)), wp, i32(dtypeCode(wElem)),
-                                    i32(transposed ? 1 : 0), pointerOf(out), i32(dtypeCode(yElem)),
+                         ValueRange{xp, i32(kernelDtypeCode(xElem)), wp, i32(kernelDtypeCode(wElem)),
+                                    i32(transposed ? 1 : 0), pointerOf(out), i32(kernelDtypeCode(yElem)),
                                     toI64(m), i64(k), i64(n)});
     Value y = asTensor(out, /*writable=*/true);
     if (bias) {
@@ -577,7 +575,7 @@ private:
     auto qType = cast<RankedTensorType>(a.getQ().getType());
     auto outType = cast<RankedTensorType>(a.getResult().getType());
     Type elem = qType.getElementType();
-    if (qType.getRank() != 3 || dtypeCode(elem) < 0)
+    if (qType.getRank() != 3 || kernelDtypeCode(elem) < 0)
       return a.emitError() << "attention: q must be a rank-3 float tensor";
     Value qp = rawPointer(a.getQ()), kp = rawPointer(a.getK()), vp = rawPointer(a.getV());
     Value batch = tensor::DimOp::create(b, loc, a.getQ(), 0);
@@ -592,7 +590,7 @@ private:
     int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
     func::CallOp::create(
         b, loc, kernel,
-        ValueRange{ctx, i64(layerAttr.getInt()), qp, kp, vp, pointerOf(out), i32(dtypeCode(elem)),
+        ValueRange{ctx, i64(layerAttr.getInt()), qp, kp, vp, pointerOf(out), i32(kernelDtypeCode(elem)),
                    toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
                    i64(a.getHeadDim()),
                    arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),

@@ -103,10 +103,10 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
     StageBuilder builder{b, idsArg, positionsArg};
     MutableArrayRef<UnitOp> all(units);
     if (split > 0 &&
-        failed(builder.build(HELM_CPU_STAGE_ENTRY, HELM_MANIFEST_SIDE_CPU, all.take_front(split), Value(), boundary)))
+        failed(builder.build(HELM_CPU_STAGE_ENTRY, helm_stage_side_name(HELM_STAGE_CPU), all.take_front(split), Value(), boundary)))
       return signalPassFailure();
     if (split < numUnits &&
-        failed(builder.build(HELM_GPU_STAGE_ENTRY, HELM_MANIFEST_SIDE_GPU, all.drop_front(split), boundary, Value())))
+        failed(builder.build(HELM_GPU_STAGE_ENTRY, helm_stage_side_name(HELM_STAGE_GPU), all.drop_front(split), boundary, Value())))
       return signalPassFailure();
     main.erase();
   }

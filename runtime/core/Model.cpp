@@ -324,15 +324,15 @@ llvm::Error LoadedModel::Loader::readStage(const llvm::json::Object &stage, size
   if (!device || !entry || !codeSection)
     return fail("manifest: stage " + llvm::Twine(index) +
                 " needs 'device', 'entry' and 'code_section'");
-  if (*device != HELM_MANIFEST_SIDE_CPU && *device != HELM_MANIFEST_SIDE_GPU)
+  const char *cpu = helm_stage_side_name(HELM_STAGE_CPU), *gpu = helm_stage_side_name(HELM_STAGE_GPU);
+  if (*device != cpu && *device != gpu)
     return fail("manifest: stage " + llvm::Twine(index) + " has unknown device '" + *device + "'");
   // One stage on either side, or the CPU stage followed by the GPU stage: run() moves the
   // activation from the first to the second across the link.
-  if (count == 2 && (*device == HELM_MANIFEST_SIDE_CPU) != (index == 0))
+  if (count == 2 && (*device == cpu) != (index == 0))
     return fail("manifest: a split package is a CPU stage followed by a GPU stage; stage " +
                 llvm::Twine(index) + " is on the " + *device);
-  si.device = device->str();
-  si.onGpu = *device == HELM_MANIFEST_SIDE_GPU;
+  si.onGpu = *device == gpu;
   si.entry = entry->str();
   si.kvLayers =
       stage.getInteger(HELM_MANIFEST_STAGE_KV_LAYERS).value_or(index == 0 ? info.kvLayers : 0);
@@ -390,7 +390,7 @@ llvm::Error LoadedModel::Loader::readStageTarget(const Stage &loaded, DeviceKind
                               *reserved, *vram)
                     .str());
   kindOut = *kind;
-  info.targetDevice = name->str();
+  info.gpuDevice = *kind;
   info.gpuVramBytes = *vram;
   info.gpuReservedBytes = *reserved;
   info.linkGbs = *bw;

@@ -28,16 +28,15 @@ struct ModelInfo {
   int64_t boundaryWidth = 0;
   /// target.features: the instruction-set features the stage code was compiled for ("+avx2,...").
   std::string targetFeatures;
-  /// target.device, target.gpu and target.link of a package with a GPU stage ("emu" or "cuda";
-  /// empty when every stage runs on the CPU).
-  std::string targetDevice;
+  /// target.device, target.gpu and target.link of a package with a GPU stage: the device it runs
+  /// on (emu or cuda; cpu when every stage runs on the CPU), its memory and the link.
+  DeviceKind gpuDevice = DeviceKind::cpu;
   int64_t gpuVramBytes = 0, gpuReservedBytes = 0;
   double linkGbs = 0, linkLatencyUs = 0;
 };
 
 /// One stage of the package, in pipeline order.
 struct StageInfo {
-  std::string device; // the plan's side: "cpu" or "gpu" (stages[].device)
   bool onGpu = false; // device is "gpu": the stage runs on the package's device (emu or cuda)
   std::string entry;
   int64_t kvLayers = 0, firstUnit = 0, lastUnit = 0;

@@ -131,9 +131,7 @@ std::vector<std::string> checkPackage(llvm::StringRef path) {
 
   // The GPU stage's device.
   // (inspect() has refused a GPU stage whose target.device is neither emu nor cuda.)
-  DeviceKind device = DeviceKind::cpu;
-  if (!info.targetDevice.empty())
-    device = parseTargetDevice(info.targetDevice).value_or(DeviceKind::cpu);
+  const DeviceKind device = info.gpuDevice;
   if (std::optional<std::string> why = missingDevice(device, info.targetName))
     reasons.push_back(prefix(*why));
 

@@ -7,10 +7,10 @@
 namespace helm::rt {
 
 std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name) {
-  if (name == HELM_MANIFEST_DEVICE_EMU)
-    return DeviceKind::emu;
-  if (name == HELM_MANIFEST_DEVICE_CUDA)
-    return DeviceKind::cuda;
+  // A GPU stage runs on one of these; "cpu" is no GPU stage's device.
+  for (DeviceKind kind : {DeviceKind::emu, DeviceKind::cuda})
+    if (name == deviceKindName(kind))
+      return kind;
   return std::nullopt;
 }
 

@@ -1,5 +1,6 @@
 //===- Device.cpp - device basics, the cpu device, stage buffer allocation -----------===//
 #include "runtime/device/Device.h"
+#include "contract/manifest_schema.h"
 #include "kernels/cpu/Numeric.h"
 #include "runtime/device/StageMemory.h"
 
@@ -13,15 +14,7 @@
 namespace helm::rt {
 
 llvm::StringRef deviceKindName(DeviceKind kind) {
-  switch (kind) {
-  case DeviceKind::cpu:
-    return "cpu";
-  case DeviceKind::emu:
-    return "emu";
-  case DeviceKind::cuda:
-    return "cuda";
-  }
-  return "?";
+  return helm_device_kind_name(static_cast<helm_device_kind>(kind));
 }
 
 namespace {

@@ -24,6 +24,8 @@
 #ifndef HELM_RUNTIME_DEVICE_DEVICE_H
 #define HELM_RUNTIME_DEVICE_DEVICE_H
 
+#include "contract/helm_contract.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -35,7 +37,9 @@
 
 namespace helm::rt {
 
-enum class DeviceKind { cpu, emu, cuda };
+/// The contract's device kinds (helm_device_kind) as a C++ enum.
+enum class DeviceKind : int { cpu = HELM_DEVICE_CPU, emu = HELM_DEVICE_EMU, cuda = HELM_DEVICE_CUDA };
+/// "cpu", "emu" or "cuda": the manifest's spelling (helm_device_kind_name).
 llvm::StringRef deviceKindName(DeviceKind kind);
 
 enum class Stream { compute, copy };

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/helm-rt/Options.h"
+#include "contract/manifest_schema.h"
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/core/Generator.h"
 #include "runtime/core/Model.h"
@@ -88,13 +89,13 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
   outs() << "target:        " << i.targetName << " (CPU " << i.targetCpu << ")\n";
   for (const helm::rt::StageInfo &s : model.stages())
     outs() << formatv("stage:         {0} (units {1}..{2}, {3} KV layers, {4} tensors, {5} bytes)\n",
-                      s.device, s.firstUnit, s.lastUnit, s.kvLayers, s.numTensors, s.weightBytes);
+                      helm_stage_side_name(s.onGpu ? HELM_STAGE_GPU : HELM_STAGE_CPU), s.firstUnit, s.lastUnit, s.kvLayers, s.numTensors, s.weightBytes);
   if (model.device())
     outs() << "device:        " << model.device()->describe() << "\n";
-  else if (!i.targetDevice.empty())
+  else if (i.gpuDevice != helm::rt::DeviceKind::cpu)
     outs() << formatv("device:        {0} for '{1}': {2} VRAM, {3} reserved, link {4:f1} GB/s + "
                       "{5:f1} us\n",
-                      i.targetDevice, i.targetName, helm::rt::formatBytes(uint64_t(i.gpuVramBytes)),
+                      helm::rt::deviceKindName(i.gpuDevice), i.targetName, helm::rt::formatBytes(uint64_t(i.gpuVramBytes)),
                       helm::rt::formatBytes(uint64_t(i.gpuReservedBytes)), i.linkGbs,
                       i.linkLatencyUs);
   if (!i.boundaryDtype.empty())
@@ -155,7 +156,7 @@ int main(int argc, char **argv) {
     auto inspected = helm::rt::LoadedModel::inspect(packagePath);
     if (!inspected)
       return fail(toString(inspected.takeError()));
-    if ((o.emuThrottle || o.emuVram) && (*inspected)->info().targetDevice.empty())
+    if ((o.emuThrottle || o.emuVram) && (*inspected)->info().gpuDevice == helm::rt::DeviceKind::cpu)
       return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
                   ": the package runs on the CPU only (compile with --target=emu:<name> for the "
                   "emulated GPU)");
