@@ -124,7 +124,7 @@ public:
   /// The GPU stage's weights into its device (checksummed on the way); every other GPU-weights
   /// section verified.
   llvm::Error streamGpuWeights();
-  /// inspect()'s end of the stages: their descriptions, no weights moved.
+  /// The stages' descriptions (what stages() returns), once their tensors are bound.
   llvm::Error describeStages();
   /// tokenizer.*: the tokenizer.json section, BOS and EOS ids.
   llvm::Error loadTokenizer();
@@ -174,7 +174,8 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   for (llvm::Error (Loader::*step)() :
        {&Loader::readModelInfo, &Loader::checkCpuFeatures, &Loader::readStages,
         &Loader::readBoundary, &Loader::checkAbiRecords, &Loader::checkKvLayers,
-        &Loader::bindTensors, &Loader::streamGpuWeights, &Loader::loadTokenizer})
+        &Loader::bindTensors, &Loader::streamGpuWeights, &Loader::describeStages,
+        &Loader::loadTokenizer})
     if (llvm::Error e = (loader.*step)())
       return std::move(e);
 
@@ -185,13 +186,19 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
 
 llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::inspect(llvm::StringRef path,
                                                                   pkg::Package::Verify verify) {
-  auto start = std::chrono::steady_clock::now();
   auto pkgOrErr = pkg::Package::open(path, verify);
   if (!pkgOrErr)
     return pkgOrErr.takeError();
+  return inspect(std::move(*pkgOrErr));
+}
+
+llvm::Expected<std::unique_ptr<LoadedModel>>
+LoadedModel::inspect(std::unique_ptr<pkg::Package> package) {
+  auto start = std::chrono::steady_clock::now();
+  std::string path = package->name().str();
   auto model = std::unique_ptr<LoadedModel>(new LoadedModel());
   model->inspectOnly_ = true;
-  model->package_ = std::move(*pkgOrErr);
+  model->package_ = std::move(package);
   Loader loader(path, *model, /*inspectOnly=*/true);
   for (llvm::Error (Loader::*step)() :
        {&Loader::readModelInfo, &Loader::readStages, &Loader::readBoundary,
@@ -625,8 +632,6 @@ llvm::Error LoadedModel::Loader::streamGpuWeights() {
     if (sec.kind == pkg::SectionKind::GpuWeights && !llvm::is_contained(streamed, &sec))
       if (llvm::Error e = package.verifySection(sec))
         return e;
-  for (Stage &st : model.stages_)
-    model.stageInfo_.push_back(st.info);
   return llvm::Error::success();
 }
 
@@ -716,8 +721,6 @@ llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
   // not wrap around to a size that fits.
   uint64_t cpuNeed = 0, evictedNeed = 0;
   for (const Stage &st : stages_) {
-    uint64_t perToken = llvm::SaturatingMultiply(
-        llvm::SaturatingMultiply(uint64_t(st.info.kvLayers), uint64_t(width)), uint64_t(2 * 4));
     if (st.info.onGpu && st.info.kvLayers > 0) {
       uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, plan.pageTokens);
       uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
@@ -757,7 +760,7 @@ llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
     } else if (!st.info.onGpu) {
       // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
       cpuNeed = llvm::SaturatingAdd(
-          cpuNeed, llvm::SaturatingMultiply(llvm::SaturatingMultiply(perToken, tokens), seqs));
+          cpuNeed, llvm::SaturatingMultiply(kvCacheBytes(st.info.kvLayers, width, tokens), seqs));
     }
   }
   const uint64_t kvNeed = llvm::SaturatingAdd(cpuNeed, evictedNeed);

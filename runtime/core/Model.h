@@ -77,6 +77,9 @@ public:
   /// describes the package only: newSession() refuses it.
   static llvm::Expected<std::unique_ptr<LoadedModel>>
   inspect(llvm::StringRef path, pkg::Package::Verify verify = pkg::Package::Verify::All);
+  /// The same over a package already opened (helm-rt --check verifies its sections first).
+  static llvm::Expected<std::unique_ptr<LoadedModel>>
+  inspect(std::unique_ptr<pkg::Package> package);
   /// False for a model from inspect().
   bool runnable() const { return !inspectOnly_; }
 

@@ -83,7 +83,8 @@ std::vector<std::string> checkPackage(llvm::StringRef path) {
       reasons.push_back(llvm::toString(std::move(e)));
       badSections.push_back(section.name);
     }
-  auto inspected = LoadedModel::inspect(path, pkg::Package::Verify::HeaderOnly);
+  // The same mapping, read on as helm-rt --info reads it.
+  auto inspected = LoadedModel::inspect(std::move(*package));
   if (!inspected) {
     reasons.push_back(llvm::toString(inspected.takeError()));
     return reasons;
@@ -139,19 +140,18 @@ std::vector<std::string> checkPackage(llvm::StringRef path) {
   // CPU stage's; on emu the GPU stage's too, its device memory being host memory) and the KV
   // cache the host holds (the CPU stage's layers; on emu the GPU stage's; on cuda the GPU pages
   // that do not fit the target's VRAM left after its weights at the default --kv-watermark).
-  const uint64_t width = uint64_t(info.kvHeads * info.headDim);
+  const int64_t width = info.kvHeads * info.headDim;
   const uint64_t tokens = uint64_t(info.maxContext);
   uint64_t weights = 0, kv = 0;
   for (const StageInfo &stage : model.stages()) {
-    uint64_t stageKv = llvm::SaturatingMultiply(
-        llvm::SaturatingMultiply(uint64_t(stage.kvLayers) * 2 * 4, width), tokens);
+    uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens);
     if (!stage.onGpu || device == DeviceKind::emu) {
       weights = llvm::SaturatingAdd(weights, stage.weightBytes);
       kv = llvm::SaturatingAdd(kv, stageKv);
     } else {
       uint64_t room = uint64_t(std::max<int64_t>(
           0, info.gpuVramBytes - info.gpuReservedBytes - int64_t(stage.weightBytes)));
-      uint64_t deviceKv = uint64_t(double(room) * 0.8);
+      uint64_t deviceKv = uint64_t(double(room) * LoadOptions().kvWatermark);
       kv = llvm::SaturatingAdd(kv, stageKv - std::min(stageKv, deviceKv));
     }
   }

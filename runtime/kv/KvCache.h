@@ -12,6 +12,9 @@
 #include "runtime/device/Device.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 #include <cstdint>
 #include <string>
@@ -27,6 +30,16 @@ struct PagingCounters {
   int64_t devicePages = 0;     // pages resident now
   int64_t hostPages = 0;       // evicted pages (held in host memory)
 };
+
+/// Bytes of keys and values (f32) for `tokens` positions of `layers` layers of `rowWidth` floats:
+/// the one size formula of every cache, planner and check. Saturating, so a hostile manifest or
+/// batch cannot wrap around to a size that fits.
+inline uint64_t kvCacheBytes(int64_t layers, int64_t rowWidth, uint64_t tokens) {
+  return llvm::SaturatingMultiply(
+      llvm::SaturatingMultiply(uint64_t(std::max<int64_t>(layers, 0)) * 2 * 4,
+                               uint64_t(std::max<int64_t>(rowWidth, 0))),
+      tokens);
+}
 
 class KvCache {
 public:

@@ -64,7 +64,7 @@ public:
 
   /// Bytes of one page: layers x 2 x pageTokens x rowWidth x 4.
   static uint64_t pageBytes(int64_t layers, int64_t rowWidth, int64_t pageTokens) {
-    return uint64_t(layers) * 2 * uint64_t(pageTokens) * uint64_t(rowWidth) * 4;
+    return kvCacheBytes(layers, rowWidth, uint64_t(pageTokens));
   }
 
   int64_t rowWidth() const override { return width_; }
