@@ -4,6 +4,7 @@
 #include "runtime/support/ByteSize.h"
 #include "runtime/support/OneLine.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 
 using namespace llvm;
@@ -83,19 +84,10 @@ bool isHelmcFlag(StringRef arg) {
   if (!arg.consume_front("-"))
     return false;
   arg.consume_front("-");
-  StringRef name = arg.split('=').first;
-  for (const cl::Option *option :
-       {static_cast<cl::Option *>(&emit), static_cast<cl::Option *>(&targetSpec),
-        static_cast<cl::Option *>(&listTargets), static_cast<cl::Option *>(&planSvgPath),
-        static_cast<cl::Option *>(&objective), static_cast<cl::Option *>(&batch),
-        static_cast<cl::Option *>(&context), static_cast<cl::Option *>(&promptLen),
-        static_cast<cl::Option *>(&kvOffload), static_cast<cl::Option *>(&vramReserve),
-        static_cast<cl::Option *>(&forceSplit), static_cast<cl::Option *>(&tokenizerPath),
-        static_cast<cl::Option *>(&maxContext), static_cast<cl::Option *>(&gpuCode),
-        static_cast<cl::Option *>(&quietProgress), static_cast<cl::Option *>(&outputPath)})
-    if (option->ArgStr == name)
-      return true;
-  return false;
+  // helmc's flags are the ones in its category; LLVM's own share the registry.
+  auto &registered = cl::getRegisteredOptions();
+  auto it = registered.find(arg.split('=').first);
+  return it != registered.end() && llvm::is_contained(it->second->Categories, &category());
 }
 
 namespace {
