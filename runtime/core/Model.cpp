@@ -126,6 +126,18 @@ public:
   llvm::Error streamGpuWeights();
   /// The stages' descriptions (what stages() returns), once their tensors are bound.
   llvm::Error describeStages();
+
+  using Step = llvm::Error (Loader::*)();
+  /// Runs `steps` in order (the first failure ends the run), then records the time since `start`
+  /// as the model's load time.
+  llvm::Error run(std::chrono::steady_clock::time_point start, std::initializer_list<Step> steps) {
+    for (Step step : steps)
+      if (llvm::Error e = (this->*step)())
+        return e;
+    model.loadSeconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return llvm::Error::success();
+  }
   /// tokenizer.*: the tokenizer.json section, BOS and EOS ids.
   llvm::Error loadTokenizer();
 
@@ -171,16 +183,12 @@ llvm::Expected<std::unique_ptr<LoadedModel>> LoadedModel::load(llvm::StringRef p
   model->package_ = std::move(*pkgOrErr);
 
   Loader loader(path, *model);
-  for (llvm::Error (Loader::*step)() :
-       {&Loader::readModelInfo, &Loader::checkCpuFeatures, &Loader::readStages,
-        &Loader::readBoundary, &Loader::checkAbiRecords, &Loader::checkKvLayers,
-        &Loader::bindTensors, &Loader::streamGpuWeights, &Loader::describeStages,
-        &Loader::loadTokenizer})
-    if (llvm::Error e = (loader.*step)())
-      return std::move(e);
-
-  model->loadSeconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (llvm::Error e = loader.run(start, {&Loader::readModelInfo, &Loader::checkCpuFeatures,
+                                         &Loader::readStages, &Loader::readBoundary,
+                                         &Loader::checkAbiRecords, &Loader::checkKvLayers,
+                                         &Loader::bindTensors, &Loader::streamGpuWeights,
+                                         &Loader::describeStages, &Loader::loadTokenizer}))
+    return std::move(e);
   return model;
 }
 
@@ -200,14 +208,11 @@ LoadedModel::inspect(std::unique_ptr<pkg::Package> package) {
   model->inspectOnly_ = true;
   model->package_ = std::move(package);
   Loader loader(path, *model, /*inspectOnly=*/true);
-  for (llvm::Error (Loader::*step)() :
-       {&Loader::readModelInfo, &Loader::readStages, &Loader::readBoundary,
-        &Loader::checkKvLayers, &Loader::bindTensors, &Loader::describeStages,
-        &Loader::loadTokenizer})
-    if (llvm::Error e = (loader.*step)())
-      return std::move(e);
-  model->loadSeconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (llvm::Error e = loader.run(start, {&Loader::readModelInfo, &Loader::readStages,
+                                         &Loader::readBoundary, &Loader::checkKvLayers,
+                                         &Loader::bindTensors, &Loader::describeStages,
+                                         &Loader::loadTokenizer}))
+    return std::move(e);
   return model;
 }
 
