@@ -33,24 +33,21 @@ struct PlanView {
 
 PlanView readPlan(ModuleOp module) {
   PlanView v;
-  auto plan = module->getAttrOfType<DictionaryAttr>(HelmDialect::PlanAttrHelper::getNameStr());
-  auto options = module->getAttrOfType<DictionaryAttr>(HelmDialect::CostOptionsAttrHelper::getNameStr());
+  MLIRContext *ctx = module.getContext();
+  PlanAttr plan = HelmDialect::PlanAttrHelper(ctx).getAttr(module);
+  CostOptionsAttr options = HelmDialect::CostOptionsAttrHelper(ctx).getAttr(module);
   if (!plan || !options)
     return v;
-  v.chosenK = plan.getAs<IntegerAttr>("chosen_k").getInt();
-  v.predicted = plan.getAs<FloatAttr>("predicted_ms_per_token").getValueAsDouble();
-  v.objective = plan.getAs<StringAttr>("objective").str();
-  v.kvOffload = plan.getAs<BoolAttr>("kv_offload").getValue();
-  v.batch = options.getAs<IntegerAttr>("batch").getInt();
-  v.context = options.getAs<IntegerAttr>("context").getInt();
-  v.promptLen = options.getAs<IntegerAttr>("prompt_len").getInt();
-  for (Attribute a : plan.getAs<ArrayAttr>("candidates")) {
-    auto d = cast<DictionaryAttr>(a);
-    auto f = [&](llvm::StringRef n) { return d.getAs<FloatAttr>(n).getValueAsDouble(); };
-    v.rows.push_back({d.getAs<IntegerAttr>("k").getInt(), d.getAs<BoolAttr>("feasible").getValue(),
-                      d.getAs<StringAttr>("reason").str(), f("t_cpu_ms"), f("t_gpu_ms"),
-                      f("t_comm_ms"), f("t_plan_ms")});
-  }
+  v.chosenK = plan.getChosenK();
+  v.predicted = plan.getPredictedMsPerToken();
+  v.objective = plan.getObjective().str();
+  v.kvOffload = plan.getKvOffload();
+  v.batch = options.getBatch();
+  v.context = options.getContextTokens();
+  v.promptLen = options.getPromptLen();
+  for (PlanCandidateAttr c : plan.getCandidates())
+    v.rows.push_back({c.getK(), c.getFeasible(), c.getReason().str(), c.getTCpuMs(), c.getTGpuMs(),
+                      c.getTCommMs(), c.getTPlanMs()});
   return v;
 }
 /// The longest context (positions per sequence) whose KV cache fits host RAM at split k: the

@@ -31,4 +31,134 @@ def Helm_Device : I32EnumAttr<"Device", "device a stage runs on", [
   let cppNamespace = "::helm";
 }
 
+// What runs a target's GPU stage. The values are the contract's helm_device_kind codes
+// (static_assert in HelmDialect.cpp), so the code travels unchanged into the package manifest.
+def Helm_GpuBackend : I32EnumAttr<"GpuBackend", "backend that runs a target's GPU stage", [
+    I32EnumAttrCase<"emu", 1>,
+    I32EnumAttrCase<"cuda", 2>]> {
+  let cppNamespace = "::helm";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Planning attributes: the target, the costing options, each unit's costs and the plan. Typed, so
+// the verifier and the parser check every field and code reads fields, not dictionary keys.
+//===----------------------------------------------------------------------===//
+
+// A double (helm::F64, HelmDialect.h) printed in the shortest decimal that reads back
+// bit-identical (printF64): cost-model numbers are compared exactly and drive the split.
+class Helm_F64Parameter<string desc, string default = ""> : AttrParameter<"::helm::F64", desc> {
+  let defaultValue = default;
+  let parser = "::helm::parseF64($_parser)";
+  let printer = "::helm::printF64($_printer, $_self)";
+}
+
+class Helm_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Helm_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Helm_CpuProfileAttr : Helm_Attr<"CpuProfile", "cpu"> {
+  let summary = "The host CPU of a target, as the roofline cost model sees it";
+  let description = [{
+    Field meanings and units are those of the profile JSON (docs/target-profile.md): bandwidths in
+    GB/s, rates in GFLOP/s, sizes in bytes, per-block overhead in ms.
+  }];
+  let parameters = (ins StringRefParameter<"CPU name", [{""}]>:$name,
+                        Helm_F64Parameter<"sustained DRAM bandwidth">:$dram_bw_gbs,
+                        Helm_F64Parameter<"L3 capacity">:$l3_bytes,
+                        Helm_F64Parameter<"L3 bandwidth">:$l3_bw_gbs,
+                        Helm_F64Parameter<"decode (GEMV) compute rate">:$p_dec_gflops,
+                        Helm_F64Parameter<"prefill (GEMM) compute rate">:$p_pre_gflops,
+                        Helm_F64Parameter<"host memory for the model">:$ram_bytes,
+                        Helm_F64Parameter<"fixed cost per block">:$overhead_ms_per_block,
+                        DefaultValuedParameter<"int64_t", "0", "cores (0: unknown)">:$cores);
+  let genVerifyDecl = 1;
+}
+
+def Helm_GpuProfileAttr : Helm_Attr<"GpuProfile", "gpu"> {
+  let summary = "The GPU of a target and the backend that runs its stage";
+  let parameters = (ins StringRefParameter<"GPU name", [{""}]>:$name,
+                        "::helm::GpuBackend":$backend,
+                        Helm_F64Parameter<"device memory">:$vram_bytes,
+                        Helm_F64Parameter<"memory kept free for the runtime">:$reserved_bytes,
+                        Helm_F64Parameter<"device memory bandwidth">:$mem_bw_gbs,
+                        Helm_F64Parameter<"decode compute rate">:$p_dec_gflops,
+                        Helm_F64Parameter<"prefill compute rate">:$p_pre_gflops,
+                        Helm_F64Parameter<"fixed cost per block">:$overhead_ms_per_block);
+  let genVerifyDecl = 1;
+}
+
+def Helm_LinkProfileAttr : Helm_Attr<"LinkProfile", "link"> {
+  let summary = "The CPU-GPU link of a target";
+  let parameters = (ins Helm_F64Parameter<"bandwidth">:$bw_gbs,
+                        Helm_F64Parameter<"latency per transfer">:$latency_us);
+  let genVerifyDecl = 1;
+}
+
+def Helm_TargetAttr : Helm_Attr<"Target", "target"> {
+  let summary = "The machine a plan is for (module attribute helm.target)";
+  let description = [{
+    Set by the pipeline from `--target`; planning reads it and never touches hardware. A CPU-only
+    target has no `gpu` (and no `link`).
+
+    ```mlir
+    helm.target = #helm.target<name = "rtx4060", cpu = #helm.cpu<...>,
+                               gpu = #helm.gpu<backend = cuda, ...>, link = #helm.link<...>>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"target name">:$name,
+                        StringRefParameter<"where the numbers come from", [{""}]>:$source,
+                        "CpuProfileAttr":$cpu,
+                        OptionalParameter<"GpuProfileAttr">:$gpu,
+                        OptionalParameter<"LinkProfileAttr">:$link,
+                        Helm_F64Parameter<"compute efficiency", "::helm::F64(1.0)">:$eta_c,
+                        Helm_F64Parameter<"memory efficiency", "::helm::F64(1.0)">:$eta_m);
+  let genVerifyDecl = 1;
+}
+
+def Helm_CostOptionsAttr : Helm_Attr<"CostOptions", "cost_options"> {
+  let summary = "The workload units were costed for (module attribute helm.cost_options)";
+  let parameters = (ins "int64_t":$batch, "int64_t":$context_tokens, "int64_t":$prompt_len);
+  let genVerifyDecl = 1;
+}
+
+def Helm_UnitCostAttr : Helm_Attr<"UnitCost", "unit_cost"> {
+  let summary = "A partition unit's costs (helm.cost on helm.unit, set by helm-annotate-costs)";
+  let description = [{
+    Bytes and FLOPs at the module's cost options (docs/cost-model.md §3): the bytes read per decode
+    step, the bytes kept resident, the boundary activation, KV bytes per token, total FLOPs per
+    decode step and per prompt, and the pieces the partitioner re-costs for other contexts.
+  }];
+  let parameters = (ins "int64_t":$param_bytes, "int64_t":$resident_bytes, "int64_t":$act_bytes,
+                        "int64_t":$kv_bytes_per_token, "int64_t":$flops_decode,
+                        "int64_t":$flops_prefill,
+                        Helm_F64Parameter<"projection FLOPs per decode step">:$proj_flops_decode,
+                        Helm_F64Parameter<"attention FLOPs per cached token">:$attn_flops_per_token,
+                        Helm_F64Parameter<"projection FLOPs per prompt">:$proj_flops_prefill,
+                        Helm_F64Parameter<"attention FLOPs per prompt">:$attn_flops_prefill,
+                        "int64_t":$prefill_param_bytes, "int64_t":$prefill_act_bytes);
+  let genVerifyDecl = 1;
+}
+
+def Helm_PlanCandidateAttr : Helm_Attr<"PlanCandidate", "candidate"> {
+  let summary = "One split k of the plan's search: feasible or why not, and its predicted times";
+  let parameters = (ins "int64_t":$k, "bool":$feasible, StringRefParameter<"why infeasible", [{""}]>:$reason,
+                        Helm_F64Parameter<"CPU time per token">:$t_cpu_ms,
+                        Helm_F64Parameter<"GPU time per token">:$t_gpu_ms,
+                        Helm_F64Parameter<"link time per token">:$t_comm_ms,
+                        Helm_F64Parameter<"planned time per token">:$t_plan_ms,
+                        Helm_F64Parameter<"GPU bytes">:$gpu_bytes,
+                        Helm_F64Parameter<"host bytes">:$host_bytes);
+}
+
+def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
+  let summary = "The partition plan (module attribute helm.plan, set by helm-partition)";
+  let parameters = (ins "int64_t":$chosen_k, Helm_F64Parameter<"predicted time per token">:$predicted_ms_per_token,
+                        StringRefParameter<"decode or prefill">:$objective, "bool":$kv_offload,
+                        ArrayRefParameter<"PlanCandidateAttr", "every split k, in order">:$candidates);
+  let genVerifyDecl = 1;
+}
+
 #endif // HELM_ATTRS_TD

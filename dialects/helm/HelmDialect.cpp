@@ -2,7 +2,14 @@
 #include "dialects/helm/HelmDialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "contract/helm_contract.h"
+
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 using namespace mlir;
 using namespace helm;
@@ -11,6 +18,36 @@ using namespace helm;
 #include "dialects/helm/HelmEnums.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "dialects/helm/HelmAttrs.cpp.inc"
+
+FailureOr<F64> helm::parseF64(AsmParser &parser) {
+  double value = 0;
+  if (failed(parser.parseFloat(value)))
+    return failure();
+  return F64(value);
+}
+
+void helm::printF64(AsmPrinter &printer, F64 value) {
+  if (!std::isfinite(value.value)) {
+    printer.printFloat(APFloat(value.value)); // a bit pattern MLIR reads back
+    return;
+  }
+  // The fewest significant digits that read back to the same double (at most 17).
+  char text[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value.value);
+    if (std::strtod(text, nullptr) == value.value)
+      break;
+  }
+  std::string out = text;
+  if (out.find('.') == std::string::npos) {
+    size_t exponent = out.find('e');
+    out.insert(exponent == std::string::npos ? out.size() : exponent, ".0");
+  }
+  printer << out;
+}
+
+static_assert(int(GpuBackend::emu) == HELM_DEVICE_EMU && int(GpuBackend::cuda) == HELM_DEVICE_CUDA,
+              "GpuBackend codes are the contract's helm_device_kind codes");
 
 void HelmDialect::initialize() {
   addOperations<
@@ -57,9 +94,14 @@ LogicalResult HelmDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return expect(range && range.size() == 2 && range[0] >= 0 && range[0] <= range[1],
                   "[first, last] unit indices");
   }
-  if (name == TargetAttrHelper::getNameStr() || name == CostOptionsAttrHelper::getNameStr() ||
-      name == CostTermsAttrHelper::getNameStr() || name == PlanAttrHelper::getNameStr())
-    return expect(isa<DictionaryAttr>(value), "a dictionary");
+  if (name == TargetAttrHelper::getNameStr())
+    return expect(isa<TargetAttr>(value), "a #helm.target");
+  if (name == CostOptionsAttrHelper::getNameStr())
+    return expect(isa<CostOptionsAttr>(value), "a #helm.cost_options");
+  if (name == CostAttrHelper::getNameStr())
+    return expect(isa<UnitCostAttr>(value) && isa<UnitOp>(op), "a #helm.unit_cost on a helm.unit");
+  if (name == PlanAttrHelper::getNameStr())
+    return expect(isa<PlanAttr>(value), "a #helm.plan");
   if (name == SourceAttrHelper::getNameStr() || name == ProducerAttrHelper::getNameStr() ||
       name == NameAttrHelper::getNameStr())
     return expect(isa<StringAttr>(value), "a string");
@@ -70,4 +112,109 @@ LogicalResult HelmDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   if (name == DeviceCallsAttrHelper::getNameStr() || name == HasSubgraphAttrHelper::getNameStr())
     return expect(isa<UnitAttr>(value), "a unit attribute");
   return op->emitError() << "unknown HELM attribute '" << name << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Planning attributes. The rules are those of the target-profile JSON (docs/target-profile.md):
+// rates, bandwidths and memory sizes positive, overheads, cache sizes and latencies non-negative,
+// every number finite.
+//===----------------------------------------------------------------------===//
+
+namespace {
+using EmitError = llvm::function_ref<InFlightDiagnostic()>;
+
+/// `value` as the profile JSON's messages print it ("-1", "2.5e+09").
+std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/// Checks each (field, value) pair: `positive` ones must be > 0, the others >= 0, all finite.
+LogicalResult checkNumbers(EmitError emitError, StringRef what,
+                           std::initializer_list<std::tuple<StringRef, double, bool>> fields) {
+  for (const auto &[field, value, positive] : fields) {
+    if (!std::isfinite(value) || (positive ? !(value > 0) : !(value >= 0)))
+      return emitError() << what << "." << field << " must be "
+                         << (std::isfinite(value) ? (positive ? "positive" : "non-negative") : "finite")
+                         << ", got " << shortNumber(value);
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult CpuProfileAttr::verify(EmitError emitError, StringRef, F64 dramBw, F64 l3Bytes, F64 l3Bw,
+                                     F64 pDec, F64 pPre, F64 ramBytes, F64 overheadMs, int64_t cores) {
+  if (cores < 0)
+    return emitError() << "cpu.cores must be non-negative, got " << cores;
+  return checkNumbers(emitError, "cpu",
+                      {{"dram_bw_gbs", dramBw, true}, {"l3_bytes", l3Bytes, false},
+                       {"l3_bw_gbs", l3Bw, true}, {"p_dec_gflops", pDec, true},
+                       {"p_pre_gflops", pPre, true}, {"ram_bytes", ramBytes, true},
+                       {"overhead_ms_per_block", overheadMs, false}});
+}
+
+LogicalResult GpuProfileAttr::verify(EmitError emitError, StringRef, GpuBackend, F64 vramBytes,
+                                     F64 reservedBytes, F64 memBw, F64 pDec, F64 pPre, F64 overheadMs) {
+  if (failed(checkNumbers(emitError, "gpu",
+                          {{"vram_bytes", vramBytes, true}, {"reserved_bytes", reservedBytes, false},
+                           {"mem_bw_gbs", memBw, true}, {"p_dec_gflops", pDec, true},
+                           {"p_pre_gflops", pPre, true}, {"overhead_ms_per_block", overheadMs, false}})))
+    return failure();
+  if (reservedBytes.value >= vramBytes.value)
+    return emitError() << "gpu.reserved_bytes must be below gpu.vram_bytes";
+  return success();
+}
+
+LogicalResult LinkProfileAttr::verify(EmitError emitError, F64 bw, F64 latencyUs) {
+  return checkNumbers(emitError, "link", {{"bw_gbs", bw, true}, {"latency_us", latencyUs, false}});
+}
+
+LogicalResult TargetAttr::verify(EmitError emitError, StringRef, StringRef, CpuProfileAttr cpu,
+                                 GpuProfileAttr gpu, LinkProfileAttr link, F64 etaC, F64 etaM) {
+  if (!cpu)
+    return emitError() << "a target needs a cpu";
+  if (bool(gpu) != bool(link))
+    return emitError() << (gpu ? "a target with a gpu needs a link" : "a link without a gpu");
+  if (!(etaC.value > 0 && etaC.value <= 1) || !(etaM.value > 0 && etaM.value <= 1))
+    return emitError() << "eta_c and eta_m must be in (0, 1]";
+  return success();
+}
+
+LogicalResult CostOptionsAttr::verify(EmitError emitError, int64_t batch, int64_t context,
+                                      int64_t promptLen) {
+  if (batch < 1 || context < 0 || promptLen < 1)
+    return emitError() << "cost options must have batch >= 1, context >= 0, prompt_len >= 1";
+  return success();
+}
+
+LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int64_t residentBytes,
+                                   int64_t actBytes, int64_t kvBytesPerToken, int64_t flopsDecode,
+                                   int64_t flopsPrefill, F64 projDecode, F64 attnPerToken,
+                                   F64 projPrefill, F64 attnPrefill, int64_t prefillParamBytes,
+                                   int64_t prefillActBytes) {
+  for (int64_t v : {paramBytes, residentBytes, actBytes, kvBytesPerToken, flopsDecode, flopsPrefill,
+                    prefillParamBytes, prefillActBytes})
+    if (v < 0)
+      return emitError() << "unit costs must be non-negative, got " << v;
+  return checkNumbers(emitError, "unit_cost",
+                      {{"proj_flops_decode", projDecode, false},
+                       {"attn_flops_per_token", attnPerToken, false},
+                       {"proj_flops_prefill", projPrefill, false},
+                       {"attn_flops_prefill", attnPrefill, false}});
+}
+
+LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predictedMs,
+                               StringRef objective, bool, ArrayRef<PlanCandidateAttr> candidates) {
+  if (objective != "decode" && objective != "prefill")
+    return emitError() << "plan objective must be decode or prefill, got '" << objective << "'";
+  for (auto [i, candidate] : llvm::enumerate(candidates))
+    if (!candidate || candidate.getK() != int64_t(i))
+      return emitError() << "plan candidates must be k = 0, 1, ... in order";
+  if (chosenK < 0 || chosenK >= int64_t(candidates.size()))
+    return emitError() << "plan chosen_k " << chosenK << " is not one of its " << candidates.size()
+                       << " candidates";
+  if (!std::isfinite(predictedMs.value))
+    return emitError() << "plan predicted_ms_per_token must be finite";
+  return success();
 }

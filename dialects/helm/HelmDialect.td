@@ -51,11 +51,11 @@ def Helm_Dialect : Dialect {
     // Inside a helm.onnx op's attribute dictionary: the node had a graph attribute.
     "::mlir::UnitAttr":$has_subgraph,
     // Module: the target profile the plan is for (planning reads it, no hardware needed).
-    "::mlir::DictionaryAttr":$target,
-    // Module and units: the costing options, each unit's cost terms, the plan's table.
-    "::mlir::DictionaryAttr":$cost_options,
-    "::mlir::DictionaryAttr":$cost_terms,
-    "::mlir::DictionaryAttr":$plan,
+    "::helm::TargetAttr":$target,
+    // Module: the workload units are costed for; helm.unit: its costs; module: the plan.
+    "::helm::CostOptionsAttr":$cost_options,
+    "::helm::UnitCostAttr":$cost,
+    "::helm::PlanAttr":$plan,
     // helm.unit: the side the plan puts it on.
     "::helm::DeviceAttr":$device,
     // Stage functions (helm-stage-split): "cpu" or "gpu", their KV layers, their unit range.

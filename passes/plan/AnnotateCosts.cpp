@@ -36,7 +36,7 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
       module.emitError() << "no partition units to cost; run helm-form-units first";
       return signalPassFailure();
     }
-    Builder b(module.getContext());
+    MLIRContext *ctx = module.getContext();
     const double B = double(batch), S = double(promptLen);
     for (UnitOp unit : units) {
       // Distinct weights (declared lengths: nothing is read) and constants, as the partitioner
@@ -84,27 +84,14 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
       }
       double flopsDecode = projDecode + attnPerToken * double(context);
       double flopsPrefill = projPrefill + attnPrefill;
-      unit->setAttr("param_bytes", b.getI64IntegerAttr(param));
-      unit->setAttr("resident_bytes", b.getI64IntegerAttr(resident));
-      unit->setAttr("act_bytes", b.getI64IntegerAttr(int64_t(B) * outWidth * outBytes));
-      unit->setAttr("kv_bytes_per_token", b.getI64IntegerAttr(kvPerToken));
-      unit->setAttr("flops_decode", b.getI64IntegerAttr(int64_t(flopsDecode)));
-      unit->setAttr("flops_prefill", b.getI64IntegerAttr(int64_t(flopsPrefill)));
-      unit->setAttr(HelmDialect::CostTermsAttrHelper::getNameStr(),
-                    b.getDictionaryAttr({
-                        b.getNamedAttr("proj_flops_decode", b.getF64FloatAttr(projDecode)),
-                        b.getNamedAttr("attn_flops_per_token", b.getF64FloatAttr(attnPerToken)),
-                        b.getNamedAttr("proj_flops_prefill", b.getF64FloatAttr(projPrefill)),
-                        b.getNamedAttr("attn_flops_prefill", b.getF64FloatAttr(attnPrefill)),
-                        b.getNamedAttr("prefill_param_bytes", b.getF64FloatAttr(prefillParam)),
-                        b.getNamedAttr("prefill_act_bytes",
-                                       b.getF64FloatAttr(B * S * double(outWidth * outBytes))),
-                    }));
+      HelmDialect::CostAttrHelper(ctx).setAttr(
+          unit, UnitCostAttr::get(ctx, param, resident, int64_t(B) * outWidth * outBytes, kvPerToken,
+                                  int64_t(flopsDecode), int64_t(flopsPrefill), projDecode, attnPerToken,
+                                  projPrefill, attnPrefill, int64_t(prefillParam),
+                                  int64_t(B * S * double(outWidth * outBytes))));
     }
-    module->setAttr(HelmDialect::CostOptionsAttrHelper::getNameStr(),
-                    b.getDictionaryAttr({b.getNamedAttr("batch", b.getI64IntegerAttr(batch)),
-                                         b.getNamedAttr("context", b.getI64IntegerAttr(context)),
-                                         b.getNamedAttr("prompt_len", b.getI64IntegerAttr(promptLen))}));
+    HelmDialect::CostOptionsAttrHelper(ctx).setAttr(module,
+                                                    CostOptionsAttr::get(ctx, batch, context, promptLen));
   }
 };
 } // namespace

@@ -10,15 +10,15 @@ include "mlir/Pass/PassBase.td"
 def AnnotateCosts : Pass<"helm-annotate-costs", "mlir::ModuleOp"> {
   let summary = "Attach per-unit costs from shapes and dtypes (thesis 4.1.1)";
   let description = [{
-    On every `helm.unit`: `param_bytes` (weight bytes read per decode step; the embedding reads only
-    its B gathered rows), `resident_bytes` (weights the unit keeps on its device), `act_bytes` (output
-    activation B x width x dtype), `kv_bytes_per_token` (2 h_kv d_h dtype for a block),
-    `flops_decode` (2B x linear weights + 4B h_a d_h c, eq. 4.9 and 4.11) and `flops_prefill`
-    (2BS x linear weights + 2B h_a d_h S(S+1)), plus `helm.cost_terms` with the pieces the partitioner
-    re-costs. The options used are recorded in the module's `helm.cost_options`. No weight bytes are
-    read.
+    On every `helm.unit`, a `helm.cost = #helm.unit_cost<...>`: `param_bytes` (weight bytes read
+    per decode step; the embedding reads only its B gathered rows), `resident_bytes` (weights the unit
+    keeps on its device), `act_bytes` (output activation B x width x dtype), `kv_bytes_per_token`
+    (2 h_kv d_h dtype for a block), `flops_decode` (2B x linear weights + 4B h_a d_h c, eq. 4.9 and
+    4.11) and `flops_prefill` (2BS x linear weights + 2B h_a d_h S(S+1)), plus the pieces the
+    partitioner re-costs. The options used are recorded in the module's
+    `helm.cost_options = #helm.cost_options<...>`. No weight bytes are read.
 
-    After: `helm.unit block[1] ... {act_bytes = 8192 : i64, kv_bytes_per_token = 4096 : i64, ...}`.
+    After: `helm.unit block[1] ... {helm.cost = #helm.unit_cost<param_bytes = 148096, ...>}`.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", "1", "Sequences decoded together (B)">,
@@ -36,7 +36,7 @@ def Partition : Pass<"helm-partition", "mlir::ModuleOp"> {
     unit with `helm.device` and records the whole candidate table and the choice in `helm.plan`.
     Fails with a one-line reason when nothing fits.
 
-    After: `helm.unit block[1] ... {helm.device = 0 : i32}` (cpu) and `helm.plan = {chosen_k = 21, ...}`.
+    After: `helm.unit block[1] ... {helm.device = 0 : i32}` (cpu) and `helm.plan = #helm.plan<chosen_k = 21, ...>`.
   }];
   let options = [
     Option<"objective", "objective", "std::string", "\"decode\"", "decode or prefill">,

@@ -1,6 +1,7 @@
 //===- TargetProfile.cpp - device profiles and the built-in catalogue -----------===//
 #include "passes/plan/TargetProfile.h"
 
+#include <climits>
 #include <cmath>
 
 #include "runtime/support/JsonDepth.h"
@@ -332,23 +333,41 @@ llvm::Expected<TargetProfile> resolveTarget(llvm::StringRef spec) {
                                  "' (known: " + known + ", host, emu:<name>, or a profile .json file)");
 }
 
-DictionaryAttr targetToAttr(MLIRContext *ctx, const TargetProfile &target) {
-  // The JSON form is the single schema; the attribute carries it as a string plus the name so lit
-  // tests can write a target by hand.
-  Builder b(ctx);
-  return b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(target.name)),
-                              b.getNamedAttr("profile", b.getStringAttr(targetProfileToJson(target)))});
+TargetAttr targetToAttr(MLIRContext *ctx, const TargetProfile &t) {
+  auto cpu = CpuProfileAttr::get(ctx, t.cpu.name, t.cpu.dramBwGbs, t.cpu.l3Bytes, t.cpu.l3BwGbs,
+                                 t.cpu.pDecGflops, t.cpu.pPreGflops, t.cpu.ramBytes,
+                                 t.cpu.overheadMsPerBlock, t.cpu.cores);
+  GpuProfileAttr gpu;
+  LinkProfileAttr link;
+  if (t.gpu) {
+    gpu = GpuProfileAttr::get(ctx, t.gpu->name, GpuBackend(t.gpuDevice), t.gpu->vramBytes,
+                              t.gpu->reservedBytes, t.gpu->memBwGbs, t.gpu->pDecGflops,
+                              t.gpu->pPreGflops, t.gpu->overheadMsPerBlock);
+    link = LinkProfileAttr::get(ctx, t.link.bwGbs, t.link.latencyUs);
+  }
+  return TargetAttr::get(ctx, t.name, t.source, cpu, gpu, link, t.etaC, t.etaM);
 }
 
-llvm::Expected<TargetProfile> targetFromAttr(DictionaryAttr attr) {
-  auto profile = attr ? attr.getAs<StringAttr>("profile") : StringAttr();
-  if (!profile)
-    return llvm::createStringError("module has no helm.target {profile = \"<json>\"} attribute");
-  TargetProfile out;
-  std::string error;
-  if (!parseProfile(profile.getValue(), out, error))
-    return llvm::createStringError("helm.target: " + error);
-  return out;
+llvm::Expected<TargetProfile> targetFromAttr(TargetAttr attr) {
+  if (!attr)
+    return llvm::createStringError("module has no helm.target = #helm.target<...> attribute");
+  // The attribute's verifier has checked every number with the JSON reader's rules.
+  TargetProfile t;
+  t.name = attr.getName().str();
+  t.source = attr.getSource().str();
+  CpuProfileAttr cpu = attr.getCpu();
+  t.cpu = CpuProfile{cpu.getName().str(), cpu.getDramBwGbs(), cpu.getL3Bytes(), cpu.getL3BwGbs(),
+                     cpu.getPDecGflops(), cpu.getPPreGflops(), cpu.getRamBytes(),
+                     cpu.getOverheadMsPerBlock(), int(std::min<int64_t>(cpu.getCores(), INT_MAX))};
+  if (GpuProfileAttr gpu = attr.getGpu()) {
+    t.gpu = GpuProfile{gpu.getName().str(), gpu.getVramBytes(), gpu.getReservedBytes(), gpu.getMemBwGbs(),
+                       gpu.getPDecGflops(), gpu.getPPreGflops(), gpu.getOverheadMsPerBlock()};
+    t.gpuDevice = helm_device_kind(gpu.getBackend());
+    t.link = LinkProfile{attr.getLink().getBwGbs(), attr.getLink().getLatencyUs()};
+  }
+  t.etaC = attr.getEtaC();
+  t.etaM = attr.getEtaM();
+  return t;
 }
 
 } // namespace helm

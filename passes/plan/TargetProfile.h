@@ -8,6 +8,7 @@
 #define HELM_PASSES_PLAN_TARGETPROFILE_H
 
 #include "contract/helm_contract.h"
+#include "dialects/helm/HelmDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Error.h"
@@ -74,9 +75,10 @@ llvm::json::Value targetProfileToJsonValue(const TargetProfile &target);
 /// emulated device), a path to a profile JSON file, or `host` (measured now through `measureHost`).
 llvm::Expected<TargetProfile> resolveTarget(llvm::StringRef spec);
 
-/// The profile as a module attribute (`helm.target`), so passes plan without touching hardware.
-mlir::DictionaryAttr targetToAttr(mlir::MLIRContext *ctx, const TargetProfile &target);
-llvm::Expected<TargetProfile> targetFromAttr(mlir::DictionaryAttr attr);
+/// The profile as the module attribute `helm.target`, so passes plan without touching hardware. The
+/// round trip is exact: every field, including the GPU stage's backend (cuda or emu), travels.
+TargetAttr targetToAttr(mlir::MLIRContext *ctx, const TargetProfile &target);
+llvm::Expected<TargetProfile> targetFromAttr(TargetAttr attr);
 
 } // namespace helm
 

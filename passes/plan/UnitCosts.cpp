@@ -43,38 +43,24 @@ std::vector<std::pair<std::string, int64_t>> unitTensors(UnitOp unit) {
 }
 
 bool readUnitCost(UnitOp unit, UnitCost &c) {
-  auto i64 = [&](llvm::StringRef name, int64_t &out) {
-    auto a = unit->getAttrOfType<IntegerAttr>(name);
-    if (a)
-      out = a.getInt();
-    return bool(a);
-  };
-  auto terms = unit->getAttrOfType<DictionaryAttr>(HelmDialect::CostTermsAttrHelper::getNameStr());
-  if (!terms)
+  UnitCostAttr cost = HelmDialect::CostAttrHelper(unit.getContext()).getAttr(unit);
+  if (!cost)
     return false;
-  auto f64 = [&](llvm::StringRef name, double &out) {
-    auto a = terms.getAs<FloatAttr>(name);
-    if (a)
-      out = a.getValueAsDouble();
-    return bool(a);
-  };
-  int64_t flopsDecode = 0, flopsPrefill = 0;
   c = UnitCost();
   c.name = unitName(unit);
   c.kind = stringifyUnitKind(unit.getKind()).str();
-  if (!i64("param_bytes", c.paramBytes) || !i64("resident_bytes", c.residentBytes) ||
-      !i64("act_bytes", c.actBytes) || !i64("kv_bytes_per_token", c.kvBytesPerToken) ||
-      !i64("flops_decode", flopsDecode) || !i64("flops_prefill", flopsPrefill) ||
-      !f64("proj_flops_decode", c.projFlopsDecode) || !f64("attn_flops_per_token", c.attnFlopsPerToken) ||
-      !f64("proj_flops_prefill", c.projFlopsPrefill) || !f64("attn_flops_prefill", c.attnFlopsPrefill))
-    return false;
-  c.flopsDecode = double(flopsDecode);
-  c.flopsPrefill = double(flopsPrefill);
-  double prefillParam = 0, prefillAct = 0;
-  f64("prefill_param_bytes", prefillParam);
-  f64("prefill_act_bytes", prefillAct);
-  c.prefillParamBytes = int64_t(prefillParam);
-  c.prefillActBytes = int64_t(prefillAct);
+  c.paramBytes = cost.getParamBytes();
+  c.residentBytes = cost.getResidentBytes();
+  c.actBytes = cost.getActBytes();
+  c.kvBytesPerToken = cost.getKvBytesPerToken();
+  c.flopsDecode = double(cost.getFlopsDecode());
+  c.flopsPrefill = double(cost.getFlopsPrefill());
+  c.projFlopsDecode = cost.getProjFlopsDecode();
+  c.attnFlopsPerToken = cost.getAttnFlopsPerToken();
+  c.projFlopsPrefill = cost.getProjFlopsPrefill();
+  c.attnFlopsPrefill = cost.getAttnFlopsPrefill();
+  c.prefillParamBytes = cost.getPrefillParamBytes();
+  c.prefillActBytes = cost.getPrefillActBytes();
   c.tensors = unitTensors(unit);
   return true;
 }

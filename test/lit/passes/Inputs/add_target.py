@@ -3,8 +3,9 @@
 
   add_target.py PLAN.json < module.mlir > with-target.mlir
 
-PLAN.json is `helmc --emit=plan-json` output; its "target" object is the profile. The attribute is
-{name, profile = <the profile as JSON>}, with the string escaped as MLIR prints strings.
+PLAN.json is `helmc --emit=plan-json` output; its "target" object is the profile (the JSON schema of
+docs/target-profile.md). It is written as the dialect's `#helm.target<...>` attribute: the profile's
+fields by the same names, the GPU's backend `emu` for an `emu:` target and `cuda` otherwise.
 """
 import json
 import sys
@@ -20,11 +21,43 @@ def mlir_string(text):
     return '"' + "".join(out) + '"'
 
 
+def number(value):
+    # repr() of a Python float reads back bit-identical; MLIR needs a '.' in a float literal.
+    text = repr(float(value))
+    if "." not in text:
+        mantissa, _, exponent = text.partition("e")
+        text = mantissa + ".0" + ("e" + exponent if exponent else "")
+    return text
+
+
+def fields(obj, names):
+    return ", ".join("%s = %s" % (name, number(obj[name])) for name in names)
+
+
+def target_attr(target):
+    cpu = target["cpu"]
+    parts = ["name = %s" % mlir_string(target.get("name", "target")),
+             "source = %s" % mlir_string(target.get("source", "")),
+             "cpu = #helm.cpu<name = %s, %s, cores = %d>" % (
+                 mlir_string(cpu.get("name", "")),
+                 fields(cpu, ["dram_bw_gbs", "l3_bytes", "l3_bw_gbs", "p_dec_gflops", "p_pre_gflops",
+                              "ram_bytes", "overhead_ms_per_block"]),
+                 int(cpu.get("cores", 0)))]
+    gpu = target.get("gpu")
+    if gpu:
+        backend = "emu" if target.get("name", "").startswith("emu:") else "cuda"
+        parts.append("gpu = #helm.gpu<name = %s, backend = %s, %s>" % (
+            mlir_string(gpu.get("name", "")), backend,
+            fields(gpu, ["vram_bytes", "reserved_bytes", "mem_bw_gbs", "p_dec_gflops", "p_pre_gflops",
+                         "overhead_ms_per_block"])))
+        parts.append("link = #helm.link<%s>" % fields(target["link"], ["bw_gbs", "latency_us"]))
+    parts.append(fields(target, ["eta_c", "eta_m"]))
+    return "#helm.target<%s>" % ", ".join(parts)
+
+
 def main():
     plan = json.load(open(sys.argv[1]))
-    target = plan["target"]
-    attr = "helm.target = {name = %s, profile = %s}" % (mlir_string(target.get("name", "target")),
-                                                         mlir_string(json.dumps(target)))
+    attr = "helm.target = " + target_attr(plan["target"])
     text = sys.stdin.read()
     marker = "module attributes {"
     if marker not in text:

@@ -1,6 +1,9 @@
 // Profile JSON: round trip of the catalogue, and one-line errors that name the field.
 #include "passes/plan/TargetProfile.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/MLIRContext.h"
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -64,4 +67,45 @@ TEST(TargetProfile, DeepNestingIsAnErrorNotAStackOverflow) {
   std::string error = errorOf(helm::parseTargetProfile(shallow));
   EXPECT_FALSE(error.empty());
   EXPECT_NE(error.find("cpu"), std::string::npos) << error;
+}
+
+// The module attribute: every catalogue target, and its emu: form, survives TargetProfile ->
+// #helm.target -> printed text -> parsed -> TargetProfile with every field and the backend.
+TEST(TargetProfile, AttributeRoundTripsThroughText) {
+  mlir::MLIRContext context;
+  context.loadDialect<helm::HelmDialect>();
+  std::vector<helm::TargetProfile> targets = helm::targetCatalogue();
+  auto emu = helm::resolveTarget("emu:" + targets.front().name);
+  ASSERT_TRUE(bool(emu)) << llvm::toString(emu.takeError());
+  targets.push_back(*emu);
+  for (const helm::TargetProfile &t : targets) {
+    helm::TargetAttr attr = helm::targetToAttr(&context, t);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    mlir::Attribute(attr).print(os);
+    auto parsed = llvm::dyn_cast_or_null<helm::TargetAttr>(mlir::parseAttribute(text, &context));
+    ASSERT_TRUE(parsed) << text;
+    EXPECT_EQ(parsed, attr) << text;
+    auto back = helm::targetFromAttr(parsed);
+    ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+    EXPECT_EQ(helm::targetProfileToJson(*back), helm::targetProfileToJson(t)) << t.name;
+    EXPECT_EQ(back->gpuDevice, t.gpuDevice) << t.name;
+  }
+  EXPECT_EQ(errorOf(helm::targetFromAttr(helm::TargetAttr())),
+            "module has no helm.target = #helm.target<...> attribute");
+}
+
+// A CPU-only target has no gpu and no link in the attribute, and comes back without them.
+TEST(TargetProfile, CpuOnlyTargetAttributeHasNoGpu) {
+  mlir::MLIRContext context;
+  context.loadDialect<helm::HelmDialect>();
+  helm::TargetProfile cpuOnly = helm::targetCatalogue().front();
+  cpuOnly.gpu.reset();
+  cpuOnly.link = {};
+  helm::TargetAttr attr = helm::targetToAttr(&context, cpuOnly);
+  EXPECT_FALSE(attr.getGpu());
+  EXPECT_FALSE(attr.getLink());
+  auto back = helm::targetFromAttr(attr);
+  ASSERT_TRUE(bool(back));
+  EXPECT_FALSE(back->gpu.has_value());
 }

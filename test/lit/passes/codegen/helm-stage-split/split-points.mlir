@@ -70,8 +70,12 @@
 // K4-NOT: @helm_gpu_stage
 
 module attributes {
-  helm.cost_options = {batch = 1 : i64, context = 16 : i64, prompt_len = 1 : i64},
-  helm.target = {name = "big", profile = "{\22name\22: \22big\22, \22cpu\22: {\22dram_bw_gbs\22: 10, \22l3_bytes\22: 0, \22l3_bw_gbs\22: 10, \22p_dec_gflops\22: 10, \22p_pre_gflops\22: 10, \22ram_bytes\22: 1000000000, \22overhead_ms_per_block\22: 0}, \22gpu\22: {\22vram_bytes\22: 1000000000, \22reserved_bytes\22: 0, \22mem_bw_gbs\22: 100, \22p_dec_gflops\22: 100, \22p_pre_gflops\22: 100, \22overhead_ms_per_block\22: 0}, \22link\22: {\22bw_gbs\22: 16, \22latency_us\22: 0}}"}
+  helm.target = #helm.target<name = "big",
+      cpu = #helm.cpu<dram_bw_gbs = 10.0, l3_bytes = 0.0, l3_bw_gbs = 10.0, p_dec_gflops = 10.0, p_pre_gflops = 10.0,
+                      ram_bytes = 1.0e9, overhead_ms_per_block = 0.0>,
+      gpu = #helm.gpu<backend = cuda, vram_bytes = 1.0e9, reserved_bytes = 0.0, mem_bw_gbs = 100.0, p_dec_gflops = 100.0,
+                      p_pre_gflops = 100.0, overhead_ms_per_block = 0.0>,
+      link = #helm.link<bw_gbs = 16.0, latency_us = 0.0>>
 } {
   helm.weight_decl @embed : tensor<32x16xf32> {length = 2048 : i64, location = "", offset = -1 : i64, onnx_name = "embed"}
   helm.weight_decl @wq : tensor<16x16xf32> {length = 1024 : i64, location = "", offset = -1 : i64, onnx_name = "wq"}

@@ -1,19 +1,68 @@
 // RUN: helm-opt %s --helm-partition --split-input-file --verify-diagnostics
 
-// expected-error @+1 {{module has no helm.target {profile = "<json>"} attribute}}
-module attributes {helm.cost_options = {batch = 1 : i64, context = 0 : i64, prompt_len = 1 : i64}} {
+// expected-error @+1 {{module has no helm.target = #helm.target<...> attribute}}
+module attributes {helm.cost_options = #helm.cost_options<batch = 1, context_tokens = 0, prompt_len = 1>} {
 }
 
 // -----
 
-// expected-error @+1 {{helm.cost_options lacks integer 'context'}}
-module attributes {helm.cost_options = {batch = 1 : i64, prompt_len = 1 : i64},
-                   helm.target = {name = "toy", profile = "{\22cpu\22: {\22dram_bw_gbs\22: 10, \22l3_bytes\22: 0, \22l3_bw_gbs\22: 10, \22p_dec_gflops\22: 10, \22p_pre_gflops\22: 10, \22ram_bytes\22: 1000, \22overhead_ms_per_block\22: 0}}"}} {
+// The attributes are typed: a missing field is a parse error where the field should be.
+// expected-error @+1 {{expected ','}}
+module attributes {helm.cost_options = #helm.cost_options<batch = 1, prompt_len = 1>} {
 }
 
 // -----
 
-// expected-error @+1 {{helm.target: cpu.dram_bw_gbs must be positive, got -1}}
-module attributes {helm.cost_options = {batch = 1 : i64, context = 0 : i64, prompt_len = 1 : i64},
-                   helm.target = {name = "toy", profile = "{\22cpu\22: {\22dram_bw_gbs\22: -1}}"}} {
+// expected-error @+1 {{cost options must have batch >= 1, context >= 0, prompt_len >= 1}}
+module attributes {helm.cost_options = #helm.cost_options<batch = 0, context_tokens = 0, prompt_len = 1>} {
+}
+
+// -----
+
+// The target's numbers follow the profile JSON's rules, checked where the profile is written.
+// expected-error @+3 {{cpu.dram_bw_gbs must be positive, got -1}}
+// expected-error @+3 {{failed to parse Helm_TargetAttr parameter 'cpu'}}
+module attributes {helm.target = #helm.target<name = "toy",
+    cpu = #helm.cpu<dram_bw_gbs = -1.0, l3_bytes = 0.0, l3_bw_gbs = 10.0, p_dec_gflops = 10.0, p_pre_gflops = 10.0,
+                    ram_bytes = 1000.0, overhead_ms_per_block = 0.0>>} {
+}
+
+// -----
+
+// expected-error @+1 {{a target with a gpu needs a link}}
+module attributes {helm.target = #helm.target<name = "toy",
+    cpu = #helm.cpu<dram_bw_gbs = 10.0, l3_bytes = 0.0, l3_bw_gbs = 10.0, p_dec_gflops = 10.0, p_pre_gflops = 10.0,
+                    ram_bytes = 1000.0, overhead_ms_per_block = 0.0>,
+    gpu = #helm.gpu<backend = emu, vram_bytes = 2000.0, reserved_bytes = 0.0, mem_bw_gbs = 100.0, p_dec_gflops = 100.0,
+                    p_pre_gflops = 100.0, overhead_ms_per_block = 0.0>>} {
+}
+
+// -----
+
+// expected-error @+3 {{gpu.reserved_bytes must be below gpu.vram_bytes}}
+// expected-error @+2 {{failed to parse Helm_TargetAttr parameter 'gpu'}}
+module attributes {helm.target = #helm.target<name = "toy", cpu = #helm.cpu<dram_bw_gbs = 10.0, l3_bytes = 0.0, l3_bw_gbs = 10.0, p_dec_gflops = 10.0, p_pre_gflops = 10.0, ram_bytes = 1000.0, overhead_ms_per_block = 0.0>,
+    gpu = #helm.gpu<backend = cuda, vram_bytes = 2000.0, reserved_bytes = 2000.0, mem_bw_gbs = 100.0, p_dec_gflops = 100.0, p_pre_gflops = 100.0, overhead_ms_per_block = 0.0>,
+    link = #helm.link<bw_gbs = 1.0, latency_us = 0.0>>} {
+}
+
+// -----
+
+// expected-error @+1 {{plan objective must be decode or prefill, got 'latency'}}
+module attributes {helm.plan = #helm.plan<chosen_k = 0, predicted_ms_per_token = 1.0, objective = "latency", kv_offload = true,
+    candidates = #helm.candidate<k = 0, feasible = true, t_cpu_ms = 0.0, t_gpu_ms = 1.0, t_comm_ms = 0.0, t_plan_ms = 1.0, gpu_bytes = 0.0, host_bytes = 0.0>>} {
+}
+
+// -----
+
+// expected-error @+1 {{plan chosen_k 1 is not one of its 1 candidates}}
+module attributes {helm.plan = #helm.plan<chosen_k = 1, predicted_ms_per_token = 1.0, objective = "decode", kv_offload = true,
+    candidates = #helm.candidate<k = 0, feasible = true, t_cpu_ms = 0.0, t_gpu_ms = 1.0, t_comm_ms = 0.0, t_plan_ms = 1.0, gpu_bytes = 0.0, host_bytes = 0.0>>} {
+}
+
+// -----
+
+// Unit costs belong on partition units.
+// expected-error @+1 {{'helm.cost' must be a #helm.unit_cost on a helm.unit}}
+module attributes {helm.cost = #helm.unit_cost<param_bytes = 0, resident_bytes = 0, act_bytes = 0, kv_bytes_per_token = 0, flops_decode = 0, flops_prefill = 0, proj_flops_decode = 0.0, attn_flops_per_token = 0.0, proj_flops_prefill = 0.0, attn_flops_prefill = 0.0, prefill_param_bytes = 0, prefill_act_bytes = 0>} {
 }
