@@ -2,6 +2,7 @@
 #include "passes/raise/OnnxMatchers.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 #include <cstring>
@@ -164,6 +165,30 @@ void replaceValue(Value from, Value to, Operation *after) {
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  ret.getOperandTypes()));
+}
+
+void replaceWithRaised(PatternRewriter &rewriter, Operation *op, Value raised) {
+  Value from = op->getResult(0);
+  bool returned = llvm::any_of(from.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); });
+  rewriter.replaceOp(op, raised);
+  if (!returned)
+    return;
+  auto func = raised.getParentRegion()->getParentOfType<func::FuncOp>();
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  rewriter.modifyOpInPlace(func, [&] {
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
+  });
+}
+
+LogicalResult applyRaisingPatterns(func::FuncOp func, RewritePatternSet &&patterns) {
+  GreedyRewriteConfig config;
+  config.enableFolding(false)
+      .enableConstantCSE(false)
+      .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  if (failed(applyPatternsGreedily(func, FrozenRewritePatternSet(std::move(patterns)), config)))
+    return func.emitError() << "raising did not reach a fixed point in "
+                            << config.getMaxIterations() << " rounds";
+  return success();
 }
 } // namespace helm
 

@@ -10,6 +10,8 @@
 
 #include "dialects/helm/HelmDialect.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 #include <optional>
 
 namespace helm {
@@ -63,6 +65,16 @@ mlir::LogicalResult nodeError(OnnxNodeOp op, const llvm::Twine &msg);
 /// With `after`, only uses in ops that come after it in the block are replaced (the rest are dead
 /// remains of the raised pattern that would otherwise use a value before its definition).
 void replaceValue(mlir::Value from, mlir::Value to, mlir::Operation *after = nullptr);
+
+/// Replaces `op` (one result) with `raised` through the rewriter, which erases `op`; when the result
+/// was returned, the function's result types follow, as in replaceValue.
+void replaceWithRaised(mlir::PatternRewriter &rewriter, mlir::Operation *op, mlir::Value raised);
+
+/// Applies raising patterns to `func` until none matches, with MLIR's greedy driver set to rewrite
+/// only: no folding, constant CSE or region simplification, which would move constants or merge ops
+/// that partition units later count. ONNX nodes a rewrite leaves dead are erased on the way. A
+/// rewrite re-queues the users of what it replaced, so chains (an add of adds) raise in any order.
+mlir::LogicalResult applyRaisingPatterns(mlir::func::FuncOp func, mlir::RewritePatternSet &&patterns);
 
 /// The rotary base theta for which inv_freq[i] = theta^(-2i/rotaryDim), or nullopt when the
 /// frequencies do not follow that law (scaled rotary variants).

@@ -13,35 +13,42 @@ using namespace mlir;
 using namespace helm;
 
 namespace {
+/// Gather(table, ids) on axis 0 of a 2-D weight with integer ids: an embedding lookup.
+struct EmbeddingPattern : OpRewritePattern<OnnxNodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxNodeOp op, PatternRewriter &rewriter) const override {
+    if (!op.is("Gather"))
+      return failure();
+    WeightOp table = traceWeight(op.getInputs()[0]);
+    if (!table || shapeOf(table).size() != 2 || op.getIntAttr("axis", 0) != 0)
+      return failure();
+    Value ids = op.getInputs()[1];
+    auto idsType = dyn_cast<TensorType>(ids.getType());
+    if (!idsType || !isa<IntegerType>(idsType.getElementType()))
+      return failure();
+    int64_t hidden = shapeOf(table)[1];
+    RankedTensorType resultType;
+    Type element = elementTypeOf(table);
+    if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
+      SmallVector<int64_t> shape(ranked.getShape());
+      shape.push_back(hidden);
+      resultType = RankedTensorType::get(shape, element);
+    } else {
+      resultType = activationType(element, hidden);
+    }
+    replaceWithRaised(rewriter, op,
+                      EmbedOp::create(rewriter, op.getLoc(), resultType, ids, table.getResult()).getResult());
+    return success();
+  }
+};
+
 struct RaiseEmbeddingPass : helm::impl::RaiseEmbeddingBase<RaiseEmbeddingPass> {
   void runOnOperation() override {
-    SmallVector<OnnxNodeOp> gathers;
-    getOperation().walk([&](OnnxNodeOp op) {
-      if (op.is("Gather"))
-        gathers.push_back(op);
-    });
-    for (OnnxNodeOp op : gathers) {
-      WeightOp table = traceWeight(op.getInputs()[0]);
-      if (!table || shapeOf(table).size() != 2 || op.getIntAttr("axis", 0) != 0)
-        continue;
-      Value ids = op.getInputs()[1];
-      auto idsType = dyn_cast<TensorType>(ids.getType());
-      if (!idsType || !isa<IntegerType>(idsType.getElementType()))
-        continue;
-      int64_t hidden = shapeOf(table)[1];
-      RankedTensorType resultType;
-      Type element = elementTypeOf(table);
-      if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
-        SmallVector<int64_t> shape(ranked.getShape());
-        shape.push_back(hidden);
-        resultType = RankedTensorType::get(shape, element);
-      } else {
-        resultType = activationType(element, hidden);
-      }
-      OpBuilder b(op);
-      auto embed = EmbedOp::create(b, op.getLoc(), resultType, ids, table.getResult());
-      replaceValue(op.getResult(0), embed.getResult());
-    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<EmbeddingPattern>(&getContext());
+    if (failed(applyRaisingPatterns(getOperation(), std::move(patterns))))
+      signalPassFailure();
   }
 };
 } // namespace

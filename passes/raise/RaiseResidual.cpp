@@ -31,22 +31,27 @@ Value skipNoOpCasts(Value v) {
   return v;
 }
 
+struct ResidualPattern : OpRewritePattern<OnnxNodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxNodeOp add, PatternRewriter &rewriter) const override {
+    if (!add.is("Add"))
+      return failure();
+    Value lhs = skipNoOpCasts(add.getInputs()[0]), rhs = skipNoOpCasts(add.getInputs()[1]);
+    if (!isRaisedActivation(lhs) || !isRaisedActivation(rhs) || lhs.getType() != rhs.getType())
+      return failure();
+    replaceWithRaised(rewriter, add, AddOp::create(rewriter, add.getLoc(), lhs.getType(), lhs, rhs).getResult());
+    return success();
+  }
+};
+
 struct RaiseResidualPass : helm::impl::RaiseResidualBase<RaiseResidualPass> {
   void runOnOperation() override {
-    // Program order: a residual add's operands are raised before it is visited.
-    SmallVector<OnnxNodeOp> adds;
-    getOperation().walk([&](OnnxNodeOp op) {
-      if (op.is("Add"))
-        adds.push_back(op);
-    });
-    for (OnnxNodeOp add : adds) {
-      Value lhs = skipNoOpCasts(add.getInputs()[0]), rhs = skipNoOpCasts(add.getInputs()[1]);
-      if (!isRaisedActivation(lhs) || !isRaisedActivation(rhs) || lhs.getType() != rhs.getType())
-        continue;
-      OpBuilder b(add);
-      auto sum = AddOp::create(b, add.getLoc(), lhs.getType(), lhs, rhs);
-      replaceValue(add.getResult(0), sum.getResult());
-    }
+    // An add of adds raises whatever the visiting order: replacing the inner add re-queues the outer.
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ResidualPattern>(&getContext());
+    if (failed(applyRaisingPatterns(getOperation(), std::move(patterns))))
+      return signalPassFailure();
     refineTypes(getOperation());
   }
 };

@@ -13,35 +13,39 @@ using namespace mlir;
 using namespace helm;
 
 namespace {
-struct RaiseSwigluPass : helm::impl::RaiseSwigluBase<RaiseSwigluPass> {
-  void runOnOperation() override {
-    SmallVector<OnnxNodeOp> sigmoids;
-    getOperation().walk([&](OnnxNodeOp op) {
-      if (op.is("Sigmoid"))
-        sigmoids.push_back(op);
-    });
-    for (OnnxNodeOp sigmoid : sigmoids) {
-      Value gate = sigmoid.getInputs()[0];
-      // silu(g) = g * sigmoid(g)
-      OnnxNodeOp silu;
-      for (Operation *user : sigmoid.getResult(0).getUsers())
-        if (auto mul = dyn_cast<OnnxNodeOp>(user); mul && mul.is("Mul") &&
-            llvm::is_contained(mul.getInputs(), gate))
-          silu = mul;
+/// silu(gate) * up, with silu(g) = g * sigmoid(g), anchored on the outer Mul.
+struct SwigluPattern : OpRewritePattern<OnnxNodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxNodeOp gateUp, PatternRewriter &rewriter) const override {
+    if (!gateUp.is("Mul"))
+      return failure();
+    for (int siluSide = 0; siluSide < 2; ++siluSide) {
+      OnnxNodeOp silu = producer(gateUp.getInputs()[siluSide], "Mul");
       if (!silu || !silu.getResult(0).hasOneUse())
         continue;
-      auto gateUp = dyn_cast<OnnxNodeOp>(*silu.getResult(0).user_begin());
-      if (!gateUp || !gateUp.is("Mul"))
-        continue;
-      Value up = gateUp.getInputs()[0] == silu.getResult(0) ? gateUp.getInputs()[1]
-                                                             : gateUp.getInputs()[0];
-      auto type = dyn_cast<RankedTensorType>(gate.getType());
-      if (!type || type != up.getType())
-        continue;
-      OpBuilder b(gateUp);
-      auto swiglu = SwigluOp::create(b, gateUp.getLoc(), type, gate, up);
-      replaceValue(gateUp.getResult(0), swiglu.getResult());
+      for (int gateSide = 0; gateSide < 2; ++gateSide) {
+        Value gate = silu.getInputs()[gateSide];
+        OnnxNodeOp sigmoid = producer(silu.getInputs()[1 - gateSide], "Sigmoid");
+        Value up = gateUp.getInputs()[1 - siluSide];
+        auto type = dyn_cast<RankedTensorType>(gate.getType());
+        if (!sigmoid || sigmoid.getInputs()[0] != gate || !type || type != up.getType())
+          continue;
+        replaceWithRaised(rewriter, gateUp,
+                          SwigluOp::create(rewriter, gateUp.getLoc(), type, gate, up).getResult());
+        return success();
+      }
     }
+    return failure();
+  }
+};
+
+struct RaiseSwigluPass : helm::impl::RaiseSwigluBase<RaiseSwigluPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SwigluPattern>(&getContext());
+    if (failed(applyRaisingPatterns(getOperation(), std::move(patterns))))
+      signalPassFailure();
   }
 };
 } // namespace
