@@ -1,0 +1,593 @@
+//===- BlockFormats.cpp - GGUF / ggml block formats --------------------------------===//
+#include "kernels/quant/BlockFormats.h"
+
+#include "kernels/cpu/Numeric.h"
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace helm::quant {
+
+namespace {
+
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 && sizeof(BlockQ6K) == 210);
+
+constexpr std::array<BlockFormatInfo, 6> kFormats = {{
+    {BlockFormat::q8_0, "q8_0", 8, 32, sizeof(BlockQ8_0)},
+    {BlockFormat::q4_0, "q4_0", 2, 32, sizeof(BlockQ4_0)},
+    {BlockFormat::q4_1, "q4_1", 3, 32, sizeof(BlockQ4_1)},
+    {BlockFormat::q4_k, "q4_k", 12, 256, sizeof(BlockQ4K)},
+    {BlockFormat::q5_k, "q5_k", 13, 256, sizeof(BlockQ5K)},
+    {BlockFormat::q6_k, "q6_k", 14, 256, sizeof(BlockQ6K)},
+}};
+
+constexpr int kSuperBlock = 256;
+
+// Every format's largest representable magnitude (largest f16 times the largest scale code times
+// the largest quant code, e.g. Q6_K's 65504 * 128 * 32 ~ 2.7e8) is below this. A block beyond it is
+// refused before any arithmetic, so the scale search's sums of squares and cubes stay finite.
+constexpr float kBeyondEveryFormat = 4294967296.0f; // 2^32
+
+float fromHalf(uint16_t h) { return kernels::halfToFloat(h); }
+// ggml stores scales with GGML_FP32_TO_FP16: round to nearest even, as Numeric's floatToHalf.
+uint16_t toHalf(float f) { return kernels::floatToHalf(f); }
+bool halfIsFinite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
+
+/// ggml's nearest_int (round half to even) with the result clamped to [lo, hi]. The clamp happens
+/// in float first, so a huge, infinite or NaN argument (NaN gives lo) never reaches the integer
+/// conversion, which would be undefined.
+int nearestClamped(float v, int lo, int hi) {
+  if (!(v > float(lo)))
+    return lo;
+  if (!(v < float(hi)))
+    return hi;
+  return int(std::nearbyint(v)); // default rounding mode: nearest, ties to even
+}
+
+/// ggml's `MIN(15, (int8_t)(v))` for the Q4_0/Q4_1 codes (v = x * id + 8.5 or + 0.5, in [0, 16.5]
+/// for finite id): truncation toward zero, capped at 15. Also 0 for NaN and negatives, which occur
+/// only when 1/d overflowed (float-subnormal d; f16(d) is then 0 and the codes decode to zero).
+int truncatedNibble(float v) {
+  if (!(v >= 0.0f))
+    return 0;
+  if (v >= 15.0f)
+    return 15;
+  return int(v);
+}
+
+/// ggml's roundf for Q8_0 (half away from zero), clamped to the int8 codes ±127.
+int roundedQ8(float v) {
+  if (std::isnan(v))
+    return 0;
+  return int(std::round(std::clamp(v, -127.0f, 127.0f)));
+}
+
+template <typename Block> Block loadBlock(const uint8_t *p) {
+  Block b;
+  std::memcpy(&b, p, sizeof(Block));
+  return b;
+}
+template <typename Block> void storeBlock(const Block &b, uint8_t *p) { std::memcpy(p, &b, sizeof(Block)); }
+
+std::string formatFloat(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// The error for a block whose f16 scale field overflowed (or that is beyond every format).
+std::string tooLargeError(BlockFormat format, int64_t block, const float *x, int64_t count) {
+  float amax = 0;
+  for (int64_t i = 0; i < count; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
+  return std::string(blockFormatInfo(format).name) + " block " + std::to_string(block) + ": magnitude " +
+         formatFloat(amax) + " needs a scale beyond f16's largest (65504); the format cannot represent it";
+}
+
+// ---- q8_0, q4_0, q4_1: ggml's reference quantizers, operation for operation ------------------
+// (the float expressions keep ggml's order; the library is built with -ffp-contract=off so none
+// is fused into an FMA, which would change the rounding).
+
+bool quantizeQ8_0(const float *x, uint8_t *out) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f; // ggml multiplies by 1/d, not divides by d
+  BlockQ8_0 b;
+  b.d = toHalf(d);
+  for (int j = 0; j < 32; ++j)
+    b.qs[j] = int8_t(roundedQ8(x[j] * id));
+  storeBlock(b, out);
+  return halfIsFinite(b.d);
+}
+
+bool quantizeQ4_0(const float *x, uint8_t *out) {
+  // The signed value of largest magnitude (the first one on ties) maps to code 0, i.e. -8 * d.
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  BlockQ4_0 b;
+  b.d = toHalf(d);
+  for (int j = 0; j < 16; ++j) {
+    const int lowCode = truncatedNibble(x[j] * id + 8.5f);
+    const int highCode = truncatedNibble(x[j + 16] * id + 8.5f);
+    b.qs[j] = uint8_t(lowCode | (highCode << 4));
+  }
+  storeBlock(b, out);
+  return halfIsFinite(b.d);
+}
+
+bool quantizeQ4_1(const float *x, uint8_t *out) {
+  float min = FLT_MAX, max = -FLT_MAX;
+  for (int j = 0; j < 32; ++j) {
+    min = std::min(min, x[j]);
+    max = std::max(max, x[j]);
+  }
+  const float d = (max - min) / 15.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  BlockQ4_1 b;
+  b.d = toHalf(d);
+  b.m = toHalf(min);
+  for (int j = 0; j < 16; ++j) {
+    const int lowCode = truncatedNibble((x[j] - min) * id + 0.5f);
+    const int highCode = truncatedNibble((x[j + 16] - min) * id + 0.5f);
+    b.qs[j] = uint8_t(lowCode | (highCode << 4));
+  }
+  storeBlock(b, out);
+  return halfIsFinite(b.d) && halfIsFinite(b.m);
+}
+
+// ---- k-quants ----------------------------------------------------------------------------------
+
+/// An affine sub-block fit x ~ scale * q - offset with q in [0, qmax], scale >= 0, offset >= 0
+/// (offset is ggml's "min", stored negated so that its 6-bit code is unsigned).
+struct AffineFit {
+  float scale = 0.0f;
+  float offset = 0.0f;
+};
+
+/// Weighted squared error of x against scale * q + lowEnd with each q the nearest code.
+float affineError(const float *x, const float *w, int n, int qmax, float scale, float lowEnd) {
+  float err = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int q = nearestClamped((x[i] - lowEnd) / scale, 0, qmax);
+    const float diff = scale * float(q) + lowEnd - x[i];
+    err += w[i] * diff * diff;
+  }
+  return err;
+}
+
+/// ggml's make_qkx2_quants in spirit: start from the min/max fit, then try nstep + 1 slightly
+/// different step counts, refit scale and low end by weighted least squares on each one's codes,
+/// and keep the smallest weighted squared error. Unlike ggml, a refit is only kept when its codes
+/// still reach the sub-block's extremes within half a step: ggml may clip an outlier to lower
+/// the weighted error, which leaves no bound on one weight's error (docs/quantization.md).
+AffineFit fitAffine(const float *x, const float *w, int n, int qmax, float rmin, float rdelta, int nstep) {
+  float dataMin = x[0], dataMax = x[0];
+  float sumW = 0.0f, sumX = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    dataMin = std::min(dataMin, x[i]);
+    dataMax = std::max(dataMax, x[i]);
+    sumW += w[i];
+    sumX += w[i] * x[i];
+  }
+  // The low end is never above zero: the offset code is unsigned.
+  const float lowEnd = std::min(dataMin, 0.0f);
+  if (dataMax == lowEnd) // a constant non-positive sub-block: the offset alone represents it
+    return {0.0f, -lowEnd};
+  AffineFit best{(dataMax - lowEnd) / float(qmax), -lowEnd};
+  float bestError = affineError(x, w, n, qmax, best.scale, lowEnd);
+  for (int step = 0; step <= nstep; ++step) {
+    const float iscale = (rmin + rdelta * float(step) + float(qmax)) / (dataMax - lowEnd);
+    float sumL = 0.0f, sumL2 = 0.0f, sumXL = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float q = float(nearestClamped(iscale * (x[i] - lowEnd), 0, qmax));
+      sumL += w[i] * q;
+      sumL2 += w[i] * q * q;
+      sumXL += w[i] * q * x[i];
+    }
+    const float det = sumW * sumL2 - sumL * sumL;
+    if (!(det > 0.0f))
+      continue;
+    float scale = (sumW * sumXL - sumX * sumL) / det;
+    float low = (sumL2 * sumX - sumL * sumXL) / det;
+    if (low > 0.0f) {
+      low = 0.0f;
+      scale = sumXL / sumL2;
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale) || !std::isfinite(low))
+      continue;
+    const bool coversData = dataMin >= low - 0.5f * scale && dataMax <= low + (float(qmax) + 0.5f) * scale;
+    if (!coversData)
+      continue;
+    const float error = affineError(x, w, n, qmax, scale, low);
+    if (error < bestError) {
+      bestError = error;
+      best = {scale, -low};
+    }
+  }
+  return best;
+}
+
+/// The sub-block fits of a Q4_K / Q5_K super-block packed into d, dmin and the 12 scale bytes;
+/// `codes` gets each weight's q in [0, qmax] for the stored (rounded) scales. False when d or
+/// dmin overflows f16.
+bool quantizeAffineSuperBlock(const float *x, int qmax, float rmin, float rdelta, int nstep, uint16_t &dField,
+                              uint16_t &dminField, uint8_t packed[12], uint8_t codes[kSuperBlock]) {
+  AffineFit fits[8];
+  float maxScale = 0.0f, maxOffset = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    const float *sub = x + 32 * j;
+    // ggml's weights: the sub-block's RMS plus each weight's magnitude.
+    float sumSquares = 0.0f;
+    for (int l = 0; l < 32; ++l)
+      sumSquares += sub[l] * sub[l];
+    const float rms = std::sqrt(sumSquares / 32.0f);
+    float weights[32];
+    for (int l = 0; l < 32; ++l)
+      weights[l] = rms + std::fabs(sub[l]);
+    fits[j] = fitAffine(sub, weights, 32, qmax, rmin, rdelta, nstep);
+    maxScale = std::max(maxScale, fits[j].scale);
+    maxOffset = std::max(maxOffset, fits[j].offset);
+  }
+  // 6-bit codes relative to the largest sub-block scale and offset.
+  const float invScale = maxScale > 0.0f ? 63.0f / maxScale : 0.0f;
+  const float invOffset = maxOffset > 0.0f ? 63.0f / maxOffset : 0.0f;
+  std::memset(packed, 0, 12);
+  uint8_t scaleCodes[8], offsetCodes[8];
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t sc = uint8_t(nearestClamped(invScale * fits[j].scale, 0, 63));
+    const uint8_t mc = uint8_t(nearestClamped(invOffset * fits[j].offset, 0, 63));
+    scaleCodes[j] = sc;
+    offsetCodes[j] = mc;
+    if (j < 4) {
+      packed[j] |= sc;
+      packed[j + 4] |= mc;
+    } else {
+      packed[j + 4] = uint8_t((sc & 0xF) | ((mc & 0xF) << 4));
+      packed[j - 4] |= uint8_t((sc >> 4) << 6);
+      packed[j] |= uint8_t((mc >> 4) << 6);
+    }
+  }
+  dField = toHalf(maxScale / 63.0f);
+  dminField = toHalf(maxOffset / 63.0f);
+  if (!halfIsFinite(dField) || !halfIsFinite(dminField))
+    return false;
+  // The codes for the scales as stored (f16 times the 6-bit code), nearest in [0, qmax].
+  const float d = fromHalf(dField), dmin = fromHalf(dminField);
+  for (int j = 0; j < 8; ++j) {
+    const float scale = d * float(scaleCodes[j]);
+    const float offset = dmin * float(offsetCodes[j]);
+    for (int l = 0; l < 32; ++l)
+      codes[32 * j + l] = scale == 0.0f ? 0 : uint8_t(nearestClamped((x[32 * j + l] + offset) / scale, 0, qmax));
+  }
+  return true;
+}
+
+bool quantizeQ4K(const float *x, uint8_t *out) {
+  BlockQ4K b;
+  uint8_t codes[kSuperBlock];
+  // ggml's Q4_K search parameters: 21 step counts from qmax - 1 to qmax + 1.
+  const bool ok = quantizeAffineSuperBlock(x, 15, -1.0f, 0.1f, 20, b.d, b.dmin, b.scales, codes);
+  for (int chunk = 0; chunk < 4; ++chunk)
+    for (int l = 0; l < 32; ++l)
+      b.qs[32 * chunk + l] = uint8_t(codes[64 * chunk + l] | (codes[64 * chunk + 32 + l] << 4));
+  storeBlock(b, out);
+  return ok;
+}
+
+bool quantizeQ5K(const float *x, uint8_t *out) {
+  BlockQ5K b;
+  uint8_t codes[kSuperBlock];
+  // ggml's Q5_K search parameters: 16 step counts from qmax - 0.5 to qmax + 1.
+  const bool ok = quantizeAffineSuperBlock(x, 31, -0.5f, 0.1f, 15, b.d, b.dmin, b.scales, codes);
+  std::memset(b.qh, 0, sizeof b.qh);
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t lowSub = codes[64 * chunk + l], highSub = codes[64 * chunk + 32 + l];
+      b.qs[32 * chunk + l] = uint8_t((lowSub & 0xF) | ((highSub & 0xF) << 4));
+      b.qh[l] |= uint8_t(((lowSub >> 4) << (2 * chunk)) | ((highSub >> 4) << (2 * chunk + 1)));
+    }
+  }
+  storeBlock(b, out);
+  return ok;
+}
+
+/// Q6_K's sub-block fit (ggml's make_qx_quants with squared-magnitude weights, in spirit): a
+/// signed scale s with x ~ s * q, q in [-32, 31]. The start maps the value of largest magnitude to
+/// q = -32 (so s has the opposite sign); refits by weighted least squares for 19 step counts around
+/// 32 are kept when they lower the weighted error and still reach every weight within one step
+/// (the start itself may clamp the opposite extreme, +32 steps, to 31).
+float fitSymmetric(const float *x, int n) {
+  constexpr int qmax = 32;
+  float amax = 0.0f, max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  if (amax < 1e-30f) // ggml treats this as all zero
+    return 0.0f;
+  auto weightedError = [&](float s, float &maxError) {
+    float err = 0.0f;
+    maxError = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float diff = x[i] - s * float(nearestClamped(x[i] / s, -qmax, qmax - 1));
+      err += x[i] * x[i] * diff * diff;
+      maxError = std::max(maxError, std::fabs(diff));
+    }
+    return err;
+  };
+  float best = -max / float(qmax), maxError;
+  float bestError = weightedError(best, maxError);
+  for (int step = -9; step <= 9; ++step) {
+    const float iscale = -(float(qmax) + 0.1f * float(step)) / max;
+    float sumXL = 0.0f, sumL2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float q = float(nearestClamped(iscale * x[i], -qmax, qmax - 1));
+      const float w = x[i] * x[i];
+      sumXL += w * x[i] * q;
+      sumL2 += w * q * q;
+    }
+    if (!(sumL2 > 0.0f))
+      continue;
+    const float s = sumXL / sumL2;
+    if (!(s != 0.0f) || !std::isfinite(s))
+      continue;
+    const float error = weightedError(s, maxError);
+    if (error < bestError && maxError <= std::fabs(s)) {
+      bestError = error;
+      best = s;
+    }
+  }
+  return best;
+}
+
+/// Q6_K's 6-bit codes into ql/qh. Per 128 weights (half h): ql[64h + l] holds weight l (low
+/// nibble) and l + 64 (high nibble), ql[64h + 32 + l] weights l + 32 and l + 96; qh[32h + l]
+/// holds the top 2 bits of weights l, l + 32, l + 64, l + 96 at bits 0, 2, 4, 6.
+void packQ6K(const uint8_t codes[kSuperBlock], BlockQ6K &b) {
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t *q = codes + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      b.ql[64 * half + l] = uint8_t((q[l] & 0xF) | ((q[l + 64] & 0xF) << 4));
+      b.ql[64 * half + 32 + l] = uint8_t((q[l + 32] & 0xF) | ((q[l + 96] & 0xF) << 4));
+      b.qh[32 * half + l] =
+          uint8_t((q[l] >> 4) | ((q[l + 32] >> 4) << 2) | ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
+    }
+  }
+}
+
+bool quantizeQ6K(const float *x, uint8_t *out) {
+  float scales[16];
+  float maxScale = 0.0f, maxAbsScale = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fitSymmetric(x + 16 * j, 16);
+    if (std::fabs(scales[j]) > maxAbsScale) {
+      maxAbsScale = std::fabs(scales[j]);
+      maxScale = scales[j];
+    }
+  }
+  BlockQ6K b;
+  if (maxAbsScale == 0.0f) { // an all-zero super-block: d = 0, every code 0
+    std::memset(&b, 0, sizeof b);
+    storeBlock(b, out);
+    return true;
+  }
+  // int8 scale codes relative to the largest: that one becomes -128 (the sign flips so that d > 0).
+  const float iscale = -128.0f / maxScale;
+  b.d = toHalf(1.0f / iscale);
+  for (int j = 0; j < 16; ++j)
+    b.scales[j] = int8_t(nearestClamped(iscale * scales[j], -128, 127));
+  if (!halfIsFinite(b.d)) {
+    storeBlock(b, out);
+    return false;
+  }
+  const float d = fromHalf(b.d);
+  uint8_t codes[kSuperBlock];
+  for (int j = 0; j < 16; ++j) {
+    const float scale = d * float(b.scales[j]);
+    for (int l = 0; l < 16; ++l)
+      codes[16 * j + l] = scale == 0.0f ? 32 : uint8_t(nearestClamped(x[16 * j + l] / scale, -32, 31) + 32);
+  }
+  packQ6K(codes, b);
+  storeBlock(b, out);
+  return true;
+}
+
+// ---- dequantization: ggml's dequantize_row_*, same operations in the same order ---------------
+
+void dequantizeQ8_0(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ8_0>(in);
+  const float d = fromHalf(b.d);
+  for (int j = 0; j < 32; ++j)
+    y[j] = float(b.qs[j]) * d;
+}
+
+void dequantizeQ4_0(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ4_0>(in);
+  const float d = fromHalf(b.d);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = float((b.qs[j] & 0xF) - 8) * d;
+    y[j + 16] = float((b.qs[j] >> 4) - 8) * d;
+  }
+}
+
+void dequantizeQ4_1(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ4_1>(in);
+  const float d = fromHalf(b.d), m = fromHalf(b.m);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = float(b.qs[j] & 0xF) * d + m;
+    y[j + 16] = float(b.qs[j] >> 4) * d + m;
+  }
+}
+
+void dequantizeQ4K(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ4K>(in);
+  const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    for (int half = 0; half < 2; ++half) {
+      uint8_t sc, mc;
+      unpackScaleMin(b.scales, 2 * chunk + half, sc, mc);
+      const float scale = d * float(sc), offset = dmin * float(mc);
+      for (int l = 0; l < 32; ++l) {
+        const int q = half == 0 ? (b.qs[32 * chunk + l] & 0xF) : (b.qs[32 * chunk + l] >> 4);
+        y[64 * chunk + 32 * half + l] = scale * float(q) - offset;
+      }
+    }
+  }
+}
+
+void dequantizeQ5K(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ5K>(in);
+  const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    for (int half = 0; half < 2; ++half) {
+      const int sub = 2 * chunk + half;
+      uint8_t sc, mc;
+      unpackScaleMin(b.scales, sub, sc, mc);
+      const float scale = d * float(sc), offset = dmin * float(mc);
+      for (int l = 0; l < 32; ++l) {
+        const int low = half == 0 ? (b.qs[32 * chunk + l] & 0xF) : (b.qs[32 * chunk + l] >> 4);
+        const int q = low | (((b.qh[l] >> sub) & 1) << 4);
+        y[32 * sub + l] = scale * float(q) - offset;
+      }
+    }
+  }
+}
+
+void dequantizeQ6K(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ6K>(in);
+  const float d = fromHalf(b.d);
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t *ql = b.ql + 64 * half, *qh = b.qh + 32 * half;
+    const int8_t *sc = b.scales + 8 * half;
+    float *out = y + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      const int sub = l / 16;
+      const int q0 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q1 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      // ggml: d * sc * q, i.e. (d * sc) * q in float.
+      out[l] = d * float(sc[sub]) * float(q0);
+      out[l + 32] = d * float(sc[sub + 2]) * float(q1);
+      out[l + 64] = d * float(sc[sub + 4]) * float(q2);
+      out[l + 96] = d * float(sc[sub + 6]) * float(q3);
+    }
+  }
+}
+
+using QuantizeBlockFn = bool (*)(const float *, uint8_t *);
+using DequantizeBlockFn = void (*)(const uint8_t *, float *);
+
+QuantizeBlockFn quantizer(BlockFormat format) {
+  switch (format) {
+  case BlockFormat::q8_0: return quantizeQ8_0;
+  case BlockFormat::q4_0: return quantizeQ4_0;
+  case BlockFormat::q4_1: return quantizeQ4_1;
+  case BlockFormat::q4_k: return quantizeQ4K;
+  case BlockFormat::q5_k: return quantizeQ5K;
+  case BlockFormat::q6_k: return quantizeQ6K;
+  }
+  return nullptr;
+}
+
+DequantizeBlockFn dequantizer(BlockFormat format) {
+  switch (format) {
+  case BlockFormat::q8_0: return dequantizeQ8_0;
+  case BlockFormat::q4_0: return dequantizeQ4_0;
+  case BlockFormat::q4_1: return dequantizeQ4_1;
+  case BlockFormat::q4_k: return dequantizeQ4K;
+  case BlockFormat::q5_k: return dequantizeQ5K;
+  case BlockFormat::q6_k: return dequantizeQ6K;
+  }
+  return nullptr;
+}
+
+/// The one-line reason a row length does not fit the format, or "".
+std::string rowLengthError(BlockFormat format, int64_t n, bool hasData) {
+  const BlockFormatInfo &info = blockFormatInfo(format);
+  if (n < 0 || n % info.weightsPerBlock != 0)
+    return std::string(info.name) + ": row length " + std::to_string(n) + " is not a multiple of its block size " +
+           std::to_string(info.weightsPerBlock);
+  if (n > 0 && !hasData)
+    return std::string(info.name) + ": null buffer for a row of " + std::to_string(n) + " weights";
+  return {};
+}
+
+} // namespace
+
+std::span<const BlockFormatInfo> allBlockFormats() { return kFormats; }
+
+const BlockFormatInfo &blockFormatInfo(BlockFormat format) { return kFormats[size_t(format)]; }
+
+std::optional<BlockFormat> parseBlockFormat(std::string_view name) {
+  for (const BlockFormatInfo &info : kFormats)
+    if (info.name == name)
+      return info.format;
+  return std::nullopt;
+}
+
+std::optional<int64_t> rowBytes(BlockFormat format, int64_t n) {
+  const BlockFormatInfo &info = blockFormatInfo(format);
+  if (n < 0 || n % info.weightsPerBlock != 0)
+    return std::nullopt;
+  return n / info.weightsPerBlock * info.bytesPerBlock;
+}
+
+void unpackScaleMin(const uint8_t packed[12], int j, uint8_t &scale, uint8_t &min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = uint8_t((packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4));
+    min = uint8_t((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+  }
+}
+
+QuantStatus quantizeRow(BlockFormat format, const float *src, int64_t n, uint8_t *dst) {
+  if (std::string err = rowLengthError(format, n, src && dst); !err.empty())
+    return {std::move(err)};
+  const BlockFormatInfo &info = blockFormatInfo(format);
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(src[i]))
+      return {std::string(info.name) + ": element " + std::to_string(i) + " is not finite (" + formatFloat(src[i]) +
+              ")"};
+  const QuantizeBlockFn quantizeBlock = quantizer(format);
+  for (int64_t block = 0; block < n / info.weightsPerBlock; ++block) {
+    const float *x = src + block * info.weightsPerBlock;
+    uint8_t *out = dst + block * info.bytesPerBlock;
+    bool inRange = true;
+    for (int64_t i = 0; i < info.weightsPerBlock && inRange; ++i)
+      inRange = std::fabs(x[i]) < kBeyondEveryFormat;
+    if (!inRange || !quantizeBlock(x, out))
+      return {tooLargeError(format, block, x, info.weightsPerBlock)};
+  }
+  return {};
+}
+
+QuantStatus dequantizeRow(BlockFormat format, const uint8_t *src, int64_t n, float *dst) {
+  if (std::string err = rowLengthError(format, n, src && dst); !err.empty())
+    return {std::move(err)};
+  const BlockFormatInfo &info = blockFormatInfo(format);
+  const DequantizeBlockFn dequantizeBlock = dequantizer(format);
+  for (int64_t block = 0; block < n / info.weightsPerBlock; ++block)
+    dequantizeBlock(src + block * info.bytesPerBlock, dst + block * info.weightsPerBlock);
+  return {};
+}
+
+} // namespace helm::quant

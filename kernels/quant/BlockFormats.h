@@ -1,0 +1,115 @@
+//===- BlockFormats.h - GGUF / ggml block formats: layouts, quantize, dequantize --===//
+//
+// The reference implementation of the ggml block formats HELM reads and writes (docs/quantization.md):
+// the byte layouts of ggml-common.h, a quantizer and a dequantizer per format. Plain scalar C++,
+// no LLVM or MLIR: the compile-time quantizer and the kernels' tests both use it as the definition.
+//
+// Exactness: q8_0, q4_0 and q4_1 quantize byte-for-byte like ggml's reference quantizers
+// (quantize_row_*_ref). The k-quants (q4_k, q5_k, q6_k) use ggml's scale search in spirit but never
+// clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's; every
+// format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow.
+//===------------------------------------------------------------------------------===//
+#ifndef HELM_KERNELS_QUANT_BLOCKFORMATS_H
+#define HELM_KERNELS_QUANT_BLOCKFORMATS_H
+
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace helm::quant {
+
+// The f16 fields are stored as host uint16_t; the files are little-endian, as is every host HELM
+// runs on. A big-endian port would have to byte-swap them.
+static_assert(std::endian::native == std::endian::little, "block layouts assume a little-endian host");
+
+enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k };
+
+/// One row of the format table.
+struct BlockFormatInfo {
+  BlockFormat format;
+  std::string_view name;  ///< "q8_0", "q4_k", ... (lower case, as on helmc's command line)
+  int ggmlType;           ///< the GGML type id written in GGUF tensor infos
+  int64_t weightsPerBlock;
+  int64_t bytesPerBlock;
+};
+
+/// Every format, in enum order.
+std::span<const BlockFormatInfo> allBlockFormats();
+const BlockFormatInfo &blockFormatInfo(BlockFormat format);
+/// The format named `name` ("q8_0", ..., exact lower-case spelling), or nullopt.
+std::optional<BlockFormat> parseBlockFormat(std::string_view name);
+
+/// Bytes of a row of n weights, or nullopt when n is negative or not a multiple of the block size.
+std::optional<int64_t> rowBytes(BlockFormat format, int64_t n);
+
+// ---- Layouts (ggml-common.h). f16 fields hold IEEE binary16 bits; every member has alignment at
+// most 2, so the structs have no padding and sizeof equals the format's bytes per block. Raw
+// buffers need not be aligned: read and write blocks with memcpy.
+
+/// 32 weights: x = qs[j] * d.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+/// 32 weights: byte j holds element j (low nibble) and element j + 16 (high nibble); x = (q - 8) * d.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+};
+/// 32 weights, nibbles as Q4_0; x = q * d + m.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[16];
+};
+/// 256 weights in 8 sub-blocks of 32, each with a 6-bit scale sc and a 6-bit min code mc packed
+/// in `scales` (see unpackScaleMin); x = d * sc * q - dmin * mc with q in [0, 15]. qs holds 64
+/// weights per 32 bytes: sub-block 2i in the low nibbles, 2i + 1 in the high nibbles.
+struct BlockQ4K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+/// As Q4_K with 5-bit q: the low 4 bits in qs, bit 4 of sub-block s's element l in qh[l] bit s.
+struct BlockQ5K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+/// 256 weights in 16 sub-blocks of 16 with int8 scales; x = d * scales[s] * (q - 32), q in [0, 63]:
+/// the low 4 bits in ql, the high 2 bits in qh (layout in BlockFormats.cpp, packQ6K).
+struct BlockQ6K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+
+/// Q4_K / Q5_K sub-block `j`'s 6-bit scale and min codes from the 12 packed bytes (ggml's
+/// get_scale_min_k4): sub-blocks 0-3 keep both codes in the low 6 bits of bytes j and j + 4;
+/// sub-blocks 4-7 keep their low 4 bits in byte j + 4 and their top 2 bits in the top bits of
+/// bytes j - 4 (scale) and j (min).
+void unpackScaleMin(const uint8_t packed[12], int j, uint8_t &scale, uint8_t &min);
+
+/// The result of a row operation: ok(), or a one-line reason in `error`.
+struct [[nodiscard]] QuantStatus {
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// Quantizes n floats (n a multiple of the block size) into rowBytes(format, n) bytes at dst.
+/// Fails, leaving dst unspecified, on a bad n, a non-finite input, or a block whose scale does
+/// not fit f16 (values too large for the format to represent).
+QuantStatus quantizeRow(BlockFormat format, const float *src, int64_t n, uint8_t *dst);
+/// Decodes rowBytes(format, n) bytes into n floats. Fails only on a bad n.
+QuantStatus dequantizeRow(BlockFormat format, const uint8_t *src, int64_t n, float *dst);
+
+} // namespace helm::quant
+
+#endif

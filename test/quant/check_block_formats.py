@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""HELM's block formats (kernels/quant, through helm-quant-oracle) against the `gguf` package.
+
+For seeded random tensors (normal, uniform, heavy-tailed, negative-only, with an outlier, with zero
+blocks, tiny values; shapes such as 4x256 and 3x4096) and every format:
+  * q8_0, q4_0, q4_1: our bytes equal gguf.quants.quantize's, which reproduces ggml's reference
+    quantizers (quantize_row_*_ref) bit for bit;
+  * every format, the k-quants included: gguf.quants.dequantize(our bytes) equals our dequantizer's
+    floats bit for bit, so ggml reads our blocks as we do;
+  * the float64 error of each weight is within its format's bound (BOUNDS below).
+Exits 0 when all hold, 1 otherwise (one line per failure, then a summary).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    from gguf import GGMLQuantizationType
+    from gguf import quants as gguf_quants
+except ImportError as err:  # a broken install, not a reason to skip: CI installs scripts/requirements.txt
+    print(f"check_block_formats: {err}; install scripts/requirements.txt into the venv", file=sys.stderr)
+    sys.exit(1)
+
+FORMATS = {
+    # name: (GGML type, weights per block, bytes per block, byte-exact with ggml's quantizer)
+    "q8_0": (GGMLQuantizationType.Q8_0, 32, 34, True),
+    "q4_0": (GGMLQuantizationType.Q4_0, 32, 18, True),
+    "q4_1": (GGMLQuantizationType.Q4_1, 32, 20, True),
+    "q4_k": (GGMLQuantizationType.Q4_K, 256, 144, False),
+    "q5_k": (GGMLQuantizationType.Q5_K, 256, 176, False),
+    "q6_k": (GGMLQuantizationType.Q6_K, 256, 210, False),
+}
+
+BOUNDS = """
+Per-weight bounds on |x - x'| (derivation; the same as test/unit/kernels/quant/BlockFormatsTest.cpp):
+  half_error(v) = 2^-11 |v| + 2^-25   f16 round-to-nearest-even moves a value stored as v by at most half
+                                      an ulp (relative 2^-11 when normal, 2^-25 absolute when subnormal)
+  slack = 2^-20 * block amax          the quantizer and dequantizer do a few float roundings (<= 8 of
+                                      2^-24) on values at most twice the block's largest magnitude
+  q8_0  d = amax/127; codes round(x/d) are never clipped:  d/2 + 127 |d - f16(d)| + slack
+  q4_0  d = max/-8 (max: the value of largest magnitude); code min(15, trunc(x/d + 8.5)) is the nearest
+        except at x/d > 7.5, clamped to x' = 7d:  (x/d > 7.5 ? |x - 7d| : |d|/2) + 8 |d - f16(d)| + slack
+  q4_1  d = (max - min)/15, m = min; nearest code:  d/2 + 15 |d - f16(d)| + |m - f16(m)| + slack
+  q4_k, q5_k (qmax 15, 31), sub-block of 32 with stored S = dh*sc, M = dminh*mc: the fit (s, m) reaches
+        every weight within s/2, the 6-bit codes move s by Ds <= dh/2 + 64 half_error(dh) and m by
+        Dm <= dminh/2 + 64 half_error(dminh), the final codes are the nearest for (S, M):
+        S/2 + (qmax + 1/2) Ds + Dm + slack
+  q6_k  sub-block of 16 with stored S = dh*sc: the fit s reaches every weight within |s|, the int8 code
+        moves s by Ds <= |dh| + 129 half_error(dh), the final codes are the nearest for S:
+        |S| + 33 Ds + slack
+"""
+
+
+def half_error(v):
+    return np.abs(v) * 2.0**-11 + 2.0**-25
+
+
+def f16_field(blocks, offset):
+    return blocks[:, offset:offset + 2].copy().view("<f2").astype(np.float64)[:, 0]
+
+
+def k_scale_min(packed):
+    """ggml's get_scale_min_k4 for all 8 sub-blocks: (n_blocks, 8) scale and min codes."""
+    packed = packed.astype(np.int64)
+    scale = np.empty((packed.shape[0], 8), dtype=np.int64)
+    minimum = np.empty_like(scale)
+    for j in range(8):
+        if j < 4:
+            scale[:, j] = packed[:, j] & 63
+            minimum[:, j] = packed[:, j + 4] & 63
+        else:
+            scale[:, j] = (packed[:, j + 4] & 0xF) | ((packed[:, j - 4] >> 6) << 4)
+            minimum[:, j] = (packed[:, j + 4] >> 4) | ((packed[:, j] >> 6) << 4)
+    return scale, minimum
+
+
+def error_bounds(name, x, blocks):
+    """Per-weight bounds (BOUNDS) for x (n_blocks, weights per block) quantized to blocks (n_blocks, bytes)."""
+    x32 = x.astype(np.float32)
+    x64 = x.astype(np.float64)
+    amax = np.abs(x64).max(axis=1, keepdims=True)
+    slack = amax * 2.0**-20
+    if name == "q8_0":
+        d = (np.abs(x32).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float64)
+        dh = f16_field(blocks, 0)[:, None]
+        return d / 2 + 127 * np.abs(d - dh) + slack
+    if name == "q4_0":
+        signed_max = np.take_along_axis(x32, np.abs(x32).argmax(axis=1)[:, None], axis=1)
+        d = (signed_max / np.float32(-8)).astype(np.float64)
+        dh = f16_field(blocks, 0)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = np.where(d != 0, x64 / d, 0.0)
+        nearest = np.where(steps > 7.5, np.abs(x64 - 7 * d), np.abs(d) / 2)
+        return nearest + 8 * np.abs(d - dh) + slack
+    if name == "q4_1":
+        lo = x32.min(axis=1, keepdims=True)
+        d = ((x32.max(axis=1, keepdims=True) - lo) / np.float32(15)).astype(np.float64)
+        dh, mh = f16_field(blocks, 0)[:, None], f16_field(blocks, 2)[:, None]
+        return d / 2 + 15 * np.abs(d - dh) + np.abs(lo.astype(np.float64) - mh) + slack
+    if name in ("q4_k", "q5_k"):
+        qmax = 15 if name == "q4_k" else 31
+        dh, dminh = f16_field(blocks, 0)[:, None], f16_field(blocks, 2)[:, None]
+        scale, _ = k_scale_min(blocks[:, 4:16])
+        scale_move = dh / 2 + 64 * half_error(dh)
+        offset_move = dminh / 2 + 64 * half_error(dminh)
+        per_sub = dh * scale / 2 + (qmax + 0.5) * scale_move + offset_move  # (n_blocks, 8)
+        return np.repeat(per_sub, 32, axis=1) + slack
+    if name == "q6_k":
+        dh = f16_field(blocks, 208)[:, None]
+        scales = blocks[:, 192:208].copy().view(np.int8).astype(np.float64)
+        scale_move = np.abs(dh) + 129 * half_error(dh)
+        per_sub = np.abs(dh * scales) + 33 * scale_move  # (n_blocks, 16)
+        return np.repeat(per_sub, 16, axis=1) + slack
+    raise ValueError(name)
+
+
+def tensors():
+    """(description, float32 array) pairs; every row length is a multiple of 256."""
+    out = []
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        for shape in ((4, 256), (3, 4096), (2, 512)):
+            out.append((f"normal {shape} seed {seed}", rng.standard_normal(shape)))
+            out.append((f"uniform {shape} seed {seed}", rng.uniform(-3.0, 5.0, shape)))
+            out.append((f"heavy-tailed {shape} seed {seed}", rng.standard_t(2.0, shape)))
+        x = rng.standard_normal((4, 1024))
+        x[0, 32:64] = 0.0      # one zero 32-block
+        x[1, 256:512] = 0.0    # one zero 256-block
+        x[2, :] = 0.0          # a zero row
+        out.append((f"with zero blocks seed {seed}", x))
+        x = -np.abs(rng.standard_normal((2, 768))) - 0.25
+        out.append((f"negative-only seed {seed}", x))
+        x = rng.standard_normal((3, 512))
+        x[0, 17] = 2.0e4
+        x[2, 300] = -5.0e4
+        out.append((f"outliers seed {seed}", x))
+        out.append((f"tiny seed {seed}", rng.standard_normal((2, 512)) * 1.0e-6))
+    out += near_ties()
+    return [(what, np.ascontiguousarray(x, dtype=np.float32)) for what, x in out]
+
+
+def near_ties():
+    """Blocks whose scale d is fixed by one element and whose other weights sit at, and one or two
+    float ulps beside, the rounding boundaries (k + 1/2) d of q8_0, q4_0 and q4_1: the rows where
+    roundf against ties-to-even, x * (1/d) against x / d, or truncation offsets change a code."""
+    rng = np.random.default_rng(99)
+    blocks = {"q8_0": [], "q4_0": [], "q4_1": []}
+    for _ in range(96):
+        d = np.float32(rng.uniform(0.01, 3.0))
+        for name in blocks:
+            if name == "q8_0":
+                anchor, lo, hi = [np.float32(127) * d], -127, 126    # amax = 127 d
+            elif name == "q4_0":
+                anchor, lo, hi = [np.float32(-8) * d], -8, 6         # max = -8 d
+            else:
+                anchor, lo, hi = [np.float32(0), np.float32(15) * d], 0, 14  # min 0, max 15 d
+            ks = rng.integers(lo, hi + 1, size=32 - len(anchor))
+            ties = ((ks + 0.5) * d).astype(np.float32)
+            nudged = [np.nextafter(v, np.float32(np.inf * s)) if s else v
+                      for v, s in zip(ties, rng.integers(-1, 2, size=ties.size))]
+            blocks[name].append(np.concatenate([anchor, np.array(nudged, dtype=np.float32)]))
+    return [(f"near ties of {name}", np.array(b, dtype=np.float32).reshape(-1, 256)) for name, b in blocks.items()]
+
+
+def run_oracle(oracle, mode, name, src, dst):
+    result = subprocess.run([oracle, mode, name, src, dst], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"helm-quant-oracle {mode} {name} failed: {result.stderr.strip()}")
+
+
+def check(oracle, workdir):
+    failures = []
+    # The largest relative error per format, apart for the tiny tensors: their f16 scales are
+    # subnormal or zero, so their relative error is large by design (their bound still holds).
+    worst = {name: 0.0 for name in FORMATS}
+    worst_tiny = {name: 0.0 for name in FORMATS}
+    checked = 0
+    for what, x in tensors():
+        src = os.path.join(workdir, "x.f32")
+        x.astype("<f4").tofile(src)
+        for name, (qtype, block, type_size, byte_exact) in FORMATS.items():
+            blocks_path = os.path.join(workdir, f"x.{name}")
+            decoded_path = os.path.join(workdir, f"x.{name}.f32")
+            run_oracle(oracle, "quantize", name, src, blocks_path)
+            ours = np.fromfile(blocks_path, dtype=np.uint8)
+            rows, cols = x.shape
+            if ours.size != rows * cols // block * type_size:
+                failures.append(f"{name} {what}: {ours.size} bytes, expected {rows * cols // block * type_size}")
+                continue
+            if byte_exact:
+                theirs = gguf_quants.quantize(x, qtype).reshape(-1)
+                if not np.array_equal(ours, theirs):
+                    first = int(np.flatnonzero(ours != theirs)[0])
+                    failures.append(f"{name} {what}: bytes differ from gguf.quants.quantize first in block "
+                                    f"{first // type_size} (byte {first % type_size})")
+            run_oracle(oracle, "dequantize", name, blocks_path, decoded_path)
+            our_floats = np.fromfile(decoded_path, dtype="<f4").reshape(rows, cols)
+            ggml_floats = gguf_quants.dequantize(ours.reshape(rows, cols // block * type_size), qtype)
+            if not np.array_equal(our_floats.view(np.uint32), ggml_floats.astype(np.float32).view(np.uint32)):
+                first = int(np.flatnonzero(our_floats.view(np.uint32) != ggml_floats.view(np.uint32))[0])
+                failures.append(f"{name} {what}: dequantized weight {first} is {our_floats.reshape(-1)[first]!r}, "
+                                f"gguf.quants.dequantize gives {ggml_floats.reshape(-1)[first]!r}")
+            xb = x.reshape(-1, block)
+            err = np.abs(xb.astype(np.float64) - our_floats.reshape(-1, block).astype(np.float64))
+            bound = error_bounds(name, xb, ours.reshape(-1, type_size))
+            over = np.argwhere(~(err <= bound))
+            if over.size:
+                b, i = over[0]
+                failures.append(f"{name} {what}: block {b} weight {i} = {xb[b, i]!r} has error {err[b, i]:.6g} "
+                                f"> bound {bound[b, i]:.6g} ({len(over)} weights over)")
+            amax = np.abs(xb.astype(np.float64)).max(axis=1, keepdims=True)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                relative = np.where(amax > 0, err / amax, 0.0)
+            table = worst_tiny if what.startswith("tiny") else worst
+            table[name] = max(table[name], float(relative.max()))
+            checked += 1
+    return failures, worst, worst_tiny, checked
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--oracle", required=True, help="the helm-quant-oracle executable")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="helm-quant-") as workdir:
+        try:
+            failures, worst, worst_tiny, checked = check(args.oracle, workdir)
+        except RuntimeError as err:
+            print(f"check_block_formats: {err}", file=sys.stderr)
+            return 1
+    for line in failures:
+        print(f"FAIL {line}")
+    summary = ", ".join(f"{name} {value:.4g}" for name, value in worst.items())
+    summary_tiny = ", ".join(f"{name} {value:.4g}" for name, value in worst_tiny.items())
+    print(f"{checked} tensor/format pairs; max |x - x'| / block amax: {summary}; tiny (1e-6) tensors: {summary_tiny}")
+    print(f"block formats vs gguf: {'FAILED, ' + str(len(failures)) + ' failures' if failures else 'OK'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
