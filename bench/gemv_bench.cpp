@@ -11,7 +11,11 @@
 // in a 32 MB L3).
 //
 //   helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] [--isa scalar|avx2|avx512]
-//                   [--min-time SECONDS] [--json]
+//                   [--quant q8_0,q4_0] [--min-time SECONDS] [--json]
+//
+// Quantized rows (kernels/quant's quantLinear, --quant q8_0,q4_0,q4_1 or none): the same K x N as
+// the f16 row of each size (so "8 MB" is the 2048 x 2048 f16 shape), f32 x and y, W as ggml blocks;
+// GB/s counts the block bytes actually read (codes and scales), which is what bounds decode.
 //
 // --json prints one JSON object instead of the text (for bench/compare_bench.py):
 //   {"isa", "m", "k", "threads": [...], "triad": {"T": {"triad_gbs", "read_gbs"}},
@@ -31,6 +35,7 @@
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "kernels/quant/QuantGemv.h"
 #include "contract/helm_contract.h"
 
 #include <algorithm>
@@ -199,6 +204,55 @@ Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads,
   return {b / dram, b / hot};
 }
 
+/// Random blocks of `format` for an N x K matrix: codes uniform, scales (and q4_1 mins) random
+/// finite f16 values of moderate size. The kernel's speed does not depend on the values.
+std::vector<unsigned char> randomBlocks(helm::quant::BlockFormat format, int64_t N, int64_t K, std::mt19937 &rng) {
+  const helm::quant::BlockFormatInfo &info = helm::quant::blockFormatInfo(format);
+  std::vector<unsigned char> out(size_t(*helm::quant::rowBytes(format, K) * N));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (unsigned char &b : out)
+    b = static_cast<unsigned char>(byte(rng));
+  const int fields = format == helm::quant::BlockFormat::q4_1 ? 2 : 1;
+  for (size_t at = 0; at < out.size(); at += size_t(info.bytesPerBlock))
+    for (int f = 0; f < fields; ++f)
+      out[at + 2 * f + 1] = static_cast<unsigned char>(0x20 | (out[at + 2 * f + 1] & 0x83)); // exponent 8: about 2^-7
+  return out;
+}
+
+/// quantLinear's block-byte GB/s for the K x N of an f16 matrix of `f16Bytes`.
+Result quantGBs(helm::quant::BlockFormat format, int64_t f16Bytes, int64_t M, int threads, double minTime,
+                double &quantMB) {
+  setThreads(threads);
+  const int64_t K = 2048, N = f16Bytes / (K * 2);
+  std::mt19937 rng(7);
+  const std::vector<unsigned char> master = randomBlocks(format, N, K, rng);
+  const int64_t bytes = int64_t(master.size());
+  quantMB = double(bytes) / double(1 << 20);
+  const int64_t copies = std::max<int64_t>(1, ((int64_t(512) << 20) + bytes - 1) / bytes);
+  std::vector<std::vector<unsigned char>> w(static_cast<size_t>(copies), master);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  for (float &v : x)
+    v = uni(rng);
+  std::string error;
+  auto call = [&](const std::vector<unsigned char> &weights) {
+    if (!helm::quant::quantLinear(format, x.data(), M, K, weights.data(), N, y.data(), &error)) {
+      std::fprintf(stderr, "helm-gemv-bench: %s\n", error.c_str());
+      std::exit(1);
+    }
+  };
+  size_t next = 0;
+  double dram = timeIt(
+      [&] {
+        call(w[next]);
+        next = (next + 1) % w.size();
+      },
+      minTime);
+  double hot = timeIt([&] { call(w[0]); }, minTime);
+  double b = double(bytes) / 1e9;
+  return {b / dram, b / hot};
+}
+
 /// GFLOP/s of y[M, N] = x[M, K] . W with x, W and y all of type `wd`.
 double prefillGflops(DType wd, bool transposed, int64_t M, int64_t K, int64_t N, int threads,
                      double minTime) {
@@ -294,6 +348,8 @@ int main(int argc, char **argv) {
       {2048, 5632}, {5632, 2048}};                            // ~1B Llama gate/up, down
   std::vector<DType> dtypes = {DType::f16, DType::f32};
   std::vector<PrefillPath> paths = {PrefillPath::gemv, PrefillPath::gemm};
+  std::vector<helm::quant::BlockFormat> quantFormats = {helm::quant::BlockFormat::q8_0,
+                                                        helm::quant::BlockFormat::q4_0};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -334,7 +390,22 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
-    else if (a == "--sizes")
+    else if (a == "--quant") {
+      std::string v = value();
+      quantFormats.clear();
+      for (size_t pos = 0; v != "none" && pos <= v.size();) {
+        size_t comma = std::min(v.find(',', pos), v.size());
+        auto f = helm::quant::parseBlockFormat(v.substr(pos, comma - pos));
+        if (!f || (*f != helm::quant::BlockFormat::q8_0 && *f != helm::quant::BlockFormat::q4_0 &&
+                   *f != helm::quant::BlockFormat::q4_1)) {
+          std::fprintf(stderr, "helm-gemv-bench: --quant wants q8_0, q4_0, q4_1 or none, got '%s'\n",
+                       v.substr(pos, comma - pos).c_str());
+          return 1;
+        }
+        quantFormats.push_back(*f);
+        pos = comma + 1;
+      }
+    } else if (a == "--sizes")
       sizes = parseList("--sizes", value());
     else if (a == "--threads")
       threadCounts = parseList("--threads", value());
@@ -355,7 +426,8 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
-                   "[--isa scalar|avx2|avx512] [--min-time SECONDS] [--json]\n"
+                   "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,q4_1|none] [--min-time SECONDS] "
+                   "[--json]\n"
                    "       helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] "
                    "[--dtypes f16,f32,bf16] [--path gemv|gemm|auto] [--threads 1,2]\n");
       return a == "--help" ? 0 : 1;
@@ -410,6 +482,28 @@ int main(int argc, char **argv) {
           first = false;
           std::fflush(stdout);
         }
+  if (!json && !quantFormats.empty())
+    std::printf("\nQuantized weights (quantLinear, path %s; K x N of the f16 row of each size; GB/s of block "
+                "bytes read)\n\n| weights | K x N | MB read | threads | DRAM GB/s | %% of triad | hot GB/s |\n"
+                "|---|---|---:|---:|---:|---:|---:|\n",
+                helm::quant::quantPathName(helm::quant::activeQuantPath()));
+  for (helm::quant::BlockFormat format : quantFormats)
+    for (int mb : sizes)
+      for (size_t t = 0; t < threadCounts.size(); ++t) {
+        double quantMB = 0;
+        Result r = quantGBs(format, int64_t(mb) << 20, M, threadCounts[t], minTime, quantMB);
+        const char *name = helm::quant::blockFormatInfo(format).name.data();
+        const long long n = (int64_t(mb) << 20) / (2048 * 2);
+        if (json)
+          std::printf("%s\n  {\"weights\": \"%s\", \"layout\": \"[N,K]\", \"mb\": %d, \"quant_mb\": %.2f, "
+                      "\"threads\": %d, \"dram_gbs\": %.3f, \"pct_triad\": %.2f, \"hot_gbs\": %.3f}",
+                      first ? "" : ",", name, mb, quantMB, threadCounts[t], r.dram, 100 * r.dram / triad[t], r.hot);
+        else
+          std::printf("| %s | 2048 x %lld | %.1f | %d | %.1f | %.0f%% | %.1f |\n", name, n, quantMB,
+                      threadCounts[t], r.dram, 100 * r.dram / triad[t], r.hot);
+        first = false;
+        std::fflush(stdout);
+      }
   if (json)
     std::printf("\n]}\n");
   return 0;

@@ -1,0 +1,271 @@
+//===- QuantGemv.cpp - quantized decode GEMV: dispatch, threads, scalar reference ---===//
+//
+// The scalar kernels below are the definition of the arithmetic (QuantGemvImpl.h); the AVX2 and
+// AVX-512 VNNI paths (QuantGemvAvx2.cpp, QuantGemvAvx512.cpp) compute the same operations in the
+// same order and are tested bit-identical to them.
+//
+//===------------------------------------------------------------------------------===//
+#include "kernels/quant/QuantGemv.h"
+
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/Numeric.h"
+#include "kernels/cpu/ThreadPool.h"
+#include "kernels/quant/QuantGemvImpl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace helm::quant {
+
+using namespace detail;
+
+namespace {
+
+// ---- the scalar reference ----------------------------------------------------------------------
+
+void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum) {
+  uint32_t amaxBits = 0;
+  for (int j = 0; j < kBlock; ++j) {
+    uint32_t bits;
+    std::memcpy(&bits, &xb[j], sizeof bits);
+    amaxBits = std::max(amaxBits, bits & 0x7fffffffu);
+  }
+  sum = 0;
+  if (amaxBits >= 0x7f800000u) { // an infinity or NaN: the whole row of y becomes NaN
+    scale = std::numeric_limits<float>::quiet_NaN();
+    std::memset(codes, 0, kBlock);
+    return;
+  }
+  float amax;
+  std::memcpy(&amax, &amaxBits, sizeof amax);
+  const float d = amax / 127.0f;
+  scale = d;
+  for (int j = 0; j < kBlock; ++j) {
+    int c = 0;
+    if (d != 0.0f) {
+      // |x / d| exceeds 127 only by rounding (or, for a subnormal d, by d's own rounding): clamp.
+      const float v = std::min(std::max(xb[j] / d, -127.0f), 127.0f);
+      c = int(std::nearbyint(v)); // the current rounding mode (nearest even), as cvtps2dq
+    }
+    codes[j] = int8_t(c);
+    sum += c;
+  }
+}
+
+void quantizeXScalar(const float *x, const QuantizedX &q) {
+  const int64_t K = q.blocks * kBlock;
+  for (int64_t m = 0; m < q.M; ++m)
+    for (int64_t b = 0; b < q.blocks; ++b) {
+      const int64_t i = m * q.paddedBlocks + b;
+      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i]);
+      q.scaledSum[i] = q.scale[i] * float(q.sum[i]);
+    }
+}
+
+float halfAt(const uint8_t *p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return kernels::halfToFloat(h);
+}
+
+/// The exact integer dot product of one weight block with 32 activation codes.
+template <BlockFormat F> int32_t blockDot(const uint8_t *blk, const int8_t *c) {
+  int32_t isum = 0;
+  if constexpr (F == BlockFormat::q8_0) {
+    for (int j = 0; j < 32; ++j)
+      isum += int32_t(int8_t(blk[2 + j])) * c[j];
+  } else {
+    const int offset = F == BlockFormat::q4_0 ? 8 : 0;
+    const uint8_t *qs = blk + (F == BlockFormat::q4_0 ? 2 : 4);
+    for (int j = 0; j < 16; ++j) {
+      isum += (int32_t(qs[j] & 0xF) - offset) * c[j];
+      isum += (int32_t(qs[j] >> 4) - offset) * c[j + 16];
+    }
+  }
+  return isum;
+}
+
+template <BlockFormat F>
+void rowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                 int64_t N) {
+  const int64_t bs = blockBytes(F);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * q.blocks * bs;
+    for (int64_t m = m0; m < m0 + mb; ++m) {
+      const int8_t *codes = q.codes + m * q.paddedBlocks * kBlock;
+      const float *dx = q.scale + m * q.paddedBlocks, *sx = q.scaledSum + m * q.paddedBlocks;
+      float lanes[kLanes] = {};
+      for (int64_t b = 0; b < q.blocks; ++b) {
+        const uint8_t *blk = row + b * bs;
+        const float s = halfAt(blk) * dx[b];
+        const float term = float(blockDot<F>(blk, codes + b * kBlock)) * s;
+        float &lane = lanes[b % kLanes];
+        lane = lane + term;
+        if constexpr (F == BlockFormat::q4_1)
+          lane = lane + halfAt(blk + 2) * sx[b];
+      }
+      y[m * N + n] = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    }
+  }
+}
+
+void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
+                float *y, int64_t N) {
+  switch (f) {
+  case BlockFormat::q8_0: return rowsScalarT<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_0: return rowsScalarT<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
+  default: return rowsScalarT<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
+  }
+}
+
+// ---- dispatch ----------------------------------------------------------------------------------
+
+/// Below this many multiply-adds a call stays on the calling thread (as helm_k_linear).
+constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
+/// Rows of W per thread chunk are multiples of this.
+constexpr int64_t kRowGrain = 16;
+
+const QuantKernels &kernelsFor(QuantPath path) {
+  switch (path) {
+  case QuantPath::avx512vnni: return quantKernelsAvx512Vnni();
+  case QuantPath::avx2: return quantKernelsAvx2();
+  case QuantPath::scalar: break;
+  }
+  return quantKernelsScalar();
+}
+
+bool fail(std::string *error, std::string message) {
+  if (error)
+    *error = std::move(message);
+  return false;
+}
+
+/// The calling thread's activation buffers (grow only; 64-byte aligned pieces).
+QuantizedX activationBuffers(int64_t M, int64_t blocks) {
+  QuantizedX q;
+  q.M = M;
+  q.blocks = blocks;
+  q.paddedBlocks = (blocks + kLanes - 1) / kLanes * kLanes;
+  const size_t perRow = size_t(q.paddedBlocks);
+  const size_t codeBytes = size_t(M) * perRow * kBlock, fieldBytes = size_t(M) * perRow * 4;
+  const size_t round = 64, total = codeBytes + 3 * (fieldBytes + round) + 2 * round;
+  thread_local std::vector<uint8_t> buffer;
+  if (buffer.size() < total)
+    buffer.resize(total);
+  auto align = [&](uintptr_t a) { return (a + round - 1) & ~uintptr_t(round - 1); };
+  uintptr_t p = align(reinterpret_cast<uintptr_t>(buffer.data()));
+  q.codes = reinterpret_cast<int8_t *>(p);
+  p = align(p + codeBytes);
+  q.scale = reinterpret_cast<float *>(p);
+  p = align(p + fieldBytes);
+  q.sum = reinterpret_cast<int32_t *>(p);
+  p = align(p + fieldBytes);
+  q.scaledSum = reinterpret_cast<float *>(p);
+  // The padding blocks must read as zero codes, scales and sums. The codes are cleared from the
+  // last whole group of 4 blocks on: the AVX-512 layout interleaves the halves of 4 blocks.
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t first = m * q.paddedBlocks + blocks, count = q.paddedBlocks - blocks;
+    const int64_t firstCode = m * q.paddedBlocks + blocks / 4 * 4;
+    std::memset(q.codes + firstCode * kBlock, 0, size_t((q.paddedBlocks - blocks / 4 * 4) * kBlock));
+    std::fill_n(q.scale + first, count, 0.0f);
+    std::fill_n(q.sum + first, count, 0);
+    std::fill_n(q.scaledSum + first, count, 0.0f);
+  }
+  return q;
+}
+
+} // namespace
+
+namespace detail {
+const QuantKernels &quantKernelsScalar() {
+  static const QuantKernels k{&quantizeXScalar, &rowsScalar};
+  return k;
+}
+} // namespace detail
+
+const char *quantPathName(QuantPath path) {
+  switch (path) {
+  case QuantPath::scalar: return "scalar";
+  case QuantPath::avx2: return "avx2";
+  case QuantPath::avx512vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+bool quantPathSupported(QuantPath path) {
+  switch (path) {
+  case QuantPath::scalar: return true;
+  case QuantPath::avx2: return kernels::isaSupported(kernels::Isa::avx2);
+  case QuantPath::avx512vnni: {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool vnni = [] {
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+    }();
+    return vnni && kernels::isaSupported(kernels::Isa::avx512);
+#else
+    return false;
+#endif
+  }
+  }
+  return false;
+}
+
+QuantPath activeQuantPath() {
+  switch (kernels::activeIsa()) {
+  case kernels::Isa::avx512:
+    return quantPathSupported(QuantPath::avx512vnni) ? QuantPath::avx512vnni : QuantPath::avx2;
+  case kernels::Isa::avx2: return QuantPath::avx2;
+  case kernels::Isa::scalar: break;
+  }
+  return QuantPath::scalar;
+}
+
+bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int64_t M, int64_t K, const void *w,
+                       int64_t N, float *y, std::string *error) {
+  const std::string_view name = blockFormatInfo(wFormat).name;
+  if (wFormat != BlockFormat::q8_0 && wFormat != BlockFormat::q4_0 && wFormat != BlockFormat::q4_1)
+    return fail(error, "quantLinear: weight format " + std::string(name) + " is not supported (q8_0, q4_0, q4_1)");
+  if (K < 0 || K % kBlock != 0)
+    return fail(error, "quantLinear: K = " + std::to_string(K) + " is not a multiple of the block size 32 (" +
+                           std::string(name) + ")");
+  if (M < 0 || N < 0)
+    return fail(error, "quantLinear: negative size M = " + std::to_string(M) + ", N = " + std::to_string(N));
+  if (!quantPathSupported(path))
+    return fail(error, std::string("quantLinear: path ") + quantPathName(path) + " is not supported by this CPU");
+  if (M == 0 || N == 0)
+    return true;
+  if (!y || (K > 0 && (!x || !w)))
+    return fail(error, "quantLinear: null buffer");
+  if (K == 0) {
+    std::fill_n(y, M * N, 0.0f);
+    return true;
+  }
+  const QuantKernels &kernels = kernelsFor(path);
+  const QuantizedX q = activationBuffers(M, K / kBlock);
+  kernels.quantizeX(x, q);
+
+  const auto *weights = static_cast<const uint8_t *>(w);
+  auto run = [&](int64_t n0, int64_t n1) {
+    for (int64_t m0 = 0; m0 < M; m0 += kMaxRowsOfX)
+      kernels.rows(wFormat, q, m0, std::min(kMaxRowsOfX, M - m0), weights, n0, n1, y, N);
+  };
+  kernels::ThreadPool &threads = kernels::pool();
+  if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {
+    run(0, N);
+    return true;
+  }
+  // Each thread one contiguous range of rows of W: one sequential stream through its part.
+  threads.parallelFor(N, kRowGrain, [&run](int64_t n0, int64_t n1) { run(n0, n1); });
+  return true;
+}
+
+bool quantLinear(BlockFormat wFormat, const float *x, int64_t M, int64_t K, const void *w, int64_t N, float *y,
+                 std::string *error) {
+  return quantLinearOnPath(activeQuantPath(), wFormat, x, M, K, w, N, y, error);
+}
+
+} // namespace helm::quant

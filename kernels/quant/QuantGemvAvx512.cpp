@@ -1,0 +1,271 @@
+//===- QuantGemvAvx512.cpp - quantized decode GEMV, AVX-512 VNNI path -------------===//
+//
+// The arithmetic of QuantGemvImpl.h with 512-bit VNNI dot products (_mm512_dpbusd_epi32: unsigned
+// x signed bytes, four products summed into each int32 lane, no saturation). One register holds
+// one half (16 codes) of each of 4 blocks, one block per 128-bit lane, so that a block's partial
+// sums stay in one lane group and 8 blocks reduce to one vector in six operations:
+//   q4_0 / q4_1: the nibbles are the unsigned operand (the low nibbles of 4 blocks are their first
+//     halves, the high nibbles their second halves); q4_0 subtracts 8 * (sum of codes) afterwards;
+//   q8_0: the sign trick, |w| (0..128) against the codes negated where w < 0 (a mask).
+// A group of 8 blocks is read with whole 64-byte loads; byte permutes (vpermt2b, AVX512-VBMI) pick
+// the code bytes and word permutes (vpermt2w) the f16 scales out of them. The activation codes are
+// stored in the registers' order (QuantizedX: per group of 4 blocks, the 4 first halves, then the
+// 4 second halves). The f32 part is the AVX2 path's, lane by lane.
+//
+//===------------------------------------------------------------------------------===//
+#include "kernels/quant/QuantGemvImpl.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <limits>
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (a self-initialised variable), which
+// -Wmaybe-uninitialized reports once inlined (as in kernels/cpu/GemvAvx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define HELM_QAVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+
+namespace helm::quant::detail {
+namespace {
+
+/// Where block b's first half of codes starts in a row of the AVX-512 layout (the second half is
+/// 64 bytes further).
+inline int64_t codeOffset(int64_t b) { return b / 4 * 128 + b % 4 * 16; }
+
+HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
+  const int64_t K = q.blocks * kBlock;
+  const __m512i absMask = _mm512_set1_epi32(0x7fffffff);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  for (int64_t m = 0; m < q.M; ++m)
+    for (int64_t b = 0; b < q.blocks; ++b) {
+      const float *xb = x + m * K + b * kBlock;
+      const int64_t i = m * q.paddedBlocks + b;
+      int8_t *first = q.codes + m * q.paddedBlocks * kBlock + codeOffset(b), *second = first + 64;
+      const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+      const uint32_t amaxBits = _mm512_reduce_max_epu32(_mm512_max_epu32(
+          _mm512_and_si512(_mm512_castps_si512(v0), absMask), _mm512_and_si512(_mm512_castps_si512(v1), absMask)));
+      float d = 0.0f;
+      if (amaxBits >= 0x7f800000u) {
+        d = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        float amax;
+        std::memcpy(&amax, &amaxBits, sizeof amax);
+        d = amax / 127.0f;
+      }
+      q.scale[i] = d;
+      if (d == 0.0f || d != d) { // zero or NaN: zero codes
+        q.sum[i] = 0;
+        std::memset(first, 0, 16);
+        std::memset(second, 0, 16);
+      } else {
+        const __m512 dv = _mm512_set1_ps(d);
+        const __m512i c0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v0, dv), lo), hi));
+        const __m512i c1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v1, dv), lo), hi));
+        q.sum[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(first), _mm512_cvtsepi32_epi8(c0));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(second), _mm512_cvtsepi32_epi8(c1));
+      }
+      q.scaledSum[i] = q.scale[i] * float(q.sum[i]);
+    }
+}
+
+/// a: blocks 0-3 (one per 128-bit lane, four int32 partial sums each), b: blocks 4-7. Returns the
+/// eight block sums, lane j = block j.
+HELM_QAVX512 inline __m256i reduce8(__m512i a, __m512i b) {
+  const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  const __m512i s2 = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, s2));
+}
+
+/// vpermt2b indices that pick 16 bytes from each of the blocks 4h..4h+3 of a group of 8 (one block
+/// per 128-bit lane), starting at byte `start` of each block, out of two 64-byte registers loaded at
+/// group offsets a (indices 0-63) and b (64-127). Every picked byte lies in one of the two.
+struct ByteTable {
+  alignas(64) uint8_t idx[64];
+};
+constexpr ByteTable byteTable(int bs, int h, int start, int a, int b) {
+  ByteTable t{};
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 16; ++i) {
+      const int pos = (4 * h + j) * bs + start + i;
+      t.idx[16 * j + i] = uint8_t(pos >= a && pos < a + 64 ? pos - a : 64 + pos - b);
+    }
+  return t;
+}
+struct GroupTables {
+  ByteTable t[2][2]; // [blocks 0-3 / 4-7][first / second half of each block (q8_0 only)]
+};
+template <BlockFormat F> constexpr GroupTables makeTables() {
+  if constexpr (F == BlockFormat::q8_0)
+    return {{{byteTable(34, 0, 2, 0, 64), byteTable(34, 0, 18, 16, 80)},
+             {byteTable(34, 1, 2, 128, 192), byteTable(34, 1, 18, 144, 208)}}};
+  else if constexpr (F == BlockFormat::q4_0)
+    return {{{byteTable(18, 0, 2, 0, 64), {}}, {byteTable(18, 1, 2, 64, 128), {}}}};
+  else
+    return {{{byteTable(20, 0, 4, 0, 64), {}}, {byteTable(20, 1, 4, 64, 96), {}}}};
+}
+template <BlockFormat F> constexpr GroupTables kTables = makeTables<F>();
+
+/// The 64 bytes that `table` picks from the registers loaded at p + a and `second`.
+HELM_QAVX512 inline __m512i pick16(const uint8_t *p, int a, __m512i second, const ByteTable &table) {
+  return _mm512_permutex2var_epi8(_mm512_loadu_si512(p + a), _mm512_load_si512(table.idx), second);
+}
+
+HELM_QAVX512 inline float hsumOrder(__m256 acc) { // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+/// Prefetches the group kPrefetchBytes after the one at p (one prefetch per cache line it may
+/// touch). The address is computed as an integer: it may lie past the end of W.
+template <BlockFormat F> HELM_QAVX512 inline void prefetchAhead(const uint8_t *p) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + uintptr_t(kPrefetchBytes);
+  for (int64_t line = 0; line < kLanes * blockBytes(F); line += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(line)), _MM_HINT_T0);
+}
+
+/// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void group(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
+                               const int32_t *const *xsum, const float *const *sx, __m256 *acc) {
+  // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
+  // the group with word permutes: a gather costs several times more on Zen 4.
+  __m256 dw, mw = _mm256_setzero_ps();
+  if constexpr (F == BlockFormat::q4_0) { // words 9j: all in the first 128 bytes
+    const __m512i idx = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 9, 18, 27, 36, 45, 54, 63, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+    dw = _mm256_cvtph_ps(_mm512_castsi512_si128(v));
+  } else if constexpr (F == BlockFormat::q8_0) { // words 17j: blocks 0-3 in bytes 0-127, 4-7 in 128-255
+    const __m512i idx = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 17, 34, 51, 4, 21, 38, 55, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+    const __m512i hi = _mm512_permutex2var_epi16(_mm512_loadu_si512(p + 128), idx, _mm512_loadu_si512(p + 192));
+    // lo's words 0-3 are blocks 0-3; hi's words 4-7 (bytes 136 + 34i from p + 128) are blocks 4-7.
+    dw = _mm256_cvtph_ps(_mm_blend_epi16(_mm512_castsi512_si128(lo), _mm512_castsi512_si128(hi), 0xF0));
+  } else { // q4_1: d at words 10j, m at 10j + 1; blocks 0-5 in bytes 0-127, 6-7 from a load at 96
+    const __m512i idxA = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 10, 20, 30, 40, 50, 0, 0, 1, 11, 21, 31, 41, 51, 0, 0));
+    const __m512i idxB = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 0, 0, 0, 0, 0, 12, 22, 0, 0, 0, 0, 0, 0, 13, 23));
+    const __m512i a = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idxA, _mm512_loadu_si512(p + 64));
+    const __m512i b = _mm512_permutexvar_epi16(idxB, _mm512_loadu_si512(p + 96)); // bytes 96-159
+    const __m256i v = _mm256_blend_epi16(_mm512_castsi512_si256(a), _mm512_castsi512_si256(b), 0xC0);
+    dw = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
+    mw = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
+  }
+  // w[h][0]: first halves of blocks 4h..4h+3, w[h][1]: second halves (unsigned operands).
+  __m512i w[2][2];
+  __mmask64 negative[2][2] = {};
+  if constexpr (F == BlockFormat::q8_0) {
+    constexpr int a[2][2] = {{0, 16}, {128, 144}}, b[2][2] = {{64, 80}, {192, 208}};
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        const __m512i v = pick16(p, a[h][half], _mm512_loadu_si512(p + b[h][half]), kTables<F>.t[h][half]);
+        negative[h][half] = _mm512_movepi8_mask(v);
+        w[h][half] = _mm512_abs_epi8(v);
+      }
+  } else {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    // q4_0 blocks 4-7 end at byte 143: the second table is the last 16 bytes, zero-extended.
+    const __m512i second = F == BlockFormat::q4_0 ? _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 128)))
+                                                  : _mm512_loadu_si512(p + 96);
+    const __m512i v[2] = {pick16(p, 0, _mm512_loadu_si512(p + 64), kTables<F>.t[0][0]),
+                          pick16(p, 64, second, kTables<F>.t[1][0])};
+    for (int h = 0; h < 2; ++h) {
+      w[h][0] = _mm512_and_si512(v[h], nibble);
+      w[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    __m512i dot[2];
+    for (int h = 0; h < 2; ++h) {
+      const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
+      __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
+      if constexpr (F == BlockFormat::q8_0) {
+        first = _mm512_mask_sub_epi8(first, negative[h][0], _mm512_setzero_si512(), first);
+        second = _mm512_mask_sub_epi8(second, negative[h][1], _mm512_setzero_si512(), second);
+      }
+      dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], first), w[h][1], second);
+    }
+    __m256i isum = reduce8(dot[0], dot[1]);
+    if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum[m] + b0)), 3));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(dx[m] + b0));
+    acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    if constexpr (F == BlockFormat::q4_1)
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(sx[m] + b0)));
+  }
+}
+
+template <BlockFormat F, int MB>
+HELM_QAVX512 void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                        int64_t N) {
+  constexpr int64_t bs = blockBytes(F);
+  const int8_t *codes[MB];
+  const float *dx[MB], *sx[MB];
+  const int32_t *xsum[MB];
+  for (int m = 0; m < MB; ++m) {
+    const int64_t i = (m0 + m) * q.paddedBlocks;
+    codes[m] = q.codes + i * kBlock;
+    dx[m] = q.scale + i;
+    xsum[m] = q.sum + i;
+    sx[m] = q.scaledSum + i;
+  }
+  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * bs;
+  // A partial last group is copied into zeros: zero codes and scales add +0 to the lanes, which
+  // leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest).
+  alignas(64) uint8_t tailBlocks[kLanes * bs];
+  std::memset(tailBlocks, 0, sizeof tailBlocks);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * rowBytes;
+    __m256 acc[MB];
+    for (int m = 0; m < MB; ++m)
+      acc[m] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint8_t *gp = row + g * kLanes * bs;
+      prefetchAhead<F>(gp);
+      group<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
+    }
+    if (tail) {
+      std::memcpy(tailBlocks, row + groups * kLanes * bs, size_t(tail * bs));
+      group<F, MB>(tailBlocks, groups * kLanes, codes, dx, xsum, sx, acc);
+    }
+    for (int m = 0; m < MB; ++m)
+      y[(m0 + m) * N + n] = hsumOrder(acc[m]);
+  }
+}
+
+template <BlockFormat F>
+void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+           int64_t N) {
+  switch (mb) {
+  case 1: return rowsT<F, 1>(q, m0, w, n0, n1, y, N);
+  case 2: return rowsT<F, 2>(q, m0, w, n0, n1, y, N);
+  case 3: return rowsT<F, 3>(q, m0, w, n0, n1, y, N);
+  case 4: return rowsT<F, 4>(q, m0, w, n0, n1, y, N);
+  case 5: return rowsT<F, 5>(q, m0, w, n0, n1, y, N);
+  case 6: return rowsT<F, 6>(q, m0, w, n0, n1, y, N);
+  case 7: return rowsT<F, 7>(q, m0, w, n0, n1, y, N);
+  default: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
+  }
+}
+
+void rowsAvx512(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
+                int64_t n1, float *y, int64_t N) {
+  switch (f) {
+  case BlockFormat::q8_0: return rowsF<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_0: return rowsF<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
+  default: return rowsF<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
+  }
+}
+
+} // namespace
+
+const QuantKernels &quantKernelsAvx512Vnni() {
+  static const QuantKernels k{&quantizeXAvx512, &rowsAvx512};
+  return k;
+}
+
+} // namespace helm::quant::detail

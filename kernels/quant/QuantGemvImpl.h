@@ -1,0 +1,73 @@
+//===- QuantGemvImpl.h - internals shared by the quantized GEMV paths -------------===//
+//
+// Included by QuantGemv.cpp (dispatch, threads, the scalar reference) and QuantGemvAvx2.cpp /
+// QuantGemvAvx512.cpp (the vector paths, each compiled with its own target attribute). Only plain
+// declarations and baseline inline helpers live here: no vector code is shared between files.
+//
+// The arithmetic every path implements (docs/quantization.md, "Kernels"):
+//   activations, per row m and block b of 32 values: amax = largest |x| (compared as the integer
+//     bits of |x|, so NaN and infinities are caught); a non-finite block gets d = NaN and codes 0;
+//     otherwise d = amax / 127 (f32), codes c = nearbyint(clamp(x / d, -127, 127)) (0 if d == 0),
+//     sum = sum of the codes, scaledSum = d * float(sum).
+//   weights, per block: isum = sum_j c_j * q_j exactly in int32 (q: q8_0 the int8 code, q4_0 the
+//     nibble - 8, q4_1 the nibble); term = float(isum) * (dw * d), plus for q4_1 a second term
+//     mw * scaledSum. Block b is added to lane b % 8 of eight f32 partial sums (q4_1: the first term,
+//     then the second), in block order; y = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+// Every f32 operation is a single IEEE operation (no FMA: the library is built with
+// -ffp-contract=off), so any implementation of this order gives the same bits.
+//
+//===------------------------------------------------------------------------------===//
+#ifndef HELM_KERNELS_QUANT_QUANTGEMVIMPL_H
+#define HELM_KERNELS_QUANT_QUANTGEMVIMPL_H
+
+#include "kernels/quant/BlockFormats.h"
+
+#include <cstdint>
+
+namespace helm::quant::detail {
+
+constexpr int64_t kBlock = 32;     ///< values per block (activations and every supported format)
+constexpr int64_t kLanes = 8;      ///< f32 partial sums per output: block b goes to lane b % 8
+constexpr int64_t kMaxRowsOfX = 8; ///< rows of x one kernel call handles
+
+/// How far ahead of the group being read the vector paths prefetch the weight row (one sequential
+/// stream per thread; measured on Zen 4 with q4_0 from DRAM: 12 -> 16-18 GB/s on one thread, flat
+/// from 4 to 8 KiB). Prefetches past the end of W are harmless: they never fault.
+constexpr int64_t kPrefetchBytes = 4096;
+
+/// Bytes per weight block of the three supported formats.
+constexpr int64_t blockBytes(BlockFormat f) {
+  return f == BlockFormat::q8_0 ? 34 : f == BlockFormat::q4_0 ? 18 : 20;
+}
+
+/// x quantized once per call. Blocks are padded to a multiple of kLanes with zero codes, zero
+/// scales and zero sums, so that a kernel may always work on whole groups of 8 blocks.
+struct QuantizedX {
+  int64_t M = 0, blocks = 0, paddedBlocks = 0;
+  /// [M][paddedBlocks * 32]. The scalar and AVX2 paths keep each block's 32 codes in order; the
+  /// AVX-512 path stores each group of 4 blocks as the 4 first halves then the 4 second halves
+  /// (16 codes each), the order its weight registers hold them in. The values are the same.
+  int8_t *codes = nullptr;
+  float *scale = nullptr;     ///< [M][paddedBlocks]: d
+  int32_t *sum = nullptr;     ///< [M][paddedBlocks]: the sum of the block's codes
+  float *scaledSum = nullptr; ///< [M][paddedBlocks]: d * float(sum)
+};
+
+/// Fills q (whose sizes and buffers the caller set) from x [M, K].
+using QuantizeXFn = void (*)(const float *x, const QuantizedX &q);
+/// y[(m0 + m) * N + n] for m < mb (<= 8) and n in [n0, n1); w holds N rows of q.blocks blocks.
+using RowsFn = void (*)(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
+                        int64_t n1, float *y, int64_t N);
+
+struct QuantKernels {
+  QuantizeXFn quantizeX;
+  RowsFn rows;
+};
+
+const QuantKernels &quantKernelsScalar();
+const QuantKernels &quantKernelsAvx2();       // only where quantPathSupported(avx2)
+const QuantKernels &quantKernelsAvx512Vnni(); // only where quantPathSupported(avx512vnni)
+
+} // namespace helm::quant::detail
+
+#endif

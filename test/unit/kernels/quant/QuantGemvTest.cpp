@@ -1,0 +1,386 @@
+//===- QuantGemvTest.cpp - kernels/quant: the quantized decode GEMV ------------------===//
+//
+// (a) every vector path this CPU has returns the scalar reference's bits;
+// (b) the scalar reference equals an independent computation (weights from dequantizeRow, the
+//     activation quantization re-implemented here in double) within the f32 rounding bound:
+//       each block's term(s) round twice (the scale product, then the product with the integer
+//       sum), and each lane of the eight partial sums takes at most ceil(blocks / 8) additions per
+//       term kind, then 3 more in the final tree, so with u = 2^-24 and depth = (terms per block)
+//       * ceil(blocks / 8) + 3:  |y - Y| <= (depth + 4) u * sum_b A_b, where A_b = d_x * sum_j
+//       |c_j| (|q_j d_w| + |m_w|) bounds the block's terms (and, for q4_1, the f32 rounding of the
+//       dequantized weight q d + m, u |w| per weight);
+// (c) against the plain product x . dequant(W): the activation codes c = round(clamp(fl(x / d)))
+//     satisfy |x/d - c| <= 1/2 + 127 (1 + 2u) u <= 1/2 + 2^-17 (fl(x/d) is within 127 (1 + 2u) u of
+//     x/d; the clamp only removes rounding excess), so |x - c d| <= d (1/2 + 2^-17) per element and
+//       |y - x . W| <= sum_b d_b (1/2 + 2^-17) sum_j |w_j| + the bound of (b);
+// (d) M = 1..8 x K in {32, 64, 256, 4096, 4128} x N in {1, 7, 64, 1000}: 1 and 2 threads, and
+//     every path, give identical results;
+// (e) bad arguments give a one-line error and leave y untouched.
+//===------------------------------------------------------------------------------===//
+#include "kernels/quant/QuantGemv.h"
+
+#include "kernels/cpu/Isa.h"
+#include "kernels/cpu/ThreadPool.h"
+#include "kernels/quant/BlockFormats.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace q = helm::quant;
+namespace k = helm::kernels;
+using q::BlockFormat;
+using q::QuantPath;
+
+namespace {
+
+constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1};
+constexpr QuantPath kPaths[] = {QuantPath::scalar, QuantPath::avx2, QuantPath::avx512vnni};
+
+double halfValue(uint16_t h) {
+  const int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double v = exponent == 0 ? std::ldexp(double(mantissa), -24) : std::ldexp(double(1024 + mantissa), exponent - 25);
+  return sign ? -v : v;
+}
+
+int64_t bytesPerBlock(BlockFormat f) { return q::blockFormatInfo(f).bytesPerBlock; }
+
+/// Raw blocks: every code value (q8_0's -128 included), finite f16 scales of either sign between
+/// 2^-10 and 2^6, and for q4_1 a finite f16 min of either sign.
+std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt19937 &rng) {
+  const int64_t bs = bytesPerBlock(f), blocks = N * K / 32;
+  std::vector<uint8_t> w(size_t(blocks * bs));
+  std::uniform_int_distribution<int> byte(0, 255), exponent(5, 21), mantissa(0, 1023), sign(0, 1);
+  auto randomHalf = [&] { return uint16_t((sign(rng) << 15) | (exponent(rng) << 10) | mantissa(rng)); };
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t *p = w.data() + b * bs;
+    for (int64_t i = 0; i < bs; ++i)
+      p[i] = uint8_t(byte(rng));
+    const uint16_t d = randomHalf();
+    std::memcpy(p, &d, 2);
+    if (f == BlockFormat::q4_1) {
+      const uint16_t m = randomHalf();
+      std::memcpy(p + 2, &m, 2);
+    }
+  }
+  return w;
+}
+
+/// Weights as helmc would write them: quantizeRow of normally distributed rows.
+std::vector<uint8_t> quantizedWeights(BlockFormat f, int64_t N, int64_t K, std::mt19937 &rng) {
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> row(static_cast<size_t>(K));
+  const int64_t rowBytes = *q::rowBytes(f, K);
+  std::vector<uint8_t> w(size_t(N * rowBytes));
+  for (int64_t n = 0; n < N; ++n) {
+    for (float &v : row)
+      v = normal(rng);
+    EXPECT_TRUE(q::quantizeRow(f, row.data(), K, w.data() + n * rowBytes).ok());
+  }
+  return w;
+}
+
+/// Activations with the cases that matter: normal values, an all-zero block, an outlier block,
+/// exact rounding ties (amax 127, so d = 1 and x / d = k + 1/2), tiny and, if `extreme`, subnormal
+/// blocks (d subnormal or zero).
+std::vector<float> activations(int64_t M, int64_t K, std::mt19937 &rng, bool extreme) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> kind(0, 9), tie(-127, 126);
+  std::vector<float> x(size_t(M * K));
+  for (int64_t b = 0; b < M * K / 32; ++b) {
+    float *xb = x.data() + b * 32;
+    const int c = kind(rng);
+    for (int j = 0; j < 32; ++j) {
+      switch (c) {
+      case 0: xb[j] = 0.0f; break;
+      case 1: xb[j] = normal(rng) * (j == 7 ? 1000.0f : 1.0f); break;
+      case 2: xb[j] = j == 0 ? 127.0f : float(tie(rng)) + 0.5f; break;
+      case 3: xb[j] = normal(rng) * (extreme ? 1e-30f : 1e-20f); break;
+      case 4: xb[j] = extreme ? normal(rng) * 1e-38f : normal(rng); break;
+      case 5: xb[j] = extreme ? normal(rng) * 1e-44f : normal(rng); break;
+      default: xb[j] = normal(rng); break;
+      }
+    }
+  }
+  return x;
+}
+
+struct PathGuard { // restores the ISA choice and the pool size
+  ~PathGuard() {
+    k::resetIsaForTesting();
+    k::setThreads(1);
+  }
+};
+
+std::vector<float> run(QuantPath path, BlockFormat f, const std::vector<float> &x, int64_t M, int64_t K,
+                       const std::vector<uint8_t> &w, int64_t N, int threads) {
+  k::setThreads(threads);
+  std::vector<float> y(size_t(M * N), -12345.0f);
+  std::string error;
+  EXPECT_TRUE(q::quantLinearOnPath(path, f, x.data(), M, K, w.data(), N, y.data(), &error)) << error;
+  return y;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// The first index where a and b differ in bits, for the failure message.
+std::string firstDifference(const std::vector<float> &a, const std::vector<float> &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
+      return "index " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+  return "none";
+}
+
+// ---- (b), (c): the independent computation ------------------------------------------------------
+
+struct QuantizedBlock { // one activation block re-quantized here, in double
+  double d = 0;
+  int codes[32] = {};
+};
+
+QuantizedBlock quantizeHere(const float *xb) {
+  QuantizedBlock qb;
+  double amax = 0;
+  for (int j = 0; j < 32; ++j)
+    amax = std::max(amax, std::fabs(double(xb[j])));
+  // f32 division = the double quotient rounded to f32 (double rounding is innocuous for division).
+  qb.d = double(float(amax / 127.0));
+  if (qb.d == 0)
+    return qb;
+  for (int j = 0; j < 32; ++j) {
+    const double v = std::clamp(double(float(double(xb[j]) / qb.d)), -127.0, 127.0);
+    qb.codes[j] = int(std::nearbyint(v));
+  }
+  return qb;
+}
+
+struct Expected {
+  double y, bound;
+};
+
+/// For row n of w and row m of x: the exact value of the kernel's arithmetic on the codes (from
+/// the dequantized weights), its f32 bound (b), and the plain product's value and bound (c).
+void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, Expected &quantized,
+                 Expected &plain) {
+  std::vector<float> wdeq(static_cast<size_t>(K));
+  ASSERT_TRUE(q::dequantizeRow(f, row, K, wdeq.data()).ok());
+  const int64_t blocks = K / 32, bs = bytesPerBlock(f);
+  const int termsPerBlock = f == BlockFormat::q4_1 ? 2 : 1;
+  const double u = std::ldexp(1.0, -24);
+  const double depth = double(termsPerBlock * ((blocks + 7) / 8) + 3);
+  double y = 0, termBound = 0, plainY = 0, activationError = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const QuantizedBlock qb = quantizeHere(x + b * 32);
+    uint16_t dh, mh = 0;
+    std::memcpy(&dh, row + b * bs, 2);
+    if (f == BlockFormat::q4_1)
+      std::memcpy(&mh, row + b * bs + 2, 2);
+    const double dw = halfValue(dh), mw = halfValue(mh);
+    const uint8_t *blk = row + b * bs;
+    double absW = 0;
+    for (int j = 0; j < 32; ++j) {
+      const double wj = wdeq[size_t(b * 32 + j)];
+      y += double(qb.codes[j]) * qb.d * wj;
+      // The weight code q_j as the format defines it; |q_j d_w| + |m_w| >= |w_j| (q4_1: w_j is
+      // q d + m rounded to f32, within u |w_j| of it, which the bound's +4 covers).
+      const int nibble = j < 16 ? blk[(f == BlockFormat::q4_1 ? 4 : 2) + j] & 0xF
+                                : blk[(f == BlockFormat::q4_1 ? 4 : 2) + j - 16] >> 4;
+      const double code = f == BlockFormat::q8_0 ? double(int8_t(blk[2 + j]))
+                          : f == BlockFormat::q4_0 ? double(nibble - 8)
+                                                   : double(nibble);
+      termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(code * dw) + std::fabs(mw));
+      plainY += double(x[b * 32 + j]) * wj;
+      absW += std::fabs(wj);
+    }
+    activationError += qb.d * (0.5 + std::ldexp(1.0, -17)) * absW;
+  }
+  quantized = {y, (depth + 4) * u * termBound};
+  plain = {plainY, activationError + quantized.bound};
+}
+
+// ---- tests --------------------------------------------------------------------------------------
+
+TEST(QuantGemv, PathChoiceFollowsTheIsa) {
+  PathGuard guard;
+  ASSERT_TRUE(k::setIsaForTesting(k::Isa::scalar));
+  EXPECT_EQ(q::activeQuantPath(), QuantPath::scalar);
+  if (k::setIsaForTesting(k::Isa::avx2)) {
+    EXPECT_EQ(q::activeQuantPath(), QuantPath::avx2);
+  }
+  if (k::setIsaForTesting(k::Isa::avx512)) {
+    EXPECT_EQ(q::activeQuantPath(),
+              q::quantPathSupported(QuantPath::avx512vnni) ? QuantPath::avx512vnni : QuantPath::avx2);
+  }
+  EXPECT_STREQ(q::quantPathName(QuantPath::avx512vnni), "avx512vnni");
+}
+
+TEST(QuantGemv, SmallExactExample) {
+  // d_x = 1 (amax 127), integer x; q8_0 weights with d = 1 (f16 0x3c00): y is the integer dot product.
+  PathGuard guard;
+  std::vector<float> x(64);
+  std::vector<uint8_t> w(2 * 34);
+  int64_t expected = 0;
+  for (int j = 0; j < 64; ++j) {
+    x[size_t(j)] = j == 0 ? 127.0f : float((j * 37) % 255 - 127);
+    const int8_t code = int8_t((j * 91) % 256 - 128); // -128 included
+    w[size_t(j / 32 * 34 + 2 + j % 32)] = uint8_t(code);
+    expected += int64_t(x[size_t(j)]) * code;
+  }
+  const uint16_t one = 0x3c00;
+  std::memcpy(&w[0], &one, 2);
+  std::memcpy(&w[34], &one, 2);
+  for (QuantPath path : kPaths) {
+    if (!q::quantPathSupported(path))
+      continue;
+    const std::vector<float> y = run(path, BlockFormat::q8_0, x, 1, 64, w, 1, 1);
+    EXPECT_EQ(double(y[0]), double(expected)) << q::quantPathName(path);
+  }
+}
+
+// (a)
+void expectPathEqualsScalar(QuantPath path) {
+  PathGuard guard;
+  std::mt19937 rng(11);
+  for (BlockFormat f : kFormats)
+    for (int64_t M : {1, 2, 3, 5, 8, 11})
+      for (int64_t K : {32, 64, 96, 256, 288, 1056})
+        for (int64_t N : {1, 7, 33}) {
+          const std::vector<float> x = activations(M, K, rng, true);
+          for (bool raw : {true, false}) {
+            const std::vector<uint8_t> w = raw ? randomWeights(f, N, K, rng) : quantizedWeights(f, N, K, rng);
+            const std::vector<float> ref = run(QuantPath::scalar, f, x, M, K, w, N, 1);
+            const std::vector<float> got = run(path, f, x, M, K, w, N, 1);
+            ASSERT_TRUE(sameBits(ref, got))
+                << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " M " << M << " K " << K << " N "
+                << N << (raw ? " raw" : " quantized") << ": " << firstDifference(ref, got);
+          }
+        }
+}
+
+TEST(QuantGemv, Avx2EqualsScalarReference) {
+  if (!q::quantPathSupported(QuantPath::avx2))
+    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C";
+  expectPathEqualsScalar(QuantPath::avx2);
+}
+
+TEST(QuantGemv, Avx512VnniEqualsScalarReference) {
+  if (!q::quantPathSupported(QuantPath::avx512vnni))
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL + VNNI";
+  expectPathEqualsScalar(QuantPath::avx512vnni);
+}
+
+TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
+  PathGuard guard;
+  std::mt19937 rng(5);
+  const int64_t M = 3, K = 96, N = 9;
+  for (BlockFormat f : kFormats) {
+    std::vector<float> x = activations(M, K, rng, false);
+    x[size_t(1 * K + 40)] = std::numeric_limits<float>::infinity();
+    x[size_t(2 * K + 3)] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<uint8_t> w = randomWeights(f, N, K, rng);
+    for (QuantPath path : kPaths) {
+      if (!q::quantPathSupported(path))
+        continue;
+      const std::vector<float> y = run(path, f, x, M, K, w, N, 1);
+      for (int64_t n = 0; n < N; ++n) {
+        EXPECT_TRUE(std::isfinite(y[size_t(n)])) << q::quantPathName(path);
+        EXPECT_TRUE(std::isnan(y[size_t(N + n)])) << q::quantPathName(path);
+        EXPECT_TRUE(std::isnan(y[size_t(2 * N + n)])) << q::quantPathName(path);
+      }
+    }
+  }
+}
+
+// (b) and (c)
+TEST(QuantGemv, ScalarReferenceMatchesIndependentComputation) {
+  PathGuard guard;
+  std::mt19937 rng(3);
+  double worstB = 0, worstC = 0; // observed error / bound
+  for (BlockFormat f : kFormats)
+    for (int64_t K : {32, 256, 4128})
+      for (bool raw : {true, false}) {
+        const int64_t M = 3, N = 17;
+        const std::vector<float> x = activations(M, K, rng, false);
+        const std::vector<uint8_t> w = raw ? randomWeights(f, N, K, rng) : quantizedWeights(f, N, K, rng);
+        const std::vector<float> y = run(QuantPath::scalar, f, x, M, K, w, N, 1);
+        const int64_t rowBytes = *q::rowBytes(f, K);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            Expected quantized{}, plain{};
+            independent(f, x.data() + m * K, K, w.data() + n * rowBytes, quantized, plain);
+            const double got = y[size_t(m * N + n)];
+            ASSERT_LE(std::fabs(got - quantized.y), quantized.bound)
+                << "(b) " << q::blockFormatInfo(f).name << " K " << K << " m " << m << " n " << n;
+            ASSERT_LE(std::fabs(got - plain.y), plain.bound)
+                << "(c) " << q::blockFormatInfo(f).name << " K " << K << " m " << m << " n " << n;
+            if (quantized.bound > 0)
+              worstB = std::max(worstB, std::fabs(got - quantized.y) / quantized.bound);
+            if (plain.bound > 0)
+              worstC = std::max(worstC, std::fabs(got - plain.y) / plain.bound);
+          }
+      }
+  std::cout << "worst error / bound: (b) " << worstB << ", (c) " << worstC << "\n";
+}
+
+// (d)
+TEST(QuantGemv, ThreadsAndPathsGiveIdenticalResults) {
+  PathGuard guard;
+  std::mt19937 rng(17);
+  for (BlockFormat f : kFormats)
+    for (int64_t K : {32, 64, 256, 4096, 4096 + 32})
+      for (int64_t N : {1, 7, 64, 1000}) {
+        const std::vector<uint8_t> w = randomWeights(f, N, K, rng);
+        for (int64_t M = 1; M <= 8; ++M) {
+          const std::vector<float> x = activations(M, K, rng, false);
+          const std::vector<float> ref = run(QuantPath::scalar, f, x, M, K, w, N, 1);
+          for (QuantPath path : kPaths) {
+            if (!q::quantPathSupported(path))
+              continue;
+            for (int threads : {1, 2}) {
+              if (path == QuantPath::scalar && threads == 1)
+                continue;
+              const std::vector<float> got = run(path, f, x, M, K, w, N, threads);
+              ASSERT_TRUE(sameBits(ref, got))
+                  << q::quantPathName(path) << " " << threads << " threads " << q::blockFormatInfo(f).name << " M "
+                  << M << " K " << K << " N " << N << ": " << firstDifference(ref, got);
+            }
+          }
+        }
+      }
+}
+
+// (e)
+TEST(QuantGemv, BadArgumentsAreOneLineErrors) {
+  std::vector<float> x(64, 1.0f), y(4, 7.0f);
+  std::vector<uint8_t> w(4 * 34);
+  auto expectError = [&](BlockFormat f, int64_t M, int64_t K, int64_t N, const char *fragment) {
+    std::string error;
+    EXPECT_FALSE(q::quantLinear(f, x.data(), M, K, w.data(), N, y.data(), &error));
+    EXPECT_NE(error.find(fragment), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+    EXPECT_FALSE(q::quantLinear(f, x.data(), M, K, w.data(), N, y.data(), nullptr)); // no error string
+  };
+  expectError(BlockFormat::q8_0, 1, 33, 2, "K = 33 is not a multiple of the block size 32");
+  expectError(BlockFormat::q4_0, 1, 48, 2, "K = 48");
+  expectError(BlockFormat::q4_1, 1, -32, 2, "K = -32");
+  expectError(BlockFormat::q4_k, 1, 256, 1, "q4_k is not supported");
+  expectError(BlockFormat::q8_0, -1, 32, 2, "negative size");
+  std::string error;
+  EXPECT_FALSE(q::quantLinear(BlockFormat::q8_0, nullptr, 1, 32, w.data(), 2, y.data(), &error));
+  EXPECT_NE(error.find("null buffer"), std::string::npos) << error;
+  // K = 0: y = 0; M or N = 0: nothing.
+  EXPECT_TRUE(q::quantLinear(BlockFormat::q8_0, x.data(), 2, 0, w.data(), 2, y.data(), &error));
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 0.0f; }));
+  EXPECT_TRUE(q::quantLinear(BlockFormat::q8_0, nullptr, 0, 32, nullptr, 5, nullptr, &error));
+}
+
+} // namespace
