@@ -63,6 +63,9 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
   -q, --quiet             do not print generated text
   -h, --help              this help
+
+Ctrl-C during generation stops every sequence at its next token: the text so far and the
+statistics are printed and helm-rt exits with status 130. A second Ctrl-C ends it at once.
 )";
 
 namespace {

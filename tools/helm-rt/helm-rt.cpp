@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <climits>
 #include <random>
@@ -110,6 +111,33 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
   outs() << "\n";
   for (const auto &s : model.package().sections())
     outs() << formatv("section        {0,-14} {1,12} bytes at {2}\n", s.name, s.size, s.offset);
+}
+} // namespace
+
+namespace {
+/// Set by SIGINT during generation: every sequence stops at its next token, and helm-rt prints the
+/// text so far, the statistics, and exits with 130. The handler resets itself (SA_RESETHAND), so a
+/// second Ctrl-C ends the process at once, as it would without one.
+volatile std::sig_atomic_t interruptRequested = 0;
+
+extern "C" void requestInterrupt(int) { interruptRequested = 1; }
+
+void installInterruptHandler() {
+  struct sigaction action = {};
+  action.sa_handler = requestInterrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+/// Open file descriptors of this process (entries of /proc/self/fd, less the one listing it), for
+/// the stats: a count that grows with the tokens generated, or across runs, is a leak.
+int64_t openFileDescriptors() {
+  std::error_code ec;
+  int64_t count = 0;
+  for (sys::fs::directory_iterator it("/proc/self/fd", ec), end; it != end && !ec; it.increment(ec))
+    ++count;
+  return ec ? -1 : count - 1;
 }
 } // namespace
 
@@ -270,7 +298,7 @@ int main(int argc, char **argv) {
   auto onToken = [&](int seq, int32_t token) {
     generated[size_t(seq)].push_back(token);
     if (!tokenizer)
-      return true;
+      return !interruptRequested;
     auto piece = decoders[size_t(seq)]->push(token);
     if (!piece) {
       decodeError = toString(piece.takeError());
@@ -284,7 +312,7 @@ int main(int argc, char **argv) {
     for (const std::string &s : stops)
       if (!s.empty() && StringRef(texts[size_t(seq)]).ends_with(s))
         return false;
-    return true;
+    return !interruptRequested;
   };
 
   std::unique_ptr<raw_fd_ostream> logitsFile;
@@ -309,6 +337,7 @@ int main(int argc, char **argv) {
   }
 
   helm::rt::GenerateStats stats;
+  installInterruptHandler();
   if (Error e = helm::rt::generate(model, request, onToken, onLogits, stats)) {
     if (statsFile) {
       statsFile.reset();
@@ -353,6 +382,10 @@ int main(int argc, char **argv) {
                         list, model.info().maxContext, numTokens);
   }
 
+  bool interrupted = interruptRequested;
+  if (interrupted)
+    errs() << formatv("helm-rt: interrupted: stopped after {0} generated tokens\n", stats.generatedTokens);
+
   uint64_t rss = peakRssBytes();
   errs() << formatv("helm-rt: load {0:f1} ms | prompt {1} tokens, TTFT {2:f1} ms, prefill {3:f1} "
                     "tok/s | {4} tokens, decode {5:f1} tok/s | {6} threads | peak RSS {7:f1} MiB\n",
@@ -382,6 +415,8 @@ int main(int argc, char **argv) {
                    {"peak_rss_bytes", int64_t(rss)},
                    {"decode_steps", stats.decodeSteps},
                    {"context_limited", json::Array(stats.contextLimited)},
+                   {"interrupted", interrupted},
+                   {"open_fds", openFileDescriptors()},
                    {"link_bytes_per_step", stats.linkBytesPerStep()},
                    {"link_transfers_per_step", stats.linkTransfersPerStep()}};
     if (helm::rt::Device *device = model.device()) {
@@ -407,5 +442,6 @@ int main(int argc, char **argv) {
     }
     *statsFile << formatv("{0:2}", json::Value(std::move(o))) << "\n";
   }
-  return 0;
+  // 128 + SIGINT, as a shell reports a process ended by Ctrl-C; the output above is complete.
+  return interrupted ? 128 + SIGINT : 0;
 }

@@ -30,6 +30,11 @@ def main() -> int:
         problems.append(f"prompt_tokens {s.get('prompt_tokens')!r} != {prompt}")
     if s.get("generated_tokens") != generated:
         problems.append(f"generated_tokens {s.get('generated_tokens')!r} != {generated}")
+    # The stats file itself is open when the count is taken.
+    if not isinstance(s.get("open_fds"), int) or isinstance(s.get("open_fds"), bool) or s["open_fds"] < 1:
+        problems.append(f"open_fds {s.get('open_fds')!r} is not a positive count")
+    if s.get("interrupted") is not False:
+        problems.append(f"interrupted {s.get('interrupted')!r} != false (no Ctrl-C was sent)")
     if s.get("seed") != seed:
         problems.append(f"seed {s.get('seed')!r} != {seed} (given with --seed)")
     if problems:
