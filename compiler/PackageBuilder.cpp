@@ -11,6 +11,7 @@
 #include "compiler/PackageBuilder.h"
 
 #include "compiler/Pipeline.h"
+#include "compiler/WeightQuantizer.h"
 #include "compiler/package/PackageWriter.h"
 #include "contract/helm_contract.h"
 #include "contract/manifest_schema.h"
@@ -112,7 +113,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
   say("writing " + options.outputPath);
   pkg::PackageWriter writer(options.outputPath);
   llvm::json::Array tensorTable, stageTable;
-  std::vector<char> storage;
+  std::vector<char> storage, quantized;
   for (size_t index = 0; index < stages.size(); ++index) {
     const CpuStage &stage = stages[index];
     bool gpu = stage.side == HELM_STAGE_GPU;
@@ -126,9 +127,20 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         return llvm::createStringError(options.modelPath + ": cannot read the data of weight '" +
                                        t.onnxName + "': " + llvm::toString(read.takeError()));
       llvm::ArrayRef<char> bytes = *read;
-      if (int64_t(bytes.size()) != t.bytes) {
+      int64_t sourceBytes = t.blockDtype ? t.sourceBytes : t.bytes;
+      if (int64_t(bytes.size()) != sourceBytes) {
         return llvm::createStringError(llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
-                              options.modelPath, t.onnxName, bytes.size(), t.bytes));
+                              options.modelPath, t.onnxName, bytes.size(), sourceBytes));
+      }
+      if (t.blockDtype) {
+        // Quantized here, one tensor at a time: the peak is one tensor's blocks, not the model's.
+        if (llvm::Error e = quantizeWeight(t.onnxName, bytes, t.sourceDtype, t.sourceShape, t.rowDim,
+                                           t.blockDtype, quantized))
+          return llvm::createStringError(options.modelPath + ": " + llvm::toString(std::move(e)));
+        bytes = llvm::ArrayRef<char>(quantized.data(), quantized.size());
+        report.quantizedTensors += 1;
+        report.quantizedSourceBytes += t.sourceBytes;
+        report.quantizedBytes += quantized.size();
       }
       uint64_t offset = writer.append(bytes);
       report.weightBytes += bytes.size();

@@ -32,6 +32,8 @@ struct PackageReport {
   double codegenSeconds = 0, writeSeconds = 0;
   uint64_t weightBytes = 0, codeBytes = 0;
   uint64_t gpuWeightBytes = 0; // of weightBytes, those of the GPU stage
+  /// Weights stored in a block format (helm-quantize-weights), and their bytes before it.
+  uint64_t quantizedTensors = 0, quantizedSourceBytes = 0, quantizedBytes = 0;
 };
 
 /// Lowers the (raised, maybe planned) module's stages to native code and writes the package

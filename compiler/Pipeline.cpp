@@ -40,6 +40,14 @@ llvm::Error planModule(ModuleOp module, const TargetProfile &target, const PlanO
       module, [&](OpPassManager &pm) { buildPlanPipeline(pm, options); }, "planning", modelPath);
 }
 
+llvm::Error quantizeWeights(ModuleOp module, llvm::StringRef format, llvm::StringRef modelPath) {
+  QuantizeWeightsOptions options;
+  options.format = format.str();
+  return runPipeline(
+      module, [&](OpPassManager &pm) { pm.addPass(createQuantizeWeights(options)); }, "quantization",
+      modelPath);
+}
+
 llvm::Error splitStages(ModuleOp module, llvm::StringRef modelPath) {
   return runPipeline(module, buildStageSplitPipeline, "stage split", modelPath);
 }

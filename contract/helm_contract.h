@@ -26,8 +26,42 @@ extern "C" {
 #endif
 
 /* Element types of every buffer that crosses the contract (the manifest spells them "f32",
- * "f16", "bf16"). */
-enum helm_dtype { HELM_DTYPE_F32 = 0, HELM_DTYPE_F16 = 1, HELM_DTYPE_BF16 = 2 };
+ * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: the GGUF block formats
+ * (docs/quantization.md), a weight of N rows (output features, or table rows) by K stored as N
+ * rows of K / helm_dtype_block_weights blocks of helm_dtype_block_bytes bytes each. */
+enum helm_dtype {
+  HELM_DTYPE_F32 = 0,
+  HELM_DTYPE_F16 = 1,
+  HELM_DTYPE_BF16 = 2,
+  HELM_DTYPE_Q8_0 = 3,
+  HELM_DTYPE_Q4_0 = 4,
+  HELM_DTYPE_Q4_1 = 5,
+  HELM_DTYPE_Q4_K = 6,
+  HELM_DTYPE_Q5_K = 7,
+  HELM_DTYPE_Q6_K = 8
+};
+
+/* Weights per block of a block dtype; 0 for the element dtypes. */
+static inline int64_t helm_dtype_block_weights(int32_t dtype) {
+  switch (dtype) {
+  case HELM_DTYPE_Q8_0: case HELM_DTYPE_Q4_0: case HELM_DTYPE_Q4_1: return 32;
+  case HELM_DTYPE_Q4_K: case HELM_DTYPE_Q5_K: case HELM_DTYPE_Q6_K: return 256;
+  default: return 0;
+  }
+}
+
+/* Bytes per block of a block dtype (ggml's block_q8_0 ... block_q6_K); 0 for the element dtypes. */
+static inline int64_t helm_dtype_block_bytes(int32_t dtype) {
+  switch (dtype) {
+  case HELM_DTYPE_Q8_0: return 34;
+  case HELM_DTYPE_Q4_0: return 18;
+  case HELM_DTYPE_Q4_1: return 20;
+  case HELM_DTYPE_Q4_K: return 144;
+  case HELM_DTYPE_Q5_K: return 176;
+  case HELM_DTYPE_Q6_K: return 210;
+  default: return 0;
+  }
+}
 
 /* The plan's side of a stage (manifest stages[].device: "cpu", "gpu"). */
 enum helm_stage_side { HELM_STAGE_CPU = 0, HELM_STAGE_GPU = 1 };
@@ -73,10 +107,18 @@ enum helm_stage_abi_field {
 /* ---- CPU kernels (kernels/cpu) ----------------------------------------------------------- */
 
 /* y[M, N] = x[M, K] . W, with W stored [K, N], or [N, K] when `w_transposed` (Hugging Face
- * layout). Accumulates in f32; y is rounded to its element type once. */
+ * layout). Accumulates in f32; y is rounded to its element type once. A W of a block dtype is
+ * always N rows of blocks along K (w_transposed is ignored); x is then quantized to 8 bits per
+ * block of 32 for integer dot products (docs/quantization.md). */
 void helm_k_linear(const void *x, int32_t x_dtype, const void *w, int32_t w_dtype,
                    int32_t w_transposed, void *y, int32_t y_dtype, int64_t M, int64_t K,
                    int64_t N);
+
+/* out[r, :] = row ids[r] of a [vocab, width] table of a block dtype, dequantized to out_dtype
+ * (element tables are gathered by the stage code itself). An id outside [0, vocab) reads row 0
+ * or vocab - 1, as the gather of element tables clamps; the runtime refuses such ids first. */
+void helm_k_embed_blocks(const int64_t *ids, const void *table, int32_t table_dtype, void *out,
+                         int32_t out_dtype, int64_t rows, int64_t vocab, int64_t width);
 
 /* ---- Runtime services for host stage code ------------------------------------------------ */
 

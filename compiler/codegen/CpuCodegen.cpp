@@ -159,6 +159,16 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
     t.dtype = elementName(type.getElementType());
     t.shape.assign(type.getShape().begin(), type.getShape().end());
     t.bytes = decl.getLength();
+    if (BlocksAttr blocks = decl.getBlocksAttr()) {
+      t.blockDtype = int32_t(blocks.getFormat());
+      t.sourceDtype = t.dtype;
+      t.sourceShape = t.shape;
+      t.sourceBytes = t.bytes;
+      t.rowDim = blocks.getRowDim();
+      t.dtype = helm_dtype_name(t.blockDtype);
+      t.shape = {type.getDimSize(t.rowDim), type.getDimSize(1 - t.rowDim)};
+      t.bytes = decl.getStoredBytes();
+    }
     tensors.push_back(std::move(t));
   }
   llvm::sort(tensors, [](const StageTensor &a, const StageTensor &b) { return a.id < b.id; });

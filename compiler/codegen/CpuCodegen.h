@@ -19,9 +19,16 @@ struct StageTensor {
   int64_t id = 0;
   std::string symbol;   // helm.weight_decl symbol
   std::string onnxName; // initializer name in the source model
-  std::string dtype;    // f32, f16, bf16, i64, ...
-  std::vector<int64_t> shape;
-  int64_t bytes = 0;
+  std::string dtype;    // f32, f16, bf16, i64, ..., or a block format (q8_0, ...)
+  std::vector<int64_t> shape; // for a block format: [rows, row length], rows first
+  int64_t bytes = 0;          // in the package
+  /// A weight the package stores quantized: the source's dtype, bytes and shape, and the source
+  /// dimension that holds the rows (the builder transposes while quantizing when it is 1).
+  int32_t blockDtype = 0; // helm_dtype code; 0 for a weight stored as it is
+  std::string sourceDtype;
+  std::vector<int64_t> sourceShape;
+  int64_t sourceBytes = 0;
+  int64_t rowDim = 0;
 };
 
 /// Which CPU the object is compiled for.

@@ -553,7 +553,8 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     builder.setInsertionPoint(func);
     WeightDeclOp::create(builder, loc, builder.getStringAttr(sym), TypeAttr::get(type),
                                  builder.getStringAttr(tensor.name()), builder.getStringAttr(location),
-                                 builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(length));
+                                 builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(length),
+                                 /*blocks=*/BlocksAttr());
   }
   values[tensor.name()] = WeightOp::create(builder, loc, type, sym);
   return true;

@@ -40,6 +40,19 @@ def Helm_GpuBackend : I32EnumAttr<"GpuBackend", "backend that runs a target's GP
   let genSpecializedAttr = 0;
 }
 
+// The GGUF block formats a weight can be stored in. The values are the contract's helm_dtype
+// codes (static_assert in HelmDialect.cpp), so the kernel call takes the code unchanged.
+def Helm_BlockFormat : I32EnumAttr<"BlockFormat", "block format of a quantized weight", [
+    I32EnumAttrCase<"q8_0", 3>,
+    I32EnumAttrCase<"q4_0", 4>,
+    I32EnumAttrCase<"q4_1", 5>,
+    I32EnumAttrCase<"q4_k", 6>,
+    I32EnumAttrCase<"q5_k", 7>,
+    I32EnumAttrCase<"q6_k", 8>]> {
+  let cppNamespace = "::helm";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Planning attributes: the target, the costing options, each unit's costs and the plan. Typed, so
 // the verifier and the parser check every field and code reads fields, not dictionary keys.
@@ -158,6 +171,35 @@ def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
   let parameters = (ins "int64_t":$chosen_k, Helm_F64Parameter<"predicted time per token">:$predicted_ms_per_token,
                         StringRefParameter<"decode or prefill">:$objective, "bool":$kv_offload,
                         ArrayRefParameter<"PlanCandidateAttr", "every split k, in order">:$candidates);
+  let genVerifyDecl = 1;
+}
+
+def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
+  let summary = "How a quantized weight is stored: a block format, rows along one dimension";
+  let description = [{
+    On a `helm.weight_decl` whose package bytes are quantized. The declared type stays the source
+    tensor's (shape and float element type: what the ops compute with); the package stores it as
+    rows along `row_dim` (the output features of a linear weight, the tokens of an embedding
+    table), each row a run of blocks along the other dimension (docs/quantization.md). Every block
+    format implies its bits, block size, scale type and zero-point form:
+
+    | format | bits | weights/block | scales | zero point |
+    | q8_0 | 8 | 32 | f16 | symmetric |
+    | q4_0 | 4 | 32 | f16 | symmetric (offset 8) |
+    | q4_1 | 4 | 32 | f16 scale, f16 min | min |
+    | q4_k | 4 | 256 (8 x 32) | 6-bit scales and mins, f16 super-scales | min |
+    | q5_k | 5 | 256 (8 x 32) | as q4_k | min |
+    | q6_k | 6 | 256 (16 x 16) | int8 scales, f16 super-scale | symmetric (offset 32) |
+  }];
+  let parameters = (ins "::helm::BlockFormat":$format, "int64_t":$row_dim);
+  let extraClassDeclaration = [{
+    /// Weights and bytes per block, and bits per weight including the scales.
+    int64_t getBlockWeights() const;
+    int64_t getBlockBytes() const;
+    double getBitsPerWeight() const { return 8.0 * double(getBlockBytes()) / double(getBlockWeights()); }
+    /// Package bytes of a [rows, columns] tensor stored this way (rows along row_dim).
+    int64_t getStoredBytes(mlir::RankedTensorType type) const;
+  }];
   let genVerifyDecl = 1;
 }
 

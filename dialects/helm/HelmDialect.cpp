@@ -49,6 +49,11 @@ void helm::printF64(AsmPrinter &printer, F64 value) {
 static_assert(int(GpuBackend::emu) == HELM_DEVICE_EMU && int(GpuBackend::cuda) == HELM_DEVICE_CUDA,
               "GpuBackend codes are the contract's helm_device_kind codes");
 
+static_assert(int(BlockFormat::q8_0) == HELM_DTYPE_Q8_0 && int(BlockFormat::q4_0) == HELM_DTYPE_Q4_0 &&
+                  int(BlockFormat::q4_1) == HELM_DTYPE_Q4_1 && int(BlockFormat::q4_k) == HELM_DTYPE_Q4_K &&
+                  int(BlockFormat::q5_k) == HELM_DTYPE_Q5_K && int(BlockFormat::q6_k) == HELM_DTYPE_Q6_K,
+              "BlockFormat codes are the contract's helm_dtype codes");
+
 void HelmDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -216,5 +221,23 @@ LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predict
                        << " candidates";
   if (!std::isfinite(predictedMs.value))
     return emitError() << "plan predicted_ms_per_token must be finite";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Quantized weights
+//===----------------------------------------------------------------------===//
+
+int64_t BlocksAttr::getBlockWeights() const { return helm_dtype_block_weights(int32_t(getFormat())); }
+int64_t BlocksAttr::getBlockBytes() const { return helm_dtype_block_bytes(int32_t(getFormat())); }
+
+int64_t BlocksAttr::getStoredBytes(RankedTensorType type) const {
+  int64_t rows = type.getDimSize(getRowDim()), columns = type.getDimSize(1 - getRowDim());
+  return rows * (columns / getBlockWeights()) * getBlockBytes();
+}
+
+LogicalResult BlocksAttr::verify(EmitError emitError, BlockFormat, int64_t rowDim) {
+  if (rowDim != 0 && rowDim != 1)
+    return emitError() << "blocks row_dim must be 0 or 1, got " << rowDim;
   return success();
 }

@@ -47,7 +47,22 @@ LogicalResult WeightDeclOp::verify() {
   if (getLocation().empty() ? offset != -1 : offset < 0)
     return emitOpError("offset ") << offset << " is invalid for "
                                   << (getLocation().empty() ? "inline" : "external") << " data";
+  if (BlocksAttr blocks = getBlocksAttr()) {
+    if (type.getRank() != 2 || !isa<FloatType>(type.getElementType()))
+      return emitOpError("only a 2-D float weight can be stored in blocks, got ") << type;
+    int64_t columns = type.getDimSize(1 - blocks.getRowDim());
+    if (columns % blocks.getBlockWeights() != 0)
+      return emitOpError("blocks of ") << blocks.getBlockWeights() << " ("
+                                       << stringifyBlockFormat(blocks.getFormat()) << ") do not divide the "
+                                       << columns << " columns of " << type;
+  }
   return success();
+}
+
+int64_t WeightDeclOp::getStoredBytes() {
+  if (BlocksAttr blocks = getBlocksAttr())
+    return blocks.getStoredBytes(cast<RankedTensorType>(getType()));
+  return getLengthAttr().getInt();
 }
 
 LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

@@ -21,6 +21,7 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
     file (relative to the model file) or empty when the bytes are inline in the ONNX file;
     `offset`/`length` locate them in that file (`offset` is -1 for inline data, which the importer
     keeps in its weight store). `onnx_name` is the initializer's name in the source model.
+    `blocks` (set by helm-quantize-weights) says the package stores it quantized.
 
     ```mlir
     helm.weight_decl @model_embed_tokens_weight : tensor<512x64xf32>
@@ -28,9 +29,15 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
-                   StrAttr:$onnx_name, StrAttr:$location, I64Attr:$offset, I64Attr:$length);
+                   StrAttr:$onnx_name, StrAttr:$location, I64Attr:$offset, I64Attr:$length,
+                   OptionalAttr<Helm_BlocksAttr>:$blocks);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the package stores: `length` (the source's bytes), or the quantized size when the
+    /// weight has `blocks`.
+    int64_t getStoredBytes();
+  }];
 }
 
 def Helm_WeightOp : Helm_Op<"weight",

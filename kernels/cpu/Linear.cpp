@@ -12,6 +12,7 @@
 #include "kernels/cpu/Isa.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cpu/ThreadPool.h"
+#include "kernels/quant/BlockKernels.h"
 #include "contract/helm_contract.h"
 
 #include <cstdint>
@@ -48,6 +49,11 @@ float *helm::kernels::gemvThreadScratch() {
 extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int32_t wDtype,
                               int32_t wTransposed, void *y, int32_t yDtype, int64_t M, int64_t K,
                               int64_t N) {
+  // Weights in block formats have kernels of their own (kernels/quant, docs/quantization.md).
+  if (helm_dtype_block_weights(wDtype) > 0) {
+    helm::quant::linearBlocks(x, xDtype, w, wDtype, y, yDtype, M, K, N);
+    return;
+  }
   if (!isDType(xDtype) || !isDType(wDtype) || !isDType(yDtype) || K < 0) {
     // Generated code never does this; a bad code would index past the kernel tables.
     std::fprintf(stderr,

@@ -138,8 +138,15 @@ private:
   }
 
   FailureOr<SmallVector<Value>> lower(Operation &op) {
-    if (auto w = dyn_cast<WeightOp>(op))
+    if (auto w = dyn_cast<WeightOp>(op)) {
+      // The device kernels read element dtypes only so far; quantized weights run in host code.
+      if (auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr()); decl && decl.getBlocksAttr())
+        return op.emitError() << "weight '" << decl.getOnnxName() << "' is stored as "
+                              << stringifyBlockFormat(decl.getBlocksAttr().getFormat())
+                              << ", which the GPU's kernels cannot read yet; quantized weights run on "
+                                 "the CPU stage (or on emu with --gpu-code=host)";
       return SmallVector<Value>{lowerWeight(w)};
+    }
     if (auto c = dyn_cast<ConstantOp>(op))
       return lowerConstant(op, c.getValue());
     if (auto c = dyn_cast<arith::ConstantOp>(op))

@@ -188,6 +188,22 @@ private:
     Value ids = e.getIds();
     int64_t rank = outType.getRank();
     int64_t vocab = tableType.getDimSize(0);
+    if (blockWeights.count(table)) {
+      // A table in blocks: the kernel dequantizes the rows the ids pick.
+      Value rows = idx(1);
+      for (int64_t i = 0; i < rank - 1; ++i)
+        rows = arith::MulIOp::create(b, loc, rows, tensor::DimOp::create(b, loc, ids, i));
+      Value out = allocOutput(outType, dynamicSizesOf(ids));
+      func::FuncOp kernel = declare(HELM_CONTRACT_SYMBOL(helm_k_embed_blocks),
+                                    {ptrType, ptrType, b.getI32Type(), ptrType, b.getI32Type(),
+                                     b.getI64Type(), b.getI64Type(), b.getI64Type()},
+                                    {});
+      func::CallOp::create(b, loc, kernel,
+                           ValueRange{rawPointer(ids), rawPointer(table), i32(dtypeCodeOf(table)),
+                                      pointerOf(out), i32(kernelDtypeCode(outType.getElementType())),
+                                      toI64(rows), i64(vocab), i64(tableType.getDimSize(1))});
+      return asTensor(out, /*writable=*/true);
+    }
     Value init = tensor::EmptyOp::create(b, loc, outType, dynamicSizesOf(ids));
     SmallVector<AffineExpr> idExprs;
     for (int64_t i = 0; i < rank - 1; ++i)
@@ -372,7 +388,8 @@ private:
     int64_t n = outType.getDimSize(rank - 1);
     Type xElem = xType.getElementType(), wElem = wType.getElementType(),
          yElem = outType.getElementType();
-    if (kernelDtypeCode(xElem) < 0 || kernelDtypeCode(wElem) < 0 || kernelDtypeCode(yElem) < 0)
+    int32_t wCode = dtypeCodeOf(weight);
+    if (kernelDtypeCode(xElem) < 0 || wCode < 0 || kernelDtypeCode(yElem) < 0)
       return emitError(loc) << "linear: unsupported element types " << xElem << ", " << wElem;
     // Rows M = product of the leading dimensions.
     Value m = idx(1);
@@ -388,7 +405,7 @@ private:
          b.getI64Type(), b.getI64Type(), b.getI64Type()},
         {});
     func::CallOp::create(b, loc, kernel,
-                         ValueRange{xp, i32(kernelDtypeCode(xElem)), wp, i32(kernelDtypeCode(wElem)),
+                         ValueRange{xp, i32(kernelDtypeCode(xElem)), wp, i32(wCode),
                                     i32(transposed ? 1 : 0), pointerOf(out), i32(kernelDtypeCode(yElem)),
                                     toI64(m), i64(k), i64(n)});
     Value y = asTensor(out, /*writable=*/true);

@@ -112,9 +112,22 @@ Value StageLoweringBase::lowerWeight(WeightOp w) {
   func::FuncOp fetch = declare(HELM_CONTRACT_SYMBOL(helm_rt_weight), {ptrType, b.getI64Type()}, {ptrType});
   Value ptr = func::CallOp::create(b, loc, fetch, ValueRange{ctx, i64(id)}).getResult(0);
   auto type = cast<RankedTensorType>(w.getType());
+  // A weight in blocks keeps its logical type here: kernels take only its address (with the
+  // format's code from dtypeCodeOf), nothing indexes it as elements.
   Value view =
       memrefFromPointer(b, loc, ptr, MemRefType::get(type.getShape(), type.getElementType()), {});
-  return asTensor(view, /*writable=*/false);
+  Value tensor = asTensor(view, /*writable=*/false);
+  if (BlocksAttr blocks = decl.getBlocksAttr())
+    blockWeights[tensor] = blocks.getFormat();
+  return tensor;
+}
+
+int32_t StageLoweringBase::dtypeCodeOf(Value value) {
+  auto it = blockWeights.find(value);
+  if (it != blockWeights.end())
+    return int32_t(it->second);
+  auto shaped = dyn_cast<ShapedType>(value.getType());
+  return shaped ? kernelDtypeCode(shaped.getElementType()) : -1;
 }
 
 namespace {

@@ -59,12 +59,17 @@ protected:
   /// A weight as a tensor view of `helm_rt_weight(ctx, id)`, numbering its declaration's
   /// `helm.tensor_id` at first use (ids are dense per module: the stage's weight table).
   mlir::Value lowerWeight(WeightOp w);
+  /// The helm_dtype code a kernel call passes for `value`: the block format of a lowered weight
+  /// stored in blocks, else the element type's code (-1 for none).
+  int32_t dtypeCodeOf(mlir::Value value);
 
   mlir::func::FuncOp stage;
   mlir::ModuleOp module;
   mlir::OpBuilder b;
   mlir::Location loc;
   llvm::DenseMap<mlir::StringAttr, int64_t> &tensorIds;
+  /// The lowered weights that are stored in blocks, with their format.
+  llvm::DenseMap<mlir::Value, BlockFormat> blockWeights;
   mlir::Type ptrType;
   mlir::Value ctx; // the stage's context argument
 };

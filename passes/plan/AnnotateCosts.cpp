@@ -63,9 +63,17 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
         linElems += double(cast<RankedTensorType>(l.getWeight().getType()).getNumElements());
       });
       if (unit.getKind() == UnitKind::embedding) {
-        // Only the B gathered rows are read per decode step (B x S rows for a prompt).
-        param = int64_t(B) * outWidth * outBytes;
-        prefillParam = B * S * double(outWidth * outBytes);
+        // Only the B gathered rows are read per decode step (B x S rows for a prompt), in the
+        // table's stored form (a quantized row is its blocks).
+        int64_t rowBytes = outWidth * outBytes;
+        unit.walk([&](EmbedOp e) {
+          if (auto table = e.getTable().getDefiningOp<WeightOp>())
+            if (auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(table, table.getNameAttr());
+                decl && decl.getBlocksAttr())
+              rowBytes = decl.getStoredBytes() / shapeOf(table)[0];
+        });
+        param = int64_t(B) * rowBytes;
+        prefillParam = B * S * double(rowBytes);
       } else if (unit.getKind() == UnitKind::block) {
         projDecode = 2 * B * linElems;
         projPrefill = 2 * B * S * linElems;

@@ -7,6 +7,25 @@
 
 include "mlir/Pass/PassBase.td"
 
+def QuantizeWeights : Pass<"helm-quantize-weights", "mlir::ModuleOp"> {
+  let summary = "Choose the block format each weight is stored in (compile-time quantization)";
+  let description = [{
+    Marks the weights the package will store quantized with `blocks = #helm.blocks<format = ...,
+    row_dim = ...>`: every 2-D float weight whose every use is the weight of a `helm.linear` or
+    `helm.lm_head`, or the table of a `helm.embed`, all agreeing on which dimension holds the rows
+    (output features or tokens), and whose row length is a multiple of the format's block. Norm
+    weights, biases and constants stay as they are. Nothing is read: the package builder quantizes
+    the bytes as it writes them, one tensor at a time. Runs before helm-annotate-costs, so the
+    costs and the plan count the quantized bytes.
+
+    After: `helm.weight_decl @w : tensor<64x128xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 1>, ...}`.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"q8_0\"", "Block format: q8_0, q4_0 or q4_1">,
+  ];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
 def AnnotateCosts : Pass<"helm-annotate-costs", "mlir::ModuleOp"> {
   let summary = "Attach per-unit costs from shapes and dtypes (thesis 4.1.1)";
   let description = [{

@@ -30,7 +30,7 @@ std::vector<std::pair<std::string, int64_t>> unitTensors(UnitOp unit) {
     if (!seen.insert(w.getNameAttr().getAttr()).second)
       return;
     if (auto decl = symbols.lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
-      tensors.emplace_back(decl.getSymName().str(), decl.getLengthAttr().getInt());
+      tensors.emplace_back(decl.getSymName().str(), decl.getStoredBytes());
   });
   int64_t constants = 0;
   unit.walk([&](ConstantOp k) {

@@ -59,6 +59,7 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
 namespace helm::rt {
 const void *const *stageAbiSymbols() {
   static const void *const symbols[] = {reinterpret_cast<const void *>(&helm_k_linear),
+                                        reinterpret_cast<const void *>(&helm_k_embed_blocks),
                                         reinterpret_cast<const void *>(&helm_rt_weight),
                                         reinterpret_cast<const void *>(&helm_rt_attention),
                                         reinterpret_cast<const void *>(&_mlir_memref_to_llvm_alloc),

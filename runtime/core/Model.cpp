@@ -47,6 +47,14 @@ int64_t dtypeBytes(llvm::StringRef dtype) {
   return 0;
 }
 
+/// The helm_dtype code of a block-format manifest dtype ("q8_0", ...), or 0.
+int32_t blockDtypeCode(llvm::StringRef dtype) {
+  for (int32_t code = HELM_DTYPE_Q8_0; code <= HELM_DTYPE_Q6_K; ++code)
+    if (dtype == helm_dtype_name(code))
+      return code;
+  return 0;
+}
+
 /// Loads shared-object bytes through an anonymous memory file: nothing touches the file system.
 /// The file stays open while the library is loaded: dlopen knows a library by its path, and a
 /// closed descriptor's number (its /proc/self/fd path) would be reused by the next stage.
@@ -569,10 +577,18 @@ llvm::Error LoadedModel::Loader::bindTensors() {
         return fail("manifest: tensor '" + *name + "' has a bad shape");
       elements *= *dim;
     }
-    int64_t elemBytes = dtypeBytes(*dtype);
-    if (elemBytes == 0 || elements * elemBytes != *bytes)
+    // A weight in blocks is [rows, row length]: rows of whole blocks (docs/package-format.md).
+    int64_t expected = elements * dtypeBytes(*dtype);
+    if (int32_t block = blockDtypeCode(*dtype)) {
+      int64_t columns = shape->size() == 2 ? shape->back().getAsInteger().value_or(0) : 0;
+      if (columns <= 0 || columns % helm_dtype_block_weights(block) != 0)
+        return fail("manifest: tensor '" + *name + "' of " + *dtype + " needs a [rows, columns] shape "
+                    "with columns a multiple of " + llvm::Twine(helm_dtype_block_weights(block)));
+      expected = elements / helm_dtype_block_weights(block) * helm_dtype_block_bytes(block);
+    }
+    if (expected == 0 || expected != *bytes)
       return fail("manifest: tensor '" + *name + "' is " + std::to_string(*bytes) +
-                  " bytes, its shape and dtype say " + std::to_string(elements * elemBytes));
+                  " bytes, its shape and dtype say " + std::to_string(expected));
     const pkg::Package::Section *sec = package.find(
         st.info.onGpu ? pkg::SectionKind::GpuWeights : pkg::SectionKind::CpuWeights, *section);
     if (!sec)
@@ -588,6 +604,10 @@ llvm::Error LoadedModel::Loader::bindTensors() {
     st.info.numTensors += 1;
     st.info.weightBytes += uint64_t(*bytes);
     info.weightBytes += *bytes;
+    info.weightElements += elements;
+    WeightDtypeCount &count = info.weightsByDtype[dtype->str()];
+    count.tensors += 1;
+    count.bytes += *bytes;
   }
   info.numTensors = int64_t(tensors->size());
   return llvm::Error::success();

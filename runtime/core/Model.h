@@ -12,14 +12,23 @@
 
 #include <memory>
 #include <string>
+#include <map>
 #include <vector>
 
 namespace helm::rt {
 
+struct WeightDtypeCount {
+  int64_t tensors = 0, bytes = 0;
+};
+
 struct ModelInfo {
   std::string architecture, source, dtype, targetName, targetCpu;
   int64_t vocab = 0, hidden = 0, kvLayers = 0, kvHeads = 0, headDim = 0, maxContext = 0;
-  int64_t numTensors = 0, weightBytes = 0;
+  int64_t numTensors = 0, weightBytes = 0, weightElements = 0;
+  /// The weights by manifest dtype ("f32", "q4_0", ...): how many tensors, how many bytes.
+  std::map<std::string, WeightDtypeCount> weightsByDtype;
+  /// Bits per weight over all weights (block formats count their scales).
+  double bitsPerWeight() const { return weightElements ? 8.0 * double(weightBytes) / double(weightElements) : 0; }
   std::vector<int32_t> eosIds;
   int32_t bosId = -1; // -1: none
   bool hasTokenizer = false;

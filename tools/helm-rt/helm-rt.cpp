@@ -86,7 +86,10 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
          << i.headDim << ")\n";
   outs() << "vocabulary:    " << i.vocab << "\n";
   outs() << "context limit: " << i.maxContext << "\n";
-  outs() << "weights:       " << i.numTensors << " tensors, " << i.weightBytes << " bytes\n";
+  outs() << "weights:       " << i.numTensors << " tensors, " << i.weightBytes << " bytes, "
+         << formatv("{0:f2}", i.bitsPerWeight()) << " bits per weight\n";
+  for (const auto &[dtype, count] : i.weightsByDtype)
+    outs() << formatv("  {0,-12} {1} tensors, {2} bytes\n", dtype + ":", count.tensors, count.bytes);
   outs() << "target:        " << i.targetName << " (CPU " << i.targetCpu << ")\n";
   for (const helm::rt::StageInfo &s : model.stages())
     outs() << formatv("stage:         {0} (units {1}..{2}, {3} KV layers, {4} tensors, {5} bytes)\n",

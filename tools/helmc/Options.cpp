@@ -72,6 +72,11 @@ cl::opt<std::string> gpuCode(
              "host (compiled to run on the host: emu only) or kernels (host code launching the "
              "device's kernels, what a CUDA GPU runs; emu runs it with host kernels)"),
     cl::init("auto"), cl::cat(category()));
+cl::opt<std::string> quantize(
+    "quantize",
+    cl::desc("Store the linear, LM-head and embedding weights quantized: none (default), q8_0, "
+             "q4_0 or q4_1 (GGUF block formats; see docs/quantization.md)"),
+    cl::value_desc("format"), cl::init("none"), cl::cat(category()));
 cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(category()));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(category()));
@@ -115,6 +120,12 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
   o.maxContext = maxContext;
   o.gpuCode = gpuCode;
   o.quiet = quietProgress;
+  if (quantize != "none" && quantize != "q8_0" && quantize != "q4_0" && quantize != "q4_1")
+    return createStringError("--quantize must be none, q8_0, q4_0 or q4_1, got '" + quantize + "'");
+  o.quantize = quantize == "none" ? std::string() : std::string(quantize);
+  if (!o.quantize.empty() && o.emit != Emit::Helm && o.emit != Emit::Plan && o.emit != Emit::PlanJson &&
+      !o.packaging)
+    return createStringError("--quantize goes with a package, --emit=helm or a plan");
   if (o.packaging && (o.outputPath.empty() || o.outputPath == "-"))
     return createStringError("--emit=package needs an output file (-o model.helmpkg)");
   if (!o.packaging && !o.tokenizerPath.empty())

@@ -113,6 +113,9 @@ int main(int argc, char **argv) {
   } else {
     if (Error e = helm::raiseModule(*model.module, inputPath))
       return fail(std::move(e));
+    if (!opts.quantize.empty())
+      if (Error e = helm::quantizeWeights(*model.module, opts.quantize, inputPath))
+        return fail(std::move(e));
     if (emit == Emit::Helm) {
       model.module->print(os);
     } else if (packaging) {
@@ -156,6 +159,11 @@ int main(int argc, char **argv) {
                                         report.gpuWeightBytes / 1048576.0)
                                     .str()
                               : std::string();
+      if (report.quantizedTensors)
+        progress(formatv("quantized {0} weights to {1}: {2:f1} MiB -> {3:f1} MiB",
+                         report.quantizedTensors, opts.quantize, report.quantizedSourceBytes / 1048576.0,
+                         report.quantizedBytes / 1048576.0)
+                     .str());
       progress(formatv("wrote {0}: {1:f1} MiB of weights{5}, {2:f1} KiB of code, codegen {3:f2} "
                        "s, write {4:f2} s",
                        outputPath, report.weightBytes / 1048576.0, report.codeBytes / 1024.0,

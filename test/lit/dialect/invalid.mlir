@@ -130,3 +130,19 @@ func.func @unit() {
   }
   return
 }
+
+// -----
+
+// A weight in blocks is 2-D float and its rows hold whole blocks.
+// expected-error @+1 {{'helm.weight_decl' op blocks of 32 (q8_0) do not divide the 48 columns of 'tensor<16x48xf32>'}}
+helm.weight_decl @w : tensor<16x48xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, length = 3072 : i64, location = "", offset = -1 : i64, onnx_name = "w"}
+
+// -----
+
+// expected-error @+1 {{only a 2-D float weight can be stored in blocks}}
+helm.weight_decl @g : tensor<64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "g"}
+
+// -----
+
+// expected-error @+1 {{blocks row_dim must be 0 or 1, got 2}}
+helm.weight_decl @w2 : tensor<32x32xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 2>, length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "w2"}

@@ -1,0 +1,23 @@
+//===- BlockKernels.h - the contract's kernels on weights in block formats ----------===//
+//
+// What helm_k_linear does for a weight of a block dtype (helm_dtype Q8_0 ...), and
+// helm_k_embed_blocks: the glue between the contract's dtype codes and QuantGemv / BlockFormats.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_KERNELS_QUANT_BLOCKKERNELS_H
+#define HELM_KERNELS_QUANT_BLOCKKERNELS_H
+
+#include <cstdint>
+
+namespace helm::quant {
+
+/// helm_k_linear for W of block dtype `wDtype` (N rows of K weights in blocks): x of xDtype and y of
+/// yDtype are converted to and from f32 around quantLinear. A call generated code cannot make (a
+/// format without a kernel, K not a multiple of the block) prints why and aborts, as helm_k_linear
+/// does for a bad dtype code.
+void linearBlocks(const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y, int32_t yDtype,
+                  int64_t M, int64_t K, int64_t N);
+
+} // namespace helm::quant
+
+#endif

@@ -1,0 +1,46 @@
+// RUN: helm-opt %s --helm-quantize-weights=format=q4_0 | FileCheck %s
+// RUN: not helm-opt %s --helm-quantize-weights=format=q9_9 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Linear weights in both orientations, a tied embedding / LM-head table, a norm weight, a bias,
+// a weight whose rows are too short for the block, and one weight read two ways.
+// CHECK-LABEL: module
+// A [K, N] MatMul weight: rows are its columns (the output features).
+// CHECK: helm.weight_decl @kn : tensor<64x16xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 1>
+// An [N, K] weight read transposed: rows along dimension 0.
+// CHECK: helm.weight_decl @nk : tensor<16x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>
+// The table feeds the embedding and the transposed LM head: both read its rows.
+// CHECK: helm.weight_decl @table : tensor<32x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>
+// A norm weight, a bias and rows of 16 (less than a block of 32) stay as they are.
+// CHECK: helm.weight_decl @gamma : tensor<64xf32> {length
+// CHECK: helm.weight_decl @bias : tensor<16xf32> {length
+// CHECK: helm.weight_decl @short : tensor<16x16xf32> {length
+// Read as [K, N] by one linear and as [N, K] by another: no single row dimension.
+// CHECK: helm.weight_decl @both : tensor<64x64xf32> {length
+// BAD: error: unknown quantization format 'q9_9' (known: q8_0, q4_0, q4_1)
+module {
+  helm.weight_decl @kn : tensor<64x16xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "kn"}
+  helm.weight_decl @nk : tensor<16x64xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "nk"}
+  helm.weight_decl @table : tensor<32x64xf32> {length = 8192 : i64, location = "", offset = -1 : i64, onnx_name = "table"}
+  helm.weight_decl @gamma : tensor<64xf32> {length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "gamma"}
+  helm.weight_decl @bias : tensor<16xf32> {length = 64 : i64, location = "", offset = -1 : i64, onnx_name = "bias"}
+  helm.weight_decl @short : tensor<16x16xf32> {length = 1024 : i64, location = "", offset = -1 : i64, onnx_name = "short"}
+  helm.weight_decl @both : tensor<64x64xf32> {length = 16384 : i64, location = "", offset = -1 : i64, onnx_name = "both"}
+  func.func @main(%ids: tensor<1x4xi64>, %x: tensor<1x4x64xf32>) -> (tensor<1x4x64xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x32xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>) {
+    %table = helm.weight @table : tensor<32x64xf32>
+    %e = helm.embed %ids, %table : (tensor<1x4xi64>, tensor<32x64xf32>) -> tensor<1x4x64xf32>
+    %gamma = helm.weight @gamma : tensor<64xf32>
+    %n = helm.rms_norm %x, %gamma {epsilon = 1.0e-06 : f64} : (tensor<1x4x64xf32>, tensor<64xf32>) -> tensor<1x4x64xf32>
+    %kn = helm.weight @kn : tensor<64x16xf32>
+    %bias = helm.weight @bias : tensor<16xf32>
+    %a = helm.linear %n, %kn bias %bias {transpose_weight = false} : (tensor<1x4x64xf32>, tensor<64x16xf32>, tensor<16xf32>) -> tensor<1x4x16xf32>
+    %nk = helm.weight @nk : tensor<16x64xf32>
+    %b = helm.linear %n, %nk {transpose_weight = true} : (tensor<1x4x64xf32>, tensor<16x64xf32>) -> tensor<1x4x16xf32>
+    %short = helm.weight @short : tensor<16x16xf32>
+    %c = helm.linear %a, %short {transpose_weight = false} : (tensor<1x4x16xf32>, tensor<16x16xf32>) -> tensor<1x4x16xf32>
+    %h = helm.lm_head %n, %table {transpose_weight = true, tied = true} : (tensor<1x4x64xf32>, tensor<32x64xf32>) -> tensor<1x4x32xf32>
+    %both = helm.weight @both : tensor<64x64xf32>
+    %d = helm.linear %n, %both {transpose_weight = false} : (tensor<1x4x64xf32>, tensor<64x64xf32>) -> tensor<1x4x64xf32>
+    %f = helm.linear %n, %both {transpose_weight = true} : (tensor<1x4x64xf32>, tensor<64x64xf32>) -> tensor<1x4x64xf32>
+    return %e, %a, %b, %c, %h, %d, %f : tensor<1x4x64xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x32xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>
+  }
+}
