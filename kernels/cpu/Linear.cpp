@@ -58,7 +58,7 @@ extern "C" void helm_k_linear(const void *x, int32_t xDtype, const void *w, int3
     // Generated code never does this; a bad code would index past the kernel tables.
     std::fprintf(stderr,
                  "helm_k_linear: invalid call: dtype codes x %d, w %d, y %d (0 = f32, 1 = f16, "
-                 "2 = bf16), K = %lld\n",
+                 "2 = bf16; 3-8 block formats, weights only), K = %lld\n",
                  xDtype, wDtype, yDtype, (long long)K);
     std::abort();
   }

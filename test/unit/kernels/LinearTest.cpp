@@ -61,8 +61,13 @@ TEST(Linear, EmptyOutputWritesNothing) {
 TEST(LinearDeathTest, InvalidCallIsAClearError) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   std::vector<float> x(16, 1.0f), w(16, 1.0f), y(16, 0.0f);
-  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 3, 0, y.data(), 0, 2, 2, 2),
-               "helm_k_linear: invalid call: dtype codes x 0, w 3, y 0");
+  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 42, 0, y.data(), 0, 2, 2, 2),
+               "helm_k_linear: invalid call: dtype codes x 0, w 42, y 0");
+  // A block-format weight (q8_0) whose rows of K = 2 cannot hold its blocks of 32.
+  EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), HELM_DTYPE_Q8_0, 0, y.data(), 0, 2, 2, 2),
+               "helm_k_linear: invalid call: .*K");
+  EXPECT_DEATH(helm_k_linear(x.data(), 9, w.data(), HELM_DTYPE_Q4_0, 0, y.data(), 0, 2, 32, 2),
+               "helm_k_linear: invalid call: dtype code 9 is not f32, f16 or bf16");
   EXPECT_DEATH(helm_k_linear(x.data(), -1, w.data(), 0, 1, y.data(), 0, 2, 2, 2),
                "dtype codes x -1");
   EXPECT_DEATH(helm_k_linear(x.data(), 0, w.data(), 0, 0, y.data(), 7, 2, 2, 2), "y 7");
