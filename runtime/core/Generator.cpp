@@ -180,4 +180,64 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
   return llvm::Error::success();
 }
 
+llvm::Error score(const LoadedModel &model, const std::vector<std::vector<int32_t>> &sequences, int batch,
+                  ScoreStats &stats) {
+  const ModelInfo &info = model.info();
+  if (sequences.empty())
+    return fail("nothing to score");
+  if (batch < 1)
+    return fail("the scoring batch must be at least 1");
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const auto &s = sequences[i];
+    if (s.size() < 2)
+      return fail("sequence " + llvm::Twine(i) + " has " + llvm::Twine(s.size()) +
+                  " tokens; scoring needs at least 2");
+    if (int64_t(s.size()) > info.maxContext)
+      return fail("sequence " + llvm::Twine(i) + " has " + llvm::Twine(s.size()) +
+                  " tokens; the context limit is " + llvm::Twine(info.maxContext));
+    for (int32_t id : s)
+      if (id < 0 || id >= info.vocab)
+        return fail("token id " + llvm::Twine(id) + " is outside the vocabulary (0.." +
+                    llvm::Twine(info.vocab - 1) + ")");
+  }
+  auto start = Clock::now();
+  std::vector<float> logits;
+  for (size_t first = 0; first < sequences.size(); first += size_t(batch)) {
+    size_t n = std::min(sequences.size() - first, size_t(batch));
+    int64_t longest = 0;
+    for (size_t i = 0; i < n; ++i)
+      longest = std::max<int64_t>(longest, int64_t(sequences[first + i].size()));
+    auto session = model.newSession(int(n), longest);
+    if (!session)
+      return session.takeError();
+    // Position t of every sequence that still has a token after it, all in one step.
+    for (int64_t t = 0; t + 1 < longest; ++t) {
+      std::vector<int32_t> slots;
+      std::vector<int64_t> ids, positions;
+      for (size_t i = 0; i < n; ++i)
+        if (t + 1 < int64_t(sequences[first + i].size())) {
+          slots.push_back(int32_t(i));
+          ids.push_back(sequences[first + i][size_t(t)]);
+          positions.push_back(t);
+        }
+      int64_t rows = int64_t(slots.size());
+      logits.assign(size_t(rows * info.vocab), 0.0f);
+      if (llvm::Error e = model.run(**session, slots.data(), positions.data(), ids.data(), positions.data(),
+                                    logits.data(), rows, 1))
+        return e;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *row = logits.data() + r * info.vocab;
+        double peak = *std::max_element(row, row + info.vocab), sum = 0;
+        for (int64_t v = 0; v < info.vocab; ++v)
+          sum += std::exp(double(row[v]) - peak);
+        int32_t next = sequences[first + size_t(slots[size_t(r)])][size_t(t + 1)];
+        stats.nll += std::log(sum) + peak - double(row[next]);
+        stats.tokens += 1;
+      }
+    }
+  }
+  stats.ms = msSince(start);
+  return llvm::Error::success();
+}
+
 } // namespace helm::rt

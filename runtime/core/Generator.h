@@ -4,6 +4,8 @@
 
 #include "runtime/kv/KvCache.h"
 #include "runtime/core/Model.h"
+
+#include <cmath>
 #include "runtime/core/Sampler.h"
 
 #include "llvm/Support/Error.h"
@@ -63,6 +65,21 @@ int64_t sessionTokens(const ModelInfo &info, const GenerateRequest &request);
 llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
                      const TokenCallback &onToken, const LogitsCallback &onLogits,
                      GenerateStats &stats);
+
+/// Teacher-forced scoring of token sequences (perplexity): every sequence runs position by position,
+/// fed its own tokens, and the log-probability of each next token under the model is summed.
+struct ScoreStats {
+  int64_t tokens = 0;  // predicted tokens: the sequences' lengths minus one each
+  double nll = 0;      // sum of -log p(token | the tokens before it), natural log
+  double ms = 0;
+  double perplexity() const { return tokens ? std::exp(nll / double(tokens)) : 0; }
+};
+
+/// Scores `sequences` (each at least 2 tokens, shorter than the context limit, ids in the
+/// vocabulary) in batches of up to `batch`, one step per position: the logits at position t give
+/// -log softmax(logits)[sequence[t + 1]], computed in double. Bad input fails before any work.
+llvm::Error score(const LoadedModel &model, const std::vector<std::vector<int32_t>> &sequences, int batch,
+                  ScoreStats &stats);
 
 } // namespace helm::rt
 

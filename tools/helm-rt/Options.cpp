@@ -61,6 +61,9 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
                           link_bytes_per_step, link_transfers_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
+  --perplexity FILE       instead of generating: the perplexity of the model on FILE's text
+                          (tokenized without special tokens, windows scored from their start)
+  --ppl-window N          tokens per window for --perplexity (default 512, at most the context)
   -q, --quiet             do not print generated text
   -h, --help              this help
 
@@ -147,6 +150,12 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
       if (!(err = value(o.statsJson)).empty()) return err;
     } else if (a == "--logits-out") {
       if (!(err = value(o.logitsOut)).empty()) return err;
+    } else if (a == "--perplexity") {
+      if (!(err = value(o.perplexityPath)).empty()) return err;
+      if (o.perplexityPath.empty()) return "--perplexity needs a text file";
+    } else if (a == "--ppl-window") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.perplexityWindow)).empty()) return err;
+      if (o.perplexityWindow < 2) return "--ppl-window must be >= 2";
     } else if (a == "--ignore-eos") {
       o.ignoreEos = true;
     } else if (a == "--emit-ids") {

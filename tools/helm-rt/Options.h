@@ -31,6 +31,8 @@ struct Options {
   double kvWatermark = 0.8;
   bool kvOffload = true;
   std::string statsJson, logitsOut;
+  std::string perplexityPath;     // --perplexity FILE: score the text instead of generating
+  int64_t perplexityWindow = 512; // --ppl-window: tokens per scored window
 };
 
 /// The --help text.

@@ -20,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -144,6 +145,71 @@ int64_t openFileDescriptors() {
 }
 } // namespace
 
+/// Starts the kernels' thread pool for -t and returns its size. More threads than cores only slows
+/// the kernels down (they wait on each other's time slices): warned and capped unless forced.
+int startThreads(const helm::rt::cli::Options &o) {
+  int cores = availableCores();
+  int nThreads = o.threads > 0 ? o.threads : cores;
+  if (o.threads > cores && !o.forceThreads) {
+    errs() << "helm-rt: warning: -t " << o.threads << " is more than the " << cores
+           << " cores available; running " << cores << " threads (--force-threads runs "
+           << o.threads << ")\n";
+    nThreads = cores;
+  }
+  helm::kernels::setThreads(nThreads);
+  return helm::kernels::pool().threads();
+}
+
+/// --perplexity FILE: the text tokenized without special tokens, cut into windows of --ppl-window
+/// tokens (the last may be shorter), each scored from its own start, 8 windows per batch.
+int runPerplexity(const helm::rt::cli::Options &o, const helm::rt::LoadedModel &model,
+                  const helm::tok::Tokenizer *tokenizer) {
+  auto fail = [](const Twine &message) {
+    errs() << "helm-rt: " << message << "\n";
+    return 1;
+  };
+  if (!tokenizer)
+    return fail("--perplexity reads text, and the package has no tokenizer (recompile with helmc "
+                "--tokenizer tokenizer.json)");
+  auto text = MemoryBuffer::getFile(o.perplexityPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!text)
+    return fail(o.perplexityPath + ": cannot read: " + text.getError().message());
+  std::vector<int32_t> ids = tokenizer->encode((*text)->getBuffer(), /*addSpecialTokens=*/false);
+  int64_t window = std::min<int64_t>(o.perplexityWindow, model.info().maxContext);
+  if (int64_t(ids.size()) < 2)
+    return fail(o.perplexityPath + ": " + Twine(ids.size()) + " tokens; perplexity needs at least 2");
+  std::vector<std::vector<int32_t>> windows;
+  for (size_t at = 0; at + 1 < ids.size(); at += size_t(window))
+    windows.emplace_back(ids.begin() + at, ids.begin() + std::min(ids.size(), at + size_t(window)));
+  if (windows.size() > 1 && windows.back().size() < 2)
+    windows.pop_back();
+  int nThreads = startThreads(o);
+  helm::rt::ScoreStats stats;
+  if (Error e = helm::rt::score(model, windows, /*batch=*/8, stats))
+    return fail(toString(std::move(e)));
+  outs() << formatv("perplexity {0:f4} over {1} tokens ({2} windows of up to {3}; mean NLL {4:f6})\n",
+                    stats.perplexity(), stats.tokens, windows.size(), window, stats.nll / double(stats.tokens));
+  errs() << formatv("helm-rt: load {0:f1} ms | scored {1} tokens in {2:f1} s ({3:f1} tok/s) | {4} threads | "
+                    "peak RSS {5:f1} MiB\n",
+                    model.loadSeconds() * 1000, stats.tokens, stats.ms / 1000,
+                    stats.ms > 0 ? double(stats.tokens) / (stats.ms / 1000) : 0.0, nThreads,
+                    double(peakRssBytes()) / (1 << 20));
+  if (!o.statsJson.empty()) {
+    std::error_code ec;
+    raw_fd_ostream out(o.statsJson, ec);
+    if (ec)
+      return fail(o.statsJson + ": cannot write: " + ec.message());
+    out << formatv("{0:2}", json::Value(json::Object{{"perplexity", stats.perplexity()},
+                                                     {"scored_tokens", stats.tokens},
+                                                     {"mean_nll", stats.nll / double(stats.tokens)},
+                                                     {"windows", int64_t(windows.size())},
+                                                     {"window", window},
+                                                     {"threads", nThreads}}))
+        << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Options o;
   std::string argError = parseArgs(argc, argv, o);
@@ -226,6 +292,8 @@ int main(int argc, char **argv) {
       return fail(toString(t.takeError()));
     tokenizer = std::move(*t);
   }
+  if (!o.perplexityPath.empty())
+    return runPerplexity(o, model, tokenizer.get());
   if (!stops.empty() && !tokenizer)
     return fail("--stop matches text, and the package has no tokenizer to decode it "
                 "(recompile with helmc --tokenizer tokenizer.json)");
@@ -273,17 +341,7 @@ int main(int argc, char **argv) {
   if (batch > 0 && request.prompts.size() == 1)
     request.prompts.assign(size_t(batch), request.prompts.front());
 
-  // More threads than cores only slows the kernels down (they wait on each other's time slices).
-  int cores = availableCores();
-  int nThreads = threads > 0 ? threads : cores;
-  if (threads > cores && !o.forceThreads) {
-    errs() << "helm-rt: warning: -t " << threads << " is more than the " << cores
-           << " cores available; running " << cores << " threads (--force-threads runs "
-           << threads << ")\n";
-    nThreads = cores;
-  }
-  helm::kernels::setThreads(nThreads);
-  nThreads = helm::kernels::pool().threads();
+  int nThreads = startThreads(o);
   uint64_t usedSeed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
   request.sampling = {temperature, topK, topP, usedSeed};
   if (!ignoreEos)
