@@ -12,11 +12,6 @@
 namespace helm {
 
 namespace {
-std::optional<quant::BlockFormat> blockFormatOf(int32_t dtype) {
-  const char *name = helm_dtype_name(dtype);
-  return name ? quant::parseBlockFormat(name) : std::nullopt;
-}
-
 std::optional<kernels::DType> elementDtype(llvm::StringRef name) {
   if (name == HELM_MANIFEST_DTYPE_F32)
     return kernels::DType::f32;
@@ -34,7 +29,7 @@ llvm::Error quantizeWeight(llvm::StringRef name, llvm::ArrayRef<char> source, ll
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError("cannot quantize weight '" + name + "': " + why);
   };
-  std::optional<quant::BlockFormat> format = blockFormatOf(blockDtype);
+  std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(blockDtype);
   std::optional<kernels::DType> dtype = elementDtype(sourceDtype);
   if (!format)
     return fail("block dtype " + llvm::Twine(blockDtype) + " is not a block format");

@@ -1,6 +1,8 @@
 //===- BlockFormats.cpp - GGUF / ggml block formats --------------------------------===//
 #include "kernels/quant/BlockFormats.h"
 
+#include "contract/helm_contract.h"
+
 #include "kernels/cpu/Numeric.h"
 
 #include <algorithm>
@@ -534,6 +536,18 @@ std::string rowLengthError(BlockFormat format, int64_t n, bool hasData) {
 std::span<const BlockFormatInfo> allBlockFormats() { return kFormats; }
 
 const BlockFormatInfo &blockFormatInfo(BlockFormat format) { return kFormats[size_t(format)]; }
+
+std::optional<BlockFormat> blockFormatOfDtype(int32_t helmDtype) {
+  switch (helmDtype) {
+  case HELM_DTYPE_Q8_0: return BlockFormat::q8_0;
+  case HELM_DTYPE_Q4_0: return BlockFormat::q4_0;
+  case HELM_DTYPE_Q4_1: return BlockFormat::q4_1;
+  case HELM_DTYPE_Q4_K: return BlockFormat::q4_k;
+  case HELM_DTYPE_Q5_K: return BlockFormat::q5_k;
+  case HELM_DTYPE_Q6_K: return BlockFormat::q6_k;
+  default: return std::nullopt;
+  }
+}
 
 std::optional<BlockFormat> parseBlockFormat(std::string_view name) {
   for (const BlockFormatInfo &info : kFormats)

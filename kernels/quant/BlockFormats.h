@@ -42,6 +42,10 @@ const BlockFormatInfo &blockFormatInfo(BlockFormat format);
 /// The format named `name` ("q8_0", ..., exact lower-case spelling), or nullopt.
 std::optional<BlockFormat> parseBlockFormat(std::string_view name);
 
+/// The format of the contract's block dtype code (HELM_DTYPE_Q8_0 ...), or nullopt for any other
+/// code. A switch, not a name lookup: helm_k_linear asks on every call.
+std::optional<BlockFormat> blockFormatOfDtype(int32_t helmDtype);
+
 /// Bytes of a row of n weights, or nullopt when n is negative or not a multiple of the block size.
 std::optional<int64_t> rowBytes(BlockFormat format, int64_t n);
 

@@ -2,8 +2,8 @@
 #include "kernels/quant/BlockKernels.h"
 
 #include "contract/helm_contract.h"
-#include "contract/manifest_schema.h"
 #include "kernels/cpu/Numeric.h"
+#include "kernels/cpu/ThreadPool.h"
 #include "kernels/quant/BlockFormats.h"
 #include "kernels/quant/QuantGemv.h"
 
@@ -23,8 +23,7 @@ namespace {
 }
 
 quant::BlockFormat formatOf(const char *kernel, int32_t dtype) {
-  const char *name = helm_dtype_name(dtype);
-  std::optional<quant::BlockFormat> format = name ? quant::parseBlockFormat(name) : std::nullopt;
+  std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(dtype);
   if (!format)
     invalidCall(kernel, "dtype code " + std::to_string(dtype) + " is not a block format");
   return *format;
@@ -45,6 +44,9 @@ float *scratch(std::vector<float> &buffer, int64_t n) {
 /// Rows of x up to which the integer path runs (decode); more rows (prefill) amortize
 /// dequantizing the weight over the rows, and the f32 kernels (oneDNN's GEMM) take them.
 constexpr int64_t kIntegerPathMaxRows = 8;
+
+/// Below this many weights a tile is dequantized on the calling thread: waking the pool costs more.
+constexpr int64_t kParallelMinWeights = int64_t(1) << 16;
 
 /// HELM_QUANT_EXACT=1: every call takes the dequantizing path, so a quantized package computes
 /// exactly what an f32 model holding the dequantized weights computes (the tests' reference mode).
@@ -72,13 +74,17 @@ bool dequantizedLinear(quant::BlockFormat format, const float *x, int64_t M, int
   const auto *bytes = static_cast<const uint8_t *>(w);
   for (int64_t n0 = 0; n0 < N; n0 += tileRows) {
     int64_t rows = std::min(tileRows, N - n0);
-    for (int64_t r = 0; r < rows; ++r) {
-      quant::QuantStatus status = quant::dequantizeRow(format, bytes + (n0 + r) * *rowBytes, K, weights + r * K);
-      if (!status.ok()) {
-        *error = status.error;
-        return false;
-      }
-    }
+    // Dequantizing is a pass over the weight as long as the GEMM's: split over the pool like it.
+    // K is a whole number of blocks and the buffers exist, so dequantizeRow cannot refuse a row.
+    auto dequantize = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        (void)quant::dequantizeRow(format, bytes + (n0 + r) * *rowBytes, K, weights + r * K);
+    };
+    kernels::ThreadPool &threads = kernels::pool();
+    if (threads.threads() > 1 && rows * K >= kParallelMinWeights)
+      threads.parallelFor(rows, 4, dequantize);
+    else
+      dequantize(0, rows);
     helm_k_linear(x, HELM_DTYPE_F32, weights, HELM_DTYPE_F32, /*w_transposed=*/1, out, HELM_DTYPE_F32, M, K, rows);
     for (int64_t m = 0; m < M; ++m)
       std::copy(out + m * rows, out + (m + 1) * rows, y + m * N + n0);

@@ -7,6 +7,7 @@
 // is under test here; the pieces have their own tests.
 //===------------------------------------------------------------------------------===//
 #include "contract/helm_contract.h"
+#include "contract/manifest_schema.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
 #include "kernels/quant/QuantGemv.h"
@@ -131,5 +132,21 @@ TEST(BlockKernels, EmbedDequantizesThePickedRows) {
                         width);
     k::narrow(got.data(), k::DType::f16, expected.data(), int64_t(expected.size()));
     EXPECT_EQ(expected, half);
+  }
+}
+
+// The contract's block dtype codes and the library's formats name the same thing: the code's
+// manifest spelling (manifest_schema.h) is the format's name, and no other code maps to a format.
+TEST(BlockKernels, DtypeCodesMapToTheFormatsOfTheSameName) {
+  for (int32_t code = -1; code < 16; ++code) {
+    std::optional<q::BlockFormat> format = q::blockFormatOfDtype(code);
+    if (helm_dtype_block_weights(code) == 0) {
+      EXPECT_FALSE(format.has_value()) << code;
+      continue;
+    }
+    ASSERT_TRUE(format.has_value()) << code;
+    EXPECT_EQ(q::blockFormatInfo(*format).name, std::string_view(helm_dtype_name(code)));
+    EXPECT_EQ(q::blockFormatInfo(*format).weightsPerBlock, helm_dtype_block_weights(code));
+    EXPECT_EQ(q::blockFormatInfo(*format).bytesPerBlock, helm_dtype_block_bytes(code));
   }
 }
