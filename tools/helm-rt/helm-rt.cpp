@@ -163,7 +163,7 @@ int startThreads(const helm::rt::cli::Options &o) {
 /// --perplexity FILE: the text tokenized without special tokens, cut into windows of --ppl-window
 /// tokens (the last may be shorter), each scored from its own start, 8 windows per batch.
 int runPerplexity(const helm::rt::cli::Options &o, const helm::rt::LoadedModel &model,
-                  const helm::tok::Tokenizer *tokenizer) {
+                  const helm::tok::Tokenizer *tokenizer, const MemoryBuffer &text) {
   auto fail = [](const Twine &message) {
     errs() << "helm-rt: " << message << "\n";
     return 1;
@@ -171,10 +171,7 @@ int runPerplexity(const helm::rt::cli::Options &o, const helm::rt::LoadedModel &
   if (!tokenizer)
     return fail("--perplexity reads text, and the package has no tokenizer (recompile with helmc "
                 "--tokenizer tokenizer.json)");
-  auto text = MemoryBuffer::getFile(o.perplexityPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!text)
-    return fail(o.perplexityPath + ": cannot read: " + text.getError().message());
-  std::vector<int32_t> ids = tokenizer->encode((*text)->getBuffer(), /*addSpecialTokens=*/false);
+  std::vector<int32_t> ids = tokenizer->encode(text.getBuffer(), /*addSpecialTokens=*/false);
   int64_t window = std::min<int64_t>(o.perplexityWindow, model.info().maxContext);
   if (int64_t(ids.size()) < 2)
     return fail(o.perplexityPath + ": " + Twine(ids.size()) + " tokens; perplexity needs at least 2");
@@ -183,10 +180,24 @@ int runPerplexity(const helm::rt::cli::Options &o, const helm::rt::LoadedModel &
     windows.emplace_back(ids.begin() + at, ids.begin() + std::min(ids.size(), at + size_t(window)));
   if (windows.size() > 1 && windows.back().size() < 2)
     windows.pop_back();
+  // The stats file is opened before the (long) scoring, so a bad path fails at once; a failed
+  // scoring leaves no file behind.
+  std::unique_ptr<raw_fd_ostream> statsFile;
+  if (!o.statsJson.empty()) {
+    std::error_code ec;
+    statsFile = std::make_unique<raw_fd_ostream>(o.statsJson, ec);
+    if (ec)
+      return fail(o.statsJson + ": cannot write: " + ec.message());
+  }
   int nThreads = startThreads(o);
   helm::rt::ScoreStats stats;
-  if (Error e = helm::rt::score(model, windows, /*batch=*/8, stats))
+  if (Error e = helm::rt::score(model, windows, /*batch=*/8, stats)) {
+    if (statsFile) {
+      statsFile.reset();
+      sys::fs::remove(o.statsJson);
+    }
     return fail(toString(std::move(e)));
+  }
   outs() << formatv("perplexity {0:f4} over {1} tokens ({2} windows of up to {3}; mean NLL {4:f6})\n",
                     stats.perplexity(), stats.tokens, windows.size(), window, stats.nll / double(stats.tokens));
   errs() << formatv("helm-rt: load {0:f1} ms | scored {1} tokens in {2:f1} s ({3:f1} tok/s) | {4} threads | "
@@ -194,12 +205,8 @@ int runPerplexity(const helm::rt::cli::Options &o, const helm::rt::LoadedModel &
                     model.loadSeconds() * 1000, stats.tokens, stats.ms / 1000,
                     stats.ms > 0 ? double(stats.tokens) / (stats.ms / 1000) : 0.0, nThreads,
                     double(peakRssBytes()) / (1 << 20));
-  if (!o.statsJson.empty()) {
-    std::error_code ec;
-    raw_fd_ostream out(o.statsJson, ec);
-    if (ec)
-      return fail(o.statsJson + ": cannot write: " + ec.message());
-    out << formatv("{0:2}", json::Value(json::Object{{"perplexity", stats.perplexity()},
+  if (statsFile) {
+    *statsFile << formatv("{0:2}", json::Value(json::Object{{"perplexity", stats.perplexity()},
                                                      {"scored_tokens", stats.tokens},
                                                      {"mean_nll", stats.nll / double(stats.tokens)},
                                                      {"windows", int64_t(windows.size())},
@@ -269,6 +276,16 @@ int main(int argc, char **argv) {
       return fail(
           "sampling options out of range: --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1");
   }
+  // --perplexity's text is read now too: a missing file is not found after a long load.
+  std::unique_ptr<MemoryBuffer> perplexityText;
+  if (!o.perplexityPath.empty()) {
+    if (!prompts.empty() || !promptIds.empty())
+      return fail("--perplexity scores the file's text; give it without -p or --prompt-ids");
+    auto text = MemoryBuffer::getFile(o.perplexityPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!text)
+      return fail(o.perplexityPath + ": cannot read: " + text.getError().message());
+    perplexityText = std::move(*text);
+  }
 
   helm::rt::LoadOptions loadOptions;
   loadOptions.emuThrottle = o.emuThrottle;
@@ -293,7 +310,7 @@ int main(int argc, char **argv) {
     tokenizer = std::move(*t);
   }
   if (!o.perplexityPath.empty())
-    return runPerplexity(o, model, tokenizer.get());
+    return runPerplexity(o, model, tokenizer.get(), *perplexityText);
   if (!stops.empty() && !tokenizer)
     return fail("--stop matches text, and the package has no tokenizer to decode it "
                 "(recompile with helmc --tokenizer tokenizer.json)");
