@@ -11,9 +11,9 @@
 // in a 32 MB L3).
 //
 //   helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] [--isa scalar|avx2|avx512]
-//                   [--quant q8_0,q4_0] [--min-time SECONDS] [--json]
+//                   [--quant q8_0,q4_0,...] [--min-time SECONDS] [--json]
 //
-// Quantized rows (kernels/quant's quantLinear, --quant q8_0,q4_0,q4_1 or none): the same K x N as
+// Quantized rows (kernels/quant's quantLinear, --quant any of q8_0,q4_0,q4_1,q4_k,q5_k,q6_k, or none): the same K x N as
 // the f16 row of each size (so "8 MB" is the 2048 x 2048 f16 shape), f32 x and y, W as ggml blocks;
 // GB/s counts the block bytes actually read (codes and scales), which is what bounds decode.
 //
@@ -212,10 +212,14 @@ std::vector<unsigned char> randomBlocks(helm::quant::BlockFormat format, int64_t
   std::uniform_int_distribution<int> byte(0, 255);
   for (unsigned char &b : out)
     b = static_cast<unsigned char>(byte(rng));
-  const int fields = format == helm::quant::BlockFormat::q4_1 ? 2 : 1;
+  using helm::quant::BlockFormat;
+  const int fields = format == BlockFormat::q4_1 || format == BlockFormat::q4_k || format == BlockFormat::q5_k ? 2 : 1;
+  const size_t first = format == BlockFormat::q6_k ? 208 : 0; // q6_k keeps d at the end
   for (size_t at = 0; at < out.size(); at += size_t(info.bytesPerBlock))
-    for (int f = 0; f < fields; ++f)
-      out[at + 2 * f + 1] = static_cast<unsigned char>(0x20 | (out[at + 2 * f + 1] & 0x83)); // exponent 8: about 2^-7
+    for (int f = 0; f < fields; ++f) {
+      unsigned char &high = out[at + first + 2 * size_t(f) + 1];
+      high = static_cast<unsigned char>(0x20 | (high & 0x83)); // exponent 8: about 2^-7
+    }
   return out;
 }
 
@@ -396,9 +400,8 @@ int main(int argc, char **argv) {
       for (size_t pos = 0; v != "none" && pos <= v.size();) {
         size_t comma = std::min(v.find(',', pos), v.size());
         auto f = helm::quant::parseBlockFormat(v.substr(pos, comma - pos));
-        if (!f || (*f != helm::quant::BlockFormat::q8_0 && *f != helm::quant::BlockFormat::q4_0 &&
-                   *f != helm::quant::BlockFormat::q4_1)) {
-          std::fprintf(stderr, "helm-gemv-bench: --quant wants q8_0, q4_0, q4_1 or none, got '%s'\n",
+        if (!f) {
+          std::fprintf(stderr, "helm-gemv-bench: --quant wants q8_0, q4_0, q4_1, q4_k, q5_k, q6_k or none, got '%s'\n",
                        v.substr(pos, comma - pos).c_str());
           return 1;
         }
@@ -426,7 +429,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
-                   "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,q4_1|none] [--min-time SECONDS] "
+                   "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,q4_1,q4_k,q5_k,q6_k|none] [--min-time SECONDS] "
                    "[--json]\n"
                    "       helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] "
                    "[--dtypes f16,f32,bf16] [--path gemv|gemm|auto] [--threads 1,2]\n");

@@ -563,16 +563,6 @@ std::optional<int64_t> rowBytes(BlockFormat format, int64_t n) {
   return n / info.weightsPerBlock * info.bytesPerBlock;
 }
 
-void unpackScaleMin(const uint8_t packed[12], int j, uint8_t &scale, uint8_t &min) {
-  if (j < 4) {
-    scale = packed[j] & 63;
-    min = packed[j + 4] & 63;
-  } else {
-    scale = uint8_t((packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4));
-    min = uint8_t((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
-  }
-}
-
 QuantStatus quantizeRow(BlockFormat format, const float *src, int64_t n, uint8_t *dst) {
   if (std::string err = rowLengthError(format, n, src && dst); !err.empty())
     return {std::move(err)};

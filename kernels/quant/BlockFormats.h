@@ -99,7 +99,16 @@ struct BlockQ6K {
 /// get_scale_min_k4): sub-blocks 0-3 keep both codes in the low 6 bits of bytes j and j + 4;
 /// sub-blocks 4-7 keep their low 4 bits in byte j + 4 and their top 2 bits in the top bits of
 /// bytes j - 4 (scale) and j (min).
-void unpackScaleMin(const uint8_t packed[12], int j, uint8_t &scale, uint8_t &min);
+/// Inline: the k-quant kernels call it per sub-block.
+inline void unpackScaleMin(const uint8_t packed[12], int j, uint8_t &scale, uint8_t &min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = uint8_t((packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4));
+    min = uint8_t((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+  }
+}
 
 /// The result of a row operation: ok(), or a one-line reason in `error`.
 struct [[nodiscard]] QuantStatus {

@@ -112,12 +112,104 @@ void rowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, 
   }
 }
 
+/// One k-quant super-block decoded: the 256 weight codes as the integer dot product uses them
+/// (q4_k / q5_k: q; q6_k: q - 32), the sub-block scales, and for q4_k / q5_k the min codes.
+struct SuperBlock {
+  int8_t q[256];
+  int32_t scale[16];
+  int32_t min[8];
+  float d, dmin;
+};
+
+template <BlockFormat F> void decodeSuperBlock(const uint8_t *blk, SuperBlock &sb) {
+  if constexpr (F == BlockFormat::q6_k) {
+    const uint8_t *ql = blk, *qh = blk + kQ6KQhOffset;
+    for (int half = 0; half < 2; ++half)
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t lo0 = ql[64 * half + l], lo1 = ql[64 * half + 32 + l], hi = qh[32 * half + l];
+        int8_t *q = sb.q + 128 * half + l;
+        q[0] = int8_t(((lo0 & 0xF) | ((hi & 3) << 4)) - 32);
+        q[32] = int8_t(((lo1 & 0xF) | (((hi >> 2) & 3) << 4)) - 32);
+        q[64] = int8_t(((lo0 >> 4) | (((hi >> 4) & 3) << 4)) - 32);
+        q[96] = int8_t(((lo1 >> 4) | (((hi >> 6) & 3) << 4)) - 32);
+      }
+    for (int j = 0; j < 16; ++j)
+      sb.scale[j] = int8_t(blk[kQ6KScOffset + j]);
+    sb.d = halfAt(blk + kQ6KDOffset);
+    sb.dmin = 0.0f;
+  } else {
+    const uint8_t *qs = blk + (F == BlockFormat::q4_k ? kQ4KQsOffset : kQ5KQsOffset);
+    for (int pair = 0; pair < 4; ++pair)
+      for (int l = 0; l < 32; ++l) {
+        sb.q[64 * pair + l] = int8_t(qs[32 * pair + l] & 0xF);
+        sb.q[64 * pair + 32 + l] = int8_t(qs[32 * pair + l] >> 4);
+      }
+    if constexpr (F == BlockFormat::q5_k)
+      for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l)
+          sb.q[32 * j + l] = int8_t(sb.q[32 * j + l] | (((blk[kQ5KQhOffset + l] >> j) & 1) << 4));
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mc;
+      unpackScaleMin(blk + kScalesOffset, j, sc, mc);
+      sb.scale[j] = sc;
+      sb.min[j] = mc;
+    }
+    sb.d = halfAt(blk);
+    sb.dmin = halfAt(blk + 2);
+  }
+}
+
+template <BlockFormat F>
+void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                  int64_t N) {
+  const int64_t supers = q.blocks / kLanes, gb = groupBytes(F);
+  SuperBlock sb;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * supers * gb;
+    float lanes[kMaxRowsOfX][kLanes] = {};
+    for (int64_t s = 0; s < supers; ++s) {
+      decodeSuperBlock<F>(row + s * gb, sb);
+      for (int64_t m = 0; m < mb; ++m) {
+        const int64_t first = (m0 + m) * q.paddedBlocks + s * kLanes;
+        for (int j = 0; j < kLanes; ++j) {
+          const int8_t *c = q.codes + (first + j) * kBlock;
+          const int8_t *qv = sb.q + 32 * j;
+          float &lane = lanes[m][j];
+          if constexpr (F == BlockFormat::q6_k) {
+            int32_t lo = 0, hi = 0;
+            for (int l = 0; l < 16; ++l) {
+              lo += int32_t(qv[l]) * c[l];
+              hi += int32_t(qv[16 + l]) * c[16 + l];
+            }
+            const int32_t isum = sb.scale[2 * j] * lo + sb.scale[2 * j + 1] * hi;
+            lane = lane + float(isum) * (sb.d * q.scale[first + j]);
+          } else {
+            int32_t isum = 0;
+            for (int l = 0; l < 32; ++l)
+              isum += int32_t(qv[l]) * c[l];
+            const float dsc = sb.d * float(sb.scale[j]), dmn = sb.dmin * float(sb.min[j]);
+            lane = lane + float(isum) * (dsc * q.scale[first + j]);
+            lane = lane - dmn * q.scaledSum[first + j];
+          }
+        }
+      }
+    }
+    for (int64_t m = 0; m < mb; ++m) {
+      const float *l = lanes[m];
+      y[(m0 + m) * N + n] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    }
+  }
+}
+
 void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
                 float *y, int64_t N) {
   switch (f) {
   case BlockFormat::q8_0: return rowsScalarT<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
   case BlockFormat::q4_0: return rowsScalarT<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
-  default: return rowsScalarT<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_1: return rowsScalarT<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_k: return kRowsScalarT<BlockFormat::q4_k>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q5_k: return kRowsScalarT<BlockFormat::q5_k>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q6_k: return kRowsScalarT<BlockFormat::q6_k>(q, m0, mb, w, n0, n1, y, N);
   }
 }
 
@@ -227,11 +319,10 @@ QuantPath activeQuantPath() {
 bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int64_t M, int64_t K, const void *w,
                        int64_t N, float *y, std::string *error) {
   const std::string_view name = blockFormatInfo(wFormat).name;
-  if (wFormat != BlockFormat::q8_0 && wFormat != BlockFormat::q4_0 && wFormat != BlockFormat::q4_1)
-    return fail(error, "quantLinear: weight format " + std::string(name) + " is not supported (q8_0, q4_0, q4_1)");
-  if (K < 0 || K % kBlock != 0)
-    return fail(error, "quantLinear: K = " + std::to_string(K) + " is not a multiple of the block size 32 (" +
-                           std::string(name) + ")");
+  const int64_t weightsPerBlock = blockFormatInfo(wFormat).weightsPerBlock;
+  if (K < 0 || K % weightsPerBlock != 0)
+    return fail(error, "quantLinear: K = " + std::to_string(K) + " is not a multiple of the block size " +
+                           std::to_string(weightsPerBlock) + " (" + std::string(name) + ")");
   if (M < 0 || N < 0)
     return fail(error, "quantLinear: negative size M = " + std::to_string(M) + ", N = " + std::to_string(N));
   if (!quantPathSupported(path))

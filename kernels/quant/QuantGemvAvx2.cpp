@@ -10,14 +10,14 @@
 // scaled and added lane by lane to the eight f32 partial sums, exactly as the scalar reference.
 //
 //===------------------------------------------------------------------------------===//
-#include "kernels/quant/QuantGemvImpl.h"
-
 #include <immintrin.h>
 
 #include <cstring>
 #include <limits>
 
 #define HELM_QAVX2 __attribute__((target("avx2,fma,f16c")))
+#define HELM_QTARGET HELM_QAVX2
+#include "kernels/quant/QuantRowsImpl.h"
 
 namespace helm::quant::detail {
 namespace {
@@ -80,13 +80,13 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
     }
 }
 
-/// Lane j = the sum of the eight int32 lanes of p[j].
-HELM_QAVX2 inline __m256i reduce8(const __m256i p[8]) {
-  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
-  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
-  const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
+HELM_QAVX2 inline __m256i loadCodes(const int8_t *codes, int64_t b) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + b * kBlock));
+}
+
+/// Exact for |u| <= 63 against int8 codes: a pair of products stays within int16.
+HELM_QAVX2 inline __m256i dotU8S8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
 /// The f16 fields at p + j * bs + offset for j < 8, as floats. Eight word loads and inserts: a
@@ -99,24 +99,9 @@ HELM_QAVX2 inline __m256 halvesToFloat(const uint8_t *p, int bs, int offset) {
                                         short(h[6]), short(h[7])));
 }
 
-HELM_QAVX2 inline __m256 hsumOrder(__m256 acc) { // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) in lane 0
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm256_castps128_ps256(h);
-}
-
-/// Prefetches the group kPrefetchBytes after the one at p (one prefetch per cache line it may
-/// touch). The address is computed as an integer: it may lie past the end of W.
-template <BlockFormat F> HELM_QAVX2 inline void prefetchAhead(const uint8_t *p) {
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + uintptr_t(kPrefetchBytes);
-  for (int64_t line = 0; line < kLanes * blockBytes(F); line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(line)), _MM_HINT_T0);
-}
-
 /// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void group(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
+HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
                              const int32_t *const *xsum, const float *const *sx, __m256 *acc) {
   constexpr int bs = int(blockBytes(F));
   const __m256 dw = halvesToFloat(p, bs, 0);
@@ -145,7 +130,7 @@ HELM_QAVX2 inline void group(const uint8_t *p, int64_t b0, const int8_t *const *
       else
         prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], c), ones);
     }
-    __m256i isum = reduce8(prod);
+    __m256i isum = reduce8x8(prod);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
       isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum[m] + b0)), 3));
     const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(dx[m] + b0));
@@ -155,72 +140,10 @@ HELM_QAVX2 inline void group(const uint8_t *p, int64_t b0, const int8_t *const *
   }
 }
 
-template <BlockFormat F, int MB>
-HELM_QAVX2 void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
-                      int64_t N) {
-  constexpr int64_t bs = blockBytes(F);
-  const int8_t *codes[MB];
-  const float *dx[MB], *sx[MB];
-  const int32_t *xsum[MB];
-  for (int m = 0; m < MB; ++m) {
-    const int64_t i = (m0 + m) * q.paddedBlocks;
-    codes[m] = q.codes + i * kBlock;
-    dx[m] = q.scale + i;
-    xsum[m] = q.sum + i;
-    sx[m] = q.scaledSum + i;
-  }
-  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * bs;
-  // A partial last group is copied into zeros: zero codes and scales add +0 to the lanes, which
-  // leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest).
-  alignas(32) uint8_t tailBlocks[kLanes * bs];
-  std::memset(tailBlocks, 0, sizeof tailBlocks);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *row = w + n * rowBytes;
-    __m256 acc[MB];
-    for (int m = 0; m < MB; ++m)
-      acc[m] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < groups; ++g) {
-      const uint8_t *gp = row + g * kLanes * bs;
-      prefetchAhead<F>(gp);
-      group<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
-    }
-    if (tail) {
-      std::memcpy(tailBlocks, row + groups * kLanes * bs, size_t(tail * bs));
-      group<F, MB>(tailBlocks, groups * kLanes, codes, dx, xsum, sx, acc);
-    }
-    for (int m = 0; m < MB; ++m)
-      y[(m0 + m) * N + n] = _mm256_cvtss_f32(hsumOrder(acc[m]));
-  }
-}
-
-template <BlockFormat F>
-void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
-           int64_t N) {
-  switch (mb) {
-  case 1: return rowsT<F, 1>(q, m0, w, n0, n1, y, N);
-  case 2: return rowsT<F, 2>(q, m0, w, n0, n1, y, N);
-  case 3: return rowsT<F, 3>(q, m0, w, n0, n1, y, N);
-  case 4: return rowsT<F, 4>(q, m0, w, n0, n1, y, N);
-  case 5: return rowsT<F, 5>(q, m0, w, n0, n1, y, N);
-  case 6: return rowsT<F, 6>(q, m0, w, n0, n1, y, N);
-  case 7: return rowsT<F, 7>(q, m0, w, n0, n1, y, N);
-  default: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
-  }
-}
-
-void rowsAvx2(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
-              float *y, int64_t N) {
-  switch (f) {
-  case BlockFormat::q8_0: return rowsF<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q4_0: return rowsF<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
-  default: return rowsF<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
-  }
-}
-
 } // namespace
 
 const QuantKernels &quantKernelsAvx2() {
-  static const QuantKernels k{&quantizeXAvx2, &rowsAvx2};
+  static const QuantKernels k{&quantizeXAvx2, &rowsVector};
   return k;
 }
 

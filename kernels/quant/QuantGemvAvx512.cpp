@@ -13,8 +13,6 @@
 // 4 second halves). The f32 part is the AVX2 path's, lane by lane.
 //
 //===------------------------------------------------------------------------------===//
-#include "kernels/quant/QuantGemvImpl.h"
-
 #include <immintrin.h>
 
 #include <cstring>
@@ -25,6 +23,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #define HELM_QAVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define HELM_QTARGET HELM_QAVX512
+#include "kernels/quant/QuantRowsImpl.h"
 
 namespace helm::quant::detail {
 namespace {
@@ -108,29 +108,26 @@ template <BlockFormat F> constexpr GroupTables makeTables() {
 }
 template <BlockFormat F> constexpr GroupTables kTables = makeTables<F>();
 
+/// Block b's 32 codes in order: its halves sit 64 bytes apart in its group of 4 blocks.
+HELM_QAVX512 inline __m256i loadCodes(const int8_t *codes, int64_t b) {
+  const int8_t *group = codes + b / 4 * 128 + b % 4 * 16;
+  return _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i *>(group + 64)),
+                          _mm_loadu_si128(reinterpret_cast<const __m128i *>(group)));
+}
+
+/// 256-bit VNNI: exact for any u8 x s8 (no intermediate int16).
+HELM_QAVX512 inline __m256i dotU8S8(__m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+
 /// The 64 bytes that `table` picks from the registers loaded at p + a and `second`.
 HELM_QAVX512 inline __m512i pick16(const uint8_t *p, int a, __m512i second, const ByteTable &table) {
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(p + a), _mm512_load_si512(table.idx), second);
 }
 
-HELM_QAVX512 inline float hsumOrder(__m256 acc) { // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm_cvtss_f32(h);
-}
-
-/// Prefetches the group kPrefetchBytes after the one at p (one prefetch per cache line it may
-/// touch). The address is computed as an integer: it may lie past the end of W.
-template <BlockFormat F> HELM_QAVX512 inline void prefetchAhead(const uint8_t *p) {
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + uintptr_t(kPrefetchBytes);
-  for (int64_t line = 0; line < kLanes * blockBytes(F); line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(line)), _MM_HINT_T0);
-}
-
 /// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void group(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
+HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
                                const int32_t *const *xsum, const float *const *sx, __m256 *acc) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
@@ -199,72 +196,10 @@ HELM_QAVX512 inline void group(const uint8_t *p, int64_t b0, const int8_t *const
   }
 }
 
-template <BlockFormat F, int MB>
-HELM_QAVX512 void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
-                        int64_t N) {
-  constexpr int64_t bs = blockBytes(F);
-  const int8_t *codes[MB];
-  const float *dx[MB], *sx[MB];
-  const int32_t *xsum[MB];
-  for (int m = 0; m < MB; ++m) {
-    const int64_t i = (m0 + m) * q.paddedBlocks;
-    codes[m] = q.codes + i * kBlock;
-    dx[m] = q.scale + i;
-    xsum[m] = q.sum + i;
-    sx[m] = q.scaledSum + i;
-  }
-  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * bs;
-  // A partial last group is copied into zeros: zero codes and scales add +0 to the lanes, which
-  // leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest).
-  alignas(64) uint8_t tailBlocks[kLanes * bs];
-  std::memset(tailBlocks, 0, sizeof tailBlocks);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *row = w + n * rowBytes;
-    __m256 acc[MB];
-    for (int m = 0; m < MB; ++m)
-      acc[m] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < groups; ++g) {
-      const uint8_t *gp = row + g * kLanes * bs;
-      prefetchAhead<F>(gp);
-      group<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
-    }
-    if (tail) {
-      std::memcpy(tailBlocks, row + groups * kLanes * bs, size_t(tail * bs));
-      group<F, MB>(tailBlocks, groups * kLanes, codes, dx, xsum, sx, acc);
-    }
-    for (int m = 0; m < MB; ++m)
-      y[(m0 + m) * N + n] = hsumOrder(acc[m]);
-  }
-}
-
-template <BlockFormat F>
-void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
-           int64_t N) {
-  switch (mb) {
-  case 1: return rowsT<F, 1>(q, m0, w, n0, n1, y, N);
-  case 2: return rowsT<F, 2>(q, m0, w, n0, n1, y, N);
-  case 3: return rowsT<F, 3>(q, m0, w, n0, n1, y, N);
-  case 4: return rowsT<F, 4>(q, m0, w, n0, n1, y, N);
-  case 5: return rowsT<F, 5>(q, m0, w, n0, n1, y, N);
-  case 6: return rowsT<F, 6>(q, m0, w, n0, n1, y, N);
-  case 7: return rowsT<F, 7>(q, m0, w, n0, n1, y, N);
-  default: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
-  }
-}
-
-void rowsAvx512(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
-                int64_t n1, float *y, int64_t N) {
-  switch (f) {
-  case BlockFormat::q8_0: return rowsF<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q4_0: return rowsF<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
-  default: return rowsF<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
-  }
-}
-
 } // namespace
 
 const QuantKernels &quantKernelsAvx512Vnni() {
-  static const QuantKernels k{&quantizeXAvx512, &rowsAvx512};
+  static const QuantKernels k{&quantizeXAvx512, &rowsVector};
   return k;
 }
 

@@ -13,6 +13,13 @@
 //     nibble - 8, q4_1 the nibble); term = float(isum) * (dw * d), plus for q4_1 a second term
 //     mw * scaledSum. Block b is added to lane b % 8 of eight f32 partial sums (q4_1: the first term,
 //     then the second), in block order; y = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+//   k-quants (K a multiple of 256): a super-block of 256 weights covers activation blocks 8s..8s+7,
+//     so its sub-blocks of 32 fall on lanes 0..7 in order. q4_k / q5_k, sub-block j with 6-bit
+//     scale and min codes sc, mc: isum = sum c * q exactly (q in 0..15 / 0..31);
+//     dsc = d * float(sc), dmn = dmin * float(mc); lane = lane + float(isum) * (dsc * dx), then
+//     lane = lane - dmn * scaledSum. q6_k, activation block j over sub-blocks 2j, 2j + 1 (16 weights
+//     each, int8 scales): isum = sc[2j] * sum (q - 32) c + sc[2j+1] * sum (q - 32) c exactly;
+//     lane = lane + float(isum) * (d * dx).
 // Every f32 operation is a single IEEE operation (no FMA: the library is built with
 // -ffp-contract=off), so any implementation of this order gives the same bits.
 //
@@ -35,10 +42,35 @@ constexpr int64_t kMaxRowsOfX = 8; ///< rows of x one kernel call handles
 /// from 4 to 8 KiB). Prefetches past the end of W are harmless: they never fault.
 constexpr int64_t kPrefetchBytes = 4096;
 
-/// Bytes per weight block of the three supported formats.
+/// The k-quants: 256-weight super-blocks, one per group of 8 activation blocks.
+constexpr bool isKQuant(BlockFormat f) {
+  return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k;
+}
+
+/// Bytes per weight block of the 32-weight formats (q8_0, q4_0, q4_1).
 constexpr int64_t blockBytes(BlockFormat f) {
   return f == BlockFormat::q8_0 ? 34 : f == BlockFormat::q4_0 ? 18 : 20;
 }
+
+/// Bytes of the weights one group of 8 activation blocks (256 weights) reads, in every format.
+constexpr int64_t groupBytes(BlockFormat f) {
+  switch (f) {
+  case BlockFormat::q4_k: return 144;
+  case BlockFormat::q5_k: return 176;
+  case BlockFormat::q6_k: return 210;
+  default: return 8 * blockBytes(f);
+  }
+}
+
+/// Byte offsets inside the k-quant super-blocks (ggml-common.h; sizes checked in BlockFormats.cpp).
+constexpr int kScalesOffset = 4;   ///< q4_k / q5_k: the 12 packed scale and min bytes, after d and dmin
+constexpr int kQ4KQsOffset = 16;   ///< q4_k: 128 bytes of nibbles
+constexpr int kQ5KQhOffset = 16;   ///< q5_k: 32 bytes of fifth bits
+constexpr int kQ5KQsOffset = 48;   ///< q5_k: 128 bytes of nibbles
+constexpr int kQ6KQhOffset = 128;  ///< q6_k: 64 bytes of top-two bits (ql is at 0)
+constexpr int kQ6KScOffset = 192;  ///< q6_k: 16 int8 scales
+constexpr int kQ6KDOffset = 208;   ///< q6_k: d
+
 
 /// x quantized once per call. Blocks are padded to a multiple of kLanes with zero codes, zero
 /// scales and zero sums, so that a kernel may always work on whole groups of 8 blocks.

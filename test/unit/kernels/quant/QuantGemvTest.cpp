@@ -13,8 +13,12 @@
 //     satisfy |x/d - c| <= 1/2 + 127 (1 + 2u) u <= 1/2 + 2^-17 (fl(x/d) is within 127 (1 + 2u) u of
 //     x/d; the clamp only removes rounding excess), so |x - c d| <= d (1/2 + 2^-17) per element and
 //       |y - x . W| <= sum_b d_b (1/2 + 2^-17) sum_j |w_j| + the bound of (b);
+//     the k-quants' terms are bounded the same way from their parts: per weight, w = a - b with
+//     a = d sc q (q6_k: d sc (q - 32)) and b = dmin mc (q6_k: 0), decoded here from ggml's layout
+//     and checked against dequantizeRow; A_b = d_x sum_j |c_j| (|a_j| + |b_j|), two terms per
+//     block for q4_k / q5_k, one for q6_k (whose integer sum may round once when converted);
 // (d) M = 1..8 x K in {32, 64, 256, 4096, 4128} x N in {1, 7, 64, 1000}: 1 and 2 threads, and
-//     every path, give identical results;
+//     every path, give identical results (the k-quants: the K that are whole super-blocks);
 // (e) bad arguments give a one-line error and leave y untouched.
 //===------------------------------------------------------------------------------===//
 #include "kernels/quant/QuantGemv.h"
@@ -40,7 +44,12 @@ using q::QuantPath;
 
 namespace {
 
-constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1};
+constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1,
+                                    BlockFormat::q4_k, BlockFormat::q5_k, BlockFormat::q6_k};
+
+bool isKQuant(BlockFormat f) { return q::blockFormatInfo(f).weightsPerBlock == 256; }
+/// Whether rows of K weights are whole blocks of f.
+bool fits(BlockFormat f, int64_t K) { return K % q::blockFormatInfo(f).weightsPerBlock == 0; }
 constexpr QuantPath kPaths[] = {QuantPath::scalar, QuantPath::avx2, QuantPath::avx512vnni};
 
 double halfValue(uint16_t h) {
@@ -52,9 +61,10 @@ double halfValue(uint16_t h) {
 int64_t bytesPerBlock(BlockFormat f) { return q::blockFormatInfo(f).bytesPerBlock; }
 
 /// Raw blocks: every code value (q8_0's -128 included), finite f16 scales of either sign between
-/// 2^-10 and 2^6, and for q4_1 a finite f16 min of either sign.
+/// 2^-10 and 2^6, and for q4_1 a finite f16 min of either sign (k-quants: d and dmin so, every
+/// 6-bit or int8 sub-block scale).
 std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt19937 &rng) {
-  const int64_t bs = bytesPerBlock(f), blocks = N * K / 32;
+  const int64_t bs = bytesPerBlock(f), blocks = N * K / q::blockFormatInfo(f).weightsPerBlock;
   std::vector<uint8_t> w(size_t(blocks * bs));
   std::uniform_int_distribution<int> byte(0, 255), exponent(5, 21), mantissa(0, 1023), sign(0, 1);
   auto randomHalf = [&] { return uint16_t((sign(rng) << 15) | (exponent(rng) << 10) | mantissa(rng)); };
@@ -63,8 +73,8 @@ std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt1
     for (int64_t i = 0; i < bs; ++i)
       p[i] = uint8_t(byte(rng));
     const uint16_t d = randomHalf();
-    std::memcpy(p, &d, 2);
-    if (f == BlockFormat::q4_1) {
+    std::memcpy(p + (f == BlockFormat::q6_k ? 208 : 0), &d, 2);
+    if (f == BlockFormat::q4_1 || f == BlockFormat::q4_k || f == BlockFormat::q5_k) {
       const uint16_t m = randomHalf();
       std::memcpy(p + 2, &m, 2);
     }
@@ -168,13 +178,78 @@ struct Expected {
 
 /// For row n of w and row m of x: the exact value of the kernel's arithmetic on the codes (from
 /// the dequantized weights), its f32 bound (b), and the plain product's value and bound (c).
+/// A k-quant row's weights as w = a - b (see (b) above), decoded here from ggml-common.h's layout.
+void kQuantParts(BlockFormat f, const uint8_t *row, int64_t K, std::vector<double> &a, std::vector<double> &b) {
+  a.assign(size_t(K), 0.0);
+  b.assign(size_t(K), 0.0);
+  const int64_t bs = bytesPerBlock(f);
+  for (int64_t s = 0; s < K / 256; ++s) {
+    const uint8_t *blk = row + s * bs;
+    double *as = a.data() + s * 256, *bsub = b.data() + s * 256;
+    uint16_t dh, mh;
+    if (f == BlockFormat::q6_k) {
+      std::memcpy(&dh, blk + 208, 2);
+      const double d = halfValue(dh);
+      for (int e = 0; e < 256; ++e) {
+        const int half = e / 128, quarter = e % 128 / 32, l = e % 32;
+        const uint8_t lo = blk[64 * half + 32 * (quarter % 2) + l];
+        const int low4 = quarter < 2 ? lo & 0xF : lo >> 4;
+        const int high2 = (blk[128 + 32 * half + l] >> (2 * quarter)) & 3;
+        as[e] = d * double(int8_t(blk[192 + e / 16])) * double((low4 | (high2 << 4)) - 32);
+      }
+      continue;
+    }
+    std::memcpy(&dh, blk, 2);
+    std::memcpy(&mh, blk + 2, 2);
+    const double d = halfValue(dh), dmin = halfValue(mh);
+    const uint8_t *sc = blk + 4, *qs = blk + (f == BlockFormat::q4_k ? 16 : 48), *qh = blk + 16;
+    for (int e = 0; e < 256; ++e) {
+      const int sub = e / 32, l = e % 32;
+      // ggml's get_scale_min_k4, written out again
+      const int scale = sub < 4 ? sc[sub] & 63 : (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4);
+      const int min = sub < 4 ? sc[sub + 4] & 63 : (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+      int code = sub % 2 == 0 ? qs[32 * (sub / 2) + l] & 0xF : qs[32 * (sub / 2) + l] >> 4;
+      if (f == BlockFormat::q5_k)
+        code |= ((qh[l] >> sub) & 1) << 4;
+      as[e] = d * double(scale) * double(code);
+      bsub[e] = dmin * double(min);
+    }
+  }
+}
+
 void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, Expected &quantized,
                  Expected &plain) {
   std::vector<float> wdeq(static_cast<size_t>(K));
   ASSERT_TRUE(q::dequantizeRow(f, row, K, wdeq.data()).ok());
+  const double u = std::ldexp(1.0, -24);
+  if (isKQuant(f)) {
+    std::vector<double> a, b;
+    kQuantParts(f, row, K, a, b);
+    const int64_t blocks = K / 32;
+    const double depth = double((f == BlockFormat::q6_k ? 1 : 2) * ((blocks + 7) / 8) + 3);
+    double y = 0, termBound = 0, plainY = 0, activationError = 0;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const QuantizedBlock qb = quantizeHere(x + blk * 32);
+      double absW = 0;
+      for (int j = 0; j < 32; ++j) {
+        const size_t e = size_t(blk * 32 + j);
+        // The test's decoding against the library's dequantizer (f32 rounding of d sc q - dmin mc).
+        ASSERT_LE(std::fabs(double(wdeq[e]) - (a[e] - b[e])), 4 * u * (std::fabs(a[e]) + std::fabs(b[e])))
+            << q::blockFormatInfo(f).name << " element " << e;
+        const double w = a[e] - b[e];
+        y += double(qb.codes[j]) * qb.d * w;
+        termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(a[e]) + std::fabs(b[e]));
+        plainY += double(x[blk * 32 + j]) * w;
+        absW += std::fabs(w);
+      }
+      activationError += qb.d * (0.5 + std::ldexp(1.0, -17)) * absW;
+    }
+    quantized = {y, (depth + 4) * u * termBound};
+    plain = {plainY, activationError + quantized.bound};
+    return;
+  }
   const int64_t blocks = K / 32, bs = bytesPerBlock(f);
   const int termsPerBlock = f == BlockFormat::q4_1 ? 2 : 1;
-  const double u = std::ldexp(1.0, -24);
   const double depth = double(termsPerBlock * ((blocks + 7) / 8) + 3);
   double y = 0, termBound = 0, plainY = 0, activationError = 0;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -251,8 +326,10 @@ void expectPathEqualsScalar(QuantPath path) {
   std::mt19937 rng(11);
   for (BlockFormat f : kFormats)
     for (int64_t M : {1, 2, 3, 5, 8, 11})
-      for (int64_t K : {32, 64, 96, 256, 288, 1056})
+      for (int64_t K : {32, 64, 96, 256, 288, 768, 1056})
         for (int64_t N : {1, 7, 33}) {
+          if (!fits(f, K))
+            continue;
           const std::vector<float> x = activations(M, K, rng, true);
           for (bool raw : {true, false}) {
             const std::vector<uint8_t> w = raw ? randomWeights(f, N, K, rng) : quantizedWeights(f, N, K, rng);
@@ -280,8 +357,9 @@ TEST(QuantGemv, Avx512VnniEqualsScalarReference) {
 TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
   PathGuard guard;
   std::mt19937 rng(5);
-  const int64_t M = 3, K = 96, N = 9;
+  const int64_t M = 3, N = 9;
   for (BlockFormat f : kFormats) {
+    const int64_t K = isKQuant(f) ? 256 : 96;
     std::vector<float> x = activations(M, K, rng, false);
     x[size_t(1 * K + 40)] = std::numeric_limits<float>::infinity();
     x[size_t(2 * K + 3)] = std::numeric_limits<float>::quiet_NaN();
@@ -305,8 +383,10 @@ TEST(QuantGemv, ScalarReferenceMatchesIndependentComputation) {
   std::mt19937 rng(3);
   double worstB = 0, worstC = 0; // observed error / bound
   for (BlockFormat f : kFormats)
-    for (int64_t K : {32, 256, 4128})
+    for (int64_t K : {32, 256, 4128, 4096})
       for (bool raw : {true, false}) {
+        if (!fits(f, K))
+          continue;
         const int64_t M = 3, N = 17;
         const std::vector<float> x = activations(M, K, rng, false);
         const std::vector<uint8_t> w = raw ? randomWeights(f, N, K, rng) : quantizedWeights(f, N, K, rng);
@@ -337,6 +417,8 @@ TEST(QuantGemv, ThreadsAndPathsGiveIdenticalResults) {
   for (BlockFormat f : kFormats)
     for (int64_t K : {32, 64, 256, 4096, 4096 + 32})
       for (int64_t N : {1, 7, 64, 1000}) {
+        if (!fits(f, K))
+          continue;
         const std::vector<uint8_t> w = randomWeights(f, N, K, rng);
         for (int64_t M = 1; M <= 8; ++M) {
           const std::vector<float> x = activations(M, K, rng, false);
@@ -372,7 +454,8 @@ TEST(QuantGemv, BadArgumentsAreOneLineErrors) {
   expectError(BlockFormat::q8_0, 1, 33, 2, "K = 33 is not a multiple of the block size 32");
   expectError(BlockFormat::q4_0, 1, 48, 2, "K = 48");
   expectError(BlockFormat::q4_1, 1, -32, 2, "K = -32");
-  expectError(BlockFormat::q4_k, 1, 256, 1, "q4_k is not supported");
+  expectError(BlockFormat::q4_k, 1, 288, 1, "K = 288 is not a multiple of the block size 256 (q4_k)");
+  expectError(BlockFormat::q6_k, 1, 32, 1, "K = 32 is not a multiple of the block size 256 (q6_k)");
   expectError(BlockFormat::q8_0, -1, 32, 2, "negative size");
   std::string error;
   EXPECT_FALSE(q::quantLinear(BlockFormat::q8_0, nullptr, 1, 32, w.data(), 2, y.data(), &error));

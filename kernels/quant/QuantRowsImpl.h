@@ -1,0 +1,235 @@
+//===- QuantRowsImpl.h - the vector paths' row loop and k-quant groups, written once ---===//
+//
+// Included (only) by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp, which define HELM_QTARGET (the
+// path's function attribute) before and these three (declared here) after:
+//   loadCodes(codes, b)            block b's 32 activation codes, in order, from the path's
+//                                  QuantizedX layout (AVX2: in order; AVX-512: interleaved halves);
+//   dotU8S8(u, s)                  eight int32 sums of four u8 x s8 products, exact for the ranges
+//                                  used here (AVX2: maddubs + madd; AVX-512: 256-bit VNNI);
+//   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1.
+// This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
+// integer dot products on both paths) and the loop over rows, groups and the tail. Everything is in
+// an anonymous namespace: each including file gets its own copy, compiled for its target.
+//
+// The arithmetic is QuantGemvImpl.h's, lane j = sub-block j of the super-block.
+//
+//===------------------------------------------------------------------------------===//
+#ifndef HELM_KERNELS_QUANT_QUANTROWSIMPL_H
+#define HELM_KERNELS_QUANT_QUANTROWSIMPL_H
+
+#ifndef HELM_QTARGET
+#error "define HELM_QTARGET before including QuantRowsImpl.h"
+#endif
+
+#include "kernels/quant/QuantGemvImpl.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace helm::quant::detail {
+namespace {
+
+// ---- provided by the including file ----
+HELM_QTARGET inline __m256i loadCodes(const int8_t *codes, int64_t b);
+HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
+                                     const int32_t *const *xsum, const float *const *sx, __m256 *acc);
+
+/// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
+HELM_QTARGET inline float hsumOrder(__m256 acc) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+/// Lane j = the sum of the eight int32 lanes of p[j].
+HELM_QTARGET inline __m256i reduce8x8(const __m256i p[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+/// Prefetches the group kPrefetchBytes after the one at p (one prefetch per cache line it may
+/// touch). The address is computed as an integer: it may lie past the end of W.
+template <BlockFormat F> HELM_QTARGET inline void prefetchAhead(const uint8_t *p) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + uintptr_t(kPrefetchBytes);
+  for (int64_t line = 0; line < groupBytes(F); line += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(line)), _MM_HINT_T0);
+}
+
+HELM_QTARGET inline float halfAt(const uint8_t *p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+/// Bits shift..shift+1 of each byte of qh, moved to bits 4-5 (q6_k's high bits of one quarter).
+/// 16-bit shifts move bits across bytes; the mask drops them again.
+HELM_QTARGET inline __m256i q6TopBits(__m256i qh, int shift, __m256i low2) {
+  return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4);
+}
+
+/// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
+                                     const float *const *dx, const float *const *sx, __m256 *acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i wv[8]; // sub-block j's 32 weight codes, unsigned (q6_k: q, 0..63, before the -32)
+  if constexpr (F == BlockFormat::q6_k) {
+    const __m256i low2 = _mm256_set1_epi8(0x03);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 64 * half));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 64 * half + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + kQ6KQhOffset + 32 * half));
+      wv[4 * half + 0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), q6TopBits(qh, 0, low2));
+      wv[4 * half + 1] = _mm256_or_si256(_mm256_and_si256(ql1, low4), q6TopBits(qh, 2, low2));
+      wv[4 * half + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), q6TopBits(qh, 4, low2));
+      wv[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), q6TopBits(qh, 6, low2));
+    }
+    // Activation block j spans sub-blocks 2j (int16 lanes 0-7 of the pair sums) and 2j + 1 (8-15).
+    __m256i scale16[8];
+    const int8_t *sc = reinterpret_cast<const int8_t *>(p + kQ6KScOffset);
+    for (int j = 0; j < 8; ++j)
+      scale16[j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+    const __m256 d = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
+    const __m256i bias = _mm256_set1_epi8(32);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m256i prod[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const __m256i c = loadCodes(codes[m], b0 + j);
+        // (q - 32) . c in pairs: |q c pair| <= 2 * 63 * 127 and |32 c pair| <= 2 * 32 * 127 fit int16,
+        // as does their difference (|q - 32| <= 32); times an int8 scale, summed in pairs: int32.
+        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wv[j], c), _mm256_maddubs_epi16(bias, c));
+        prod[j] = _mm256_madd_epi16(pairs, scale16[j]);
+      }
+      const __m256i isum = reduce8x8(prod);
+      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(dx[m] + b0));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    }
+  } else {
+    const uint8_t *qs = p + (F == BlockFormat::q4_k ? kQ4KQsOffset : kQ5KQsOffset);
+    for (int pair = 0; pair < 4; ++pair) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 32 * pair));
+      wv[2 * pair] = _mm256_and_si256(v, low4);
+      wv[2 * pair + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    if constexpr (F == BlockFormat::q5_k) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + kQ5KQhOffset));
+      const __m256i sixteen = _mm256_set1_epi8(16);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i bit = _mm256_set1_epi8(char(1 << j));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+        wv[j] = _mm256_or_si256(wv[j], _mm256_and_si256(set, sixteen));
+      }
+    }
+    // unpackScaleMin for all eight sub-blocks at once, on 32-bit words: bytes 0-7 of `unpacked`
+    // are the scales, bytes 8-15 the mins.
+    uint32_t packed[3], unpacked[4];
+    std::memcpy(packed, p + kScalesOffset, sizeof packed);
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4s = 0x0f0f0f0f, low2s = 0x03030303;
+    unpacked[0] = packed[0] & low6;
+    unpacked[1] = (packed[2] & low4s) | (((packed[0] >> 6) & low2s) << 4);
+    unpacked[2] = packed[1] & low6;
+    unpacked[3] = ((packed[2] >> 4) & low4s) | (((packed[1] >> 6) & low2s) << 4);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(unpacked));
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+    const __m256 dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)),
+                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m256i prod[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        prod[j] = dotU8S8(wv[j], loadCodes(codes[m], b0 + j));
+      const __m256i isum = reduce8x8(prod);
+      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(dx[m] + b0));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(sx[m] + b0)));
+    }
+  }
+}
+
+template <BlockFormat F, int MB>
+HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                        int64_t N) {
+  constexpr int64_t gb = groupBytes(F);
+  const int8_t *codes[MB];
+  const float *dx[MB], *sx[MB];
+  const int32_t *xsum[MB];
+  for (int m = 0; m < MB; ++m) {
+    const int64_t i = (m0 + m) * q.paddedBlocks;
+    codes[m] = q.codes + i * kBlock;
+    dx[m] = q.scale + i;
+    xsum[m] = q.sum + i;
+    sx[m] = q.scaledSum + i;
+  }
+  // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
+  // have a tail.
+  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
+  // A partial last group is copied into zeros: zero codes and scales add +0 to the lanes, which
+  // leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest).
+  alignas(64) uint8_t tailBlocks[gb];
+  if (tail)
+    std::memset(tailBlocks, 0, sizeof tailBlocks);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * rowBytes;
+    __m256 acc[MB];
+    for (int m = 0; m < MB; ++m)
+      acc[m] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint8_t *gp = row + g * gb;
+      prefetchAhead<F>(gp);
+      if constexpr (isKQuant(F))
+        kQuantGroup<F, MB>(gp, g * kLanes, codes, dx, sx, acc);
+      else
+        legacyGroup<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
+    }
+    if constexpr (!isKQuant(F))
+      if (tail) {
+        std::memcpy(tailBlocks, row + groups * gb, size_t(tail * blockBytes(F)));
+        legacyGroup<F, MB>(tailBlocks, groups * kLanes, codes, dx, xsum, sx, acc);
+      }
+    for (int m = 0; m < MB; ++m)
+      y[(m0 + m) * N + n] = hsumOrder(acc[m]);
+  }
+}
+
+template <BlockFormat F>
+void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+           int64_t N) {
+  switch (mb) {
+  case 1: return rowsT<F, 1>(q, m0, w, n0, n1, y, N);
+  case 2: return rowsT<F, 2>(q, m0, w, n0, n1, y, N);
+  case 3: return rowsT<F, 3>(q, m0, w, n0, n1, y, N);
+  case 4: return rowsT<F, 4>(q, m0, w, n0, n1, y, N);
+  case 5: return rowsT<F, 5>(q, m0, w, n0, n1, y, N);
+  case 6: return rowsT<F, 6>(q, m0, w, n0, n1, y, N);
+  case 7: return rowsT<F, 7>(q, m0, w, n0, n1, y, N);
+  default: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
+  }
+}
+
+/// The path's RowsFn.
+void rowsVector(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
+                int64_t n1, float *y, int64_t N) {
+  switch (f) {
+  case BlockFormat::q8_0: return rowsF<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_0: return rowsF<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_1: return rowsF<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q4_k: return rowsF<BlockFormat::q4_k>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q5_k: return rowsF<BlockFormat::q5_k>(q, m0, mb, w, n0, n1, y, N);
+  case BlockFormat::q6_k: return rowsF<BlockFormat::q6_k>(q, m0, mb, w, n0, n1, y, N);
+  }
+}
+
+} // namespace
+} // namespace helm::quant::detail
+
+#endif
