@@ -54,7 +54,7 @@ llvm::Error planModule(mlir::ModuleOp module, const TargetProfile &target,
 
 /// Outlines the (planned) units of `@main` into their stage functions (helm-stage-split). Errors
 /// are prefixed with the model path.
-/// Marks the weights the package stores in block `format` (q8_0, q4_0, q4_1): helm-quantize-weights.
+/// Marks the weights the package stores in blocks, of `format` or of the recipe q4_k_m: helm-quantize-weights.
 /// Before planning, so that the plan counts the quantized bytes.
 llvm::Error quantizeWeights(mlir::ModuleOp module, llvm::StringRef format, llvm::StringRef modelPath);
 

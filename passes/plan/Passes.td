@@ -13,15 +13,23 @@ def QuantizeWeights : Pass<"helm-quantize-weights", "mlir::ModuleOp"> {
     Marks the weights the package will store quantized with `blocks = #helm.blocks<format = ...,
     row_dim = ...>`: every 2-D float weight whose every use is the weight of a `helm.linear` or
     `helm.lm_head`, or the table of a `helm.embed`, all agreeing on which dimension holds the rows
-    (output features or tokens), and whose row length is a multiple of the format's block. Norm
-    weights, biases and constants stay as they are. Nothing is read: the package builder quantizes
-    the bytes as it writes them, one tensor at a time. Runs before helm-annotate-costs, so the
-    costs and the plan count the quantized bytes.
+    (output features or tokens). Norm weights, biases and constants stay as they are. Nothing is
+    read: the package builder quantizes the bytes as it writes them, one tensor at a time. Runs
+    before helm-annotate-costs, so the costs and the plan count the quantized bytes.
+
+    `format` is one block format for every such weight (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) or the
+    mixed recipe q4_k_m: q6_k for the output head (the tied embedding table too), for the attention
+    V projection and the FFN down projection of the blocks i of n where i < n/8, i >= 7n/8 or
+    (i - n/8) % 3 == 2, q5_k for a fused QKV projection, q4_k for everything else (llama.cpp's
+    Q4_K_M). A row that is not a whole number of its format's blocks (the k-quants hold 256
+    weights) takes a 32-weight format of at least as many bits instead: q4_k falls back to q4_1,
+    q5_k and q6_k to q8_0; rows that are not a multiple of 32 stay in their source dtype.
 
     After: `helm.weight_decl @w : tensor<64x128xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 1>, ...}`.
   }];
   let options = [
-    Option<"format", "format", "std::string", "\"q8_0\"", "Block format: q8_0, q4_0 or q4_1">,
+    Option<"format", "format", "std::string", "\"q8_0\"",
+           "Block format (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) or mixed recipe (q4_k_m)">,
   ];
   let dependentDialects = ["::helm::HelmDialect"];
 }

@@ -1,6 +1,8 @@
 //===- QuantizeWeights.cpp - the block format each weight is stored in -----------===//
 #include "passes/plan/Passes.h"
 
+#include "contract/helm_contract.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -27,22 +29,113 @@ int64_t rowDimOfUse(Operation *user, Value weight) {
   return -1;
 }
 
+/// What a weight is to the mixed recipes.
+enum class Role { other, head, attentionV, fusedQkv, ffnDown };
+
+/// The linear that produces `value`, looking through the layout-only ONNX nodes an exporter puts
+/// between a projection and attention (Reshape, Transpose, ...); `split` is set when the value is
+/// one piece of a fused projection.
+LinearOp producingLinear(Value value, bool &split) {
+  for (int depth = 0; depth < 8 && value; ++depth) {
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return {};
+    if (auto linear = dyn_cast<LinearOp>(def))
+      return linear;
+    if (auto piece = dyn_cast<SplitOp>(def)) {
+      split = true;
+      value = piece.getInput();
+      continue;
+    }
+    auto node = dyn_cast<OnnxNodeOp>(def);
+    if (!node || node->getNumOperands() == 0)
+      return {};
+    StringRef type = node.getOpType();
+    if (type != "Reshape" && type != "Transpose" && type != "Unsqueeze" && type != "Squeeze" &&
+        type != "Identity" && type != "Cast")
+      return {};
+    value = node->getOperand(0);
+  }
+  return {};
+}
+
+/// Roles by weight symbol, and each weight's transformer block (the index of the `helm.unit
+/// block` that reads it), from the raised function.
+struct Roles {
+  llvm::DenseMap<StringAttr, Role> role;
+  llvm::DenseMap<StringAttr, int64_t> block;
+  int64_t blocks = 0;
+};
+
+StringAttr weightSymbol(Value weight) {
+  if (auto op = weight.getDefiningOp<WeightOp>())
+    return op.getNameAttr().getAttr();
+  return {};
+}
+
+Roles findRoles(ModuleOp module) {
+  Roles roles;
+  module.walk([&](UnitOp unit) {
+    if (unit.getKind() == UnitKind::block)
+      roles.blocks = std::max(roles.blocks, int64_t(unit.getIndex()) + 1);
+  });
+  module.walk([&](Operation *op) {
+    auto mark = [&](Value weight, Role role) {
+      if (StringAttr name = weightSymbol(weight)) {
+        Role &r = roles.role[name];
+        if (r == Role::other || role == Role::head) // the head wins over an embedding use
+          r = role;
+      }
+    };
+    if (auto head = dyn_cast<LmHeadOp>(op)) {
+      mark(head.getWeight(), Role::head);
+    } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+      bool split = false;
+      if (LinearOp v = producingLinear(attention.getV(), split))
+        mark(v.getWeight(), split ? Role::fusedQkv : Role::attentionV);
+    } else if (auto linear = dyn_cast<LinearOp>(op)) {
+      if (linear.getInput().getDefiningOp<SwigluOp>())
+        mark(linear.getWeight(), Role::ffnDown);
+    }
+    if (auto weight = dyn_cast<WeightOp>(op))
+      if (auto unit = op->getParentOfType<UnitOp>(); unit && unit.getKind() == UnitKind::block)
+        roles.block[weight.getNameAttr().getAttr()] = int64_t(unit.getIndex());
+  });
+  return roles;
+}
+
+/// llama.cpp's choice of the blocks that get more bits in its _M recipes: the first and last
+/// eighth, and every third block between.
+bool moreBitsInBlock(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/// The format a row of `rowLength` weights takes instead of `format` when it is not a whole number
+/// of `format`'s blocks, or nullopt when no format fits.
+std::optional<BlockFormat> fitFormat(BlockFormat format, int64_t rowLength) {
+  auto weightsOf = [](BlockFormat f) { return helm_dtype_block_weights(int32_t(f)); };
+  if (rowLength % weightsOf(format) == 0)
+    return format;
+  BlockFormat fallback = format == BlockFormat::q4_k ? BlockFormat::q4_1 : BlockFormat::q8_0;
+  if (rowLength % weightsOf(fallback) == 0)
+    return fallback;
+  return std::nullopt;
+}
+
 struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass> {
   using QuantizeWeightsBase::QuantizeWeightsBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<BlockFormat> parsed = symbolizeBlockFormat(format);
-    // The kernels read these formats today; the k-quants are stored and decoded by the block
-    // library but have no GEMV yet.
-    if (!parsed || (*parsed != BlockFormat::q8_0 && *parsed != BlockFormat::q4_0 &&
-                    *parsed != BlockFormat::q4_1)) {
-      module.emitError() << "unknown quantization format '" << format << "' (known: q8_0, q4_0, q4_1)";
+    const bool mixed = format == "q4_k_m";
+    std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
+    if (!mixed && !single) {
+      module.emitError() << "unknown quantization format '" << format
+                         << "' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q4_k_m)";
       return signalPassFailure();
     }
+    Roles roles;
+    if (mixed)
+      roles = findRoles(module);
     MLIRContext *ctx = module.getContext();
-    auto blocks = [&](int64_t rowDim) { return BlocksAttr::get(ctx, *parsed, rowDim); };
-    int64_t blockWeights = blocks(0).getBlockWeights();
     for (WeightDeclOp decl : module.getOps<WeightDeclOp>()) {
       auto type = cast<RankedTensorType>(decl.getType());
       if (type.getRank() != 2 || !isa<FloatType>(type.getElementType()) || decl.getBlocksAttr())
@@ -63,10 +156,30 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
           rowDim = dim;
         }
       }
-      if (!storable || rowDim < 0 || type.getDimSize(1 - rowDim) % blockWeights != 0)
+      if (!storable || rowDim < 0)
         continue;
-      decl.setBlocksAttr(blocks(rowDim));
+      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr());
+      if (std::optional<BlockFormat> fitted = fitFormat(wanted, type.getDimSize(1 - rowDim)))
+        decl.setBlocksAttr(BlocksAttr::get(ctx, *fitted, rowDim));
     }
+  }
+
+  /// q4_k_m's format for one weight.
+  static BlockFormat recipeFormat(const Roles &roles, StringAttr name) {
+    auto role = roles.role.find(name);
+    switch (role == roles.role.end() ? Role::other : role->second) {
+    case Role::head: return BlockFormat::q6_k;
+    case Role::fusedQkv: return BlockFormat::q5_k;
+    case Role::attentionV:
+    case Role::ffnDown: {
+      auto block = roles.block.find(name);
+      if (block != roles.block.end() && moreBitsInBlock(block->second, roles.blocks))
+        return BlockFormat::q6_k;
+      return BlockFormat::q4_k;
+    }
+    case Role::other: break;
+    }
+    return BlockFormat::q4_k;
   }
 };
 } // namespace

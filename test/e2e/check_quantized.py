@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """End to end: packages quantized at compile time (helmc --quantize) against independent references.
 
-For each fp32 corpus model (test/models/*-fp32) and each format (q8_0, q4_0, q4_1) the script
+For each fp32 corpus model (test/models/*-fp32) and each format (q8_0, q4_0, q4_1, and the mixed
+recipe q4_k_m) the script
   1. asks helmc which weights it stores in blocks (`--emit=helm --quantize=FMT`: the `helm.weight_decl`s
-     with `blocks = #helm.blocks<format = FMT, row_dim = R>` and their ONNX initializer names);
+     with `blocks = #helm.blocks<format = F, row_dim = R>` and their ONNX initializer names); with one
+     format F must be FMT or its documented fallback for rows that are not whole blocks;
   2. builds a reference ONNX model in which exactly those initializers are replaced by their
      quantize-dequantize round trip computed by the `gguf` package (ggml's reference quantizer, rows
-     along dimension R, blocks along the other; independent of HELM's code), and runs it with
-     ONNX Runtime greedily (test/e2e/ort_oracle.py);
+     along dimension R, blocks along the other; independent of HELM's code). The gguf package has no
+     k-quant quantizer: for q4_k, q5_k and q6_k the blocks come from helm-quant-oracle (HELM's
+     quantizer, --oracle) and gguf decodes them. The reference runs in ONNX Runtime greedily
+     (test/e2e/ort_oracle.py);
   3. compiles `helmc --quantize=FMT`, runs helm-rt greedily for 32 tokens with --logits-out, and
      compares with (2) and with the unquantized fp32 package.
 
@@ -27,9 +31,14 @@ Printed, not required: how many of the 32 greedy ids the q8_0 package shares wit
 On these random-weight models rounding the weights to q8_0 alone (exact arithmetic) already changes
 many of the 32 greedy ids (1 to 32 of 32 kept, by model): their logits are near ties, so any perturbation moves the argmax. That
 criterion needs a trained model (docs/quantization.md).
+The corpus models are 64 wide, so the k-quants (256 weights a block) fall back to 32-weight formats
+there. With --default-model (the trained default model, where it was fetched) the same checks run on
+it for q4_k_m, whose FFN down projections (rows of 1536) are q4_k and q6_k blocks: the k-quant
+kernels against ORT.
 Prints one line per model and format, then "N passed, M failed"; exits non-zero on any failure.
 
-  python check_quantized.py --helmc build/bin/helmc --helm-rt build/bin/helm-rt --models test/models
+  python check_quantized.py --helmc build/bin/helmc --helm-rt build/bin/helm-rt --oracle \
+      build/bin/helm-quant-oracle --models test/models [--default-model models/default]
 """
 
 from __future__ import annotations
@@ -50,12 +59,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
 
 N_NEW = 32
-FORMATS = ("q8_0", "q4_0", "q4_1")
+FORMATS = ("q8_0", "q4_0", "q4_1", "q4_k_m")
+# The format a row that is not a whole number of blocks falls back to (helm-quantize-weights).
+FALLBACK = {"q4_k": "q4_1", "q5_k": "q8_0", "q6_k": "q8_0"}
+K_QUANTS = ("q4_k", "q5_k", "q6_k")
 DECL = re.compile(r'helm\.weight_decl @\S+ : tensor<[^>]*> \{([^\n]*)\}')
 
 
-def quantized_weights(helmc: str, model: str, fmt: str) -> dict[str, int]:
-    """ONNX initializer name -> row_dim of every weight helmc stores in blocks of `fmt`."""
+def quantized_weights(helmc: str, model: str, fmt: str) -> dict[str, tuple[int, str]]:
+    """ONNX initializer name -> (row_dim, format) of every weight helmc stores in blocks."""
     out = subprocess.run([helmc, model, "--emit=helm", "--quantize=" + fmt], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError("helmc --emit=helm: " + out.stderr.strip())
@@ -64,36 +76,49 @@ def quantized_weights(helmc: str, model: str, fmt: str) -> dict[str, int]:
         blocks = re.search(r'blocks = #helm\.blocks<format = (\w+), row_dim = (\d)>', attrs)
         name = re.search(r'onnx_name = "([^"]*)"', attrs)
         if blocks and name:
-            if blocks.group(1) != fmt:
+            if fmt != "q4_k_m" and blocks.group(1) not in (fmt, FALLBACK.get(fmt)):
                 raise RuntimeError(f"{name.group(1)} stored as {blocks.group(1)}, asked for {fmt}")
-            chosen[name.group(1)] = int(blocks.group(2))
+            chosen[name.group(1)] = (int(blocks.group(2)), blocks.group(1))
     if not chosen:
         raise RuntimeError("helmc stored no weight in blocks")
     return chosen
 
 
-def dequantized_model(model: str, chosen: dict[str, int], fmt: str, out_path: str) -> None:
-    """model.onnx with the chosen initializers replaced by gguf's quantize -> dequantize round trip."""
+def round_trip(rows: np.ndarray, fmt: str, oracle: str, work: str) -> np.ndarray:
+    """rows [n, length] f32 quantized to fmt and decoded by the gguf package."""
     import gguf
 
-    qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
-             "q4_1": gguf.GGMLQuantizationType.Q4_1}[fmt]
+    qtype = getattr(gguf.GGMLQuantizationType, fmt.upper())
+    if fmt not in K_QUANTS:
+        return gguf.quants.dequantize(gguf.quants.quantize(rows, qtype), qtype).reshape(rows.shape)
+    src, blocks = os.path.join(work, "rows.f32"), os.path.join(work, "rows.blocks")
+    rows.tofile(src)
+    out = subprocess.run([oracle, "quantize", fmt, src, blocks], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("helm-quant-oracle: " + out.stderr.strip())
+    raw = np.fromfile(blocks, dtype=np.uint8).reshape(rows.shape[0], -1)
+    return gguf.quants.dequantize(raw, qtype).reshape(rows.shape)
+
+
+def dequantized_model(model: str, chosen: dict[str, tuple[int, str]], oracle: str, work: str, out_path: str) -> None:
+    """model.onnx with the chosen initializers replaced by their quantize -> dequantize round trip."""
     proto = onnx.load(model)  # loads external data too
     found = set()
     for init in proto.graph.initializer:
         if init.name not in chosen:
             continue
+        row_dim, fmt = chosen[init.name]
         w = numpy_helper.to_array(init)
-        rows = w if chosen[init.name] == 0 else w.T  # [rows, row length]: blocks along the rows
+        rows = w if row_dim == 0 else w.T  # [rows, row length]: blocks along the rows
         rows = np.ascontiguousarray(rows.astype(np.float32))
-        back = gguf.quants.dequantize(gguf.quants.quantize(rows, qtype), qtype).reshape(rows.shape)
-        back = back if chosen[init.name] == 0 else back.T
+        back = round_trip(rows, fmt, oracle, work)
+        back = back if row_dim == 0 else back.T
         init.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(back.astype(w.dtype)), init.name))
         found.add(init.name)
     missing = set(chosen) - found
     if missing:
         raise RuntimeError(f"initializers not found in the ONNX model: {sorted(missing)[:3]}")
-    onnx.save(proto, out_path)
+    onnx.save(proto, out_path, save_as_external_data=os.path.getsize(model) > (1 << 30))
 
 
 def run_helm(helm_rt: str, package: str, prompts: list[list[int]], vocab: int, work: str, exact: bool):
@@ -132,6 +157,8 @@ def main(argv=None) -> int:
     ap.add_argument("--helmc", required=True)
     ap.add_argument("--helm-rt", required=True)
     ap.add_argument("--models", required=True)
+    ap.add_argument("--oracle", required=True, help="helm-quant-oracle (HELM's quantizer, for the k-quants)")
+    ap.add_argument("--default-model", help="the default model's folder (models/default), if fetched")
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--formats", default=",".join(FORMATS))
     args = ap.parse_args(argv)
@@ -139,10 +166,15 @@ def main(argv=None) -> int:
                    if d.endswith("-fp32") and os.path.isfile(os.path.join(args.models, d, "model.onnx")))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
+    runs = [(name, os.path.join(args.models, name), args.formats.split(",")) for name in names]
+    if args.default_model and os.path.isfile(os.path.join(args.default_model, "model.onnx")):
+        runs.append(("default-model", args.default_model, ["q4_k_m"]))
+    elif args.default_model:
+        print(f"note: {args.default_model} holds no model.onnx (not fetched): the k-quant kernels are not run against ORT")
     passed = failed = 0
-    for seed, name in enumerate(names):
-        model = os.path.join(args.models, name, "model.onnx")
-        with open(os.path.join(args.models, name, "config.json")) as f:
+    for seed, (name, folder, formats) in enumerate(runs):
+        model = os.path.join(folder, "model.onnx")
+        with open(os.path.join(folder, "config.json")) as f:
             vocab = int(json.load(f)["vocab_size"])
         rng = np.random.default_rng(seed)
         prompts = [rng.integers(0, vocab, size=7).tolist(), rng.integers(0, vocab, size=12).tolist(),
@@ -151,12 +183,12 @@ def main(argv=None) -> int:
             fp32_package = os.path.join(work, "fp32.helmpkg")
             subprocess.run([args.helmc, model, "-q", "-o", fp32_package], check=True, capture_output=True)
             fp32_ids, _ = run_helm(args.helm_rt, fp32_package, prompts[:1], vocab, work, exact=False)
-            for fmt in args.formats.split(","):
+            for fmt in formats:
                 problems, notes = [], []
                 try:
                     chosen = quantized_weights(args.helmc, model, fmt)
                     reference = os.path.join(work, fmt + ".onnx")
-                    dequantized_model(model, chosen, fmt, reference)
+                    dequantized_model(model, chosen, args.oracle, work, reference)
                     ref_ids, ref_logits = ort_oracle.generate(reference, prompts, N_NEW)
                     package = os.path.join(work, fmt + ".helmpkg")
                     out = subprocess.run([args.helmc, model, "-q", "--quantize=" + fmt, "-o", package],
@@ -189,7 +221,11 @@ def main(argv=None) -> int:
                     if fmt == "q8_0":
                         q8_ids, _ = run_helm(args.helm_rt, package, prompts[:1], vocab, work, True)
                         notes.append(f"q8_0 (exact) vs fp32 package ids {same_positions(q8_ids[0], fp32_ids[0])}/32")
-                    msg = f"{len(chosen)} weights in blocks; " + "; ".join(notes)
+                    counts = {}
+                    for _, f in chosen.values():
+                        counts[f] = counts.get(f, 0) + 1
+                    stored = ", ".join(f"{n} {f}" for f, n in sorted(counts.items()))
+                    msg = f"weights in blocks: {stored}; " + "; ".join(notes)
                 except Exception as e:  # noqa: BLE001 - report and go on
                     problems.append(str(e))
                     msg = ""

@@ -74,8 +74,9 @@ cl::opt<std::string> gpuCode(
     cl::init("auto"), cl::cat(category()));
 cl::opt<std::string> quantize(
     "quantize",
-    cl::desc("Store the linear, LM-head and embedding weights quantized: none (default), q8_0, "
-             "q4_0 or q4_1 (GGUF block formats; see docs/quantization.md)"),
+    cl::desc("Store the linear, LM-head and embedding weights quantized: none (default), one GGUF "
+             "block format (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) or the mixed recipe q4_k_m "
+             "(see docs/quantization.md)"),
     cl::value_desc("format"), cl::init("none"), cl::cat(category()));
 cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(category()));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
@@ -120,8 +121,10 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
   o.maxContext = maxContext;
   o.gpuCode = gpuCode;
   o.quiet = quietProgress;
-  if (quantize != "none" && quantize != "q8_0" && quantize != "q4_0" && quantize != "q4_1")
-    return createStringError("--quantize must be none, q8_0, q4_0 or q4_1, got '" + quantize + "'");
+  static constexpr llvm::StringLiteral kSchemes[] = {"none", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k", "q4_k_m"};
+  if (!llvm::is_contained(kSchemes, quantize))
+    return createStringError("--quantize must be none, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k or q4_k_m, got '" + quantize +
+                             "'");
   o.quantize = quantize == "none" ? std::string() : std::string(quantize);
   if (!o.quantize.empty() && o.emit != Emit::Helm && o.emit != Emit::Plan && o.emit != Emit::PlanJson &&
       !o.packaging)

@@ -32,7 +32,7 @@ struct Options {
   std::string tokenizerPath;
   int64_t maxContext = 4096;
   std::string gpuCode = "auto"; // auto, host or kernels
-  std::string quantize;         // empty, or the block format of --quantize (q8_0, q4_0, q4_1)
+  std::string quantize;         // empty, or --quantize: a block format or the recipe q4_k_m
   bool quiet = false;
   std::string outputPath = "-";
 };
