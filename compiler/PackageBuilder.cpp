@@ -113,7 +113,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
   say("writing " + options.outputPath);
   pkg::PackageWriter writer(options.outputPath);
   llvm::json::Array tensorTable, stageTable;
-  std::vector<char> storage, quantized;
+  std::vector<char> storage, quantized, scaleStorage, zeroPointStorage;
   for (size_t index = 0; index < stages.size(); ++index) {
     const CpuStage &stage = stages[index];
     bool gpu = stage.side == HELM_STAGE_GPU;
@@ -132,7 +132,31 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         return llvm::createStringError(llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
                               options.modelPath, t.onnxName, bytes.size(), sourceBytes));
       }
-      if (t.blockDtype) {
+      if (t.onnxBlocks.bits) {
+        // ONNX blocked integers: the codes (read above), scales and zero points repacked into the
+        // block format with the same codes.
+        auto readOther = [&](const std::string &onnxName, std::vector<char> &into) -> llvm::Expected<llvm::ArrayRef<char>> {
+          if (onnxName.empty())
+            return llvm::ArrayRef<char>();
+          auto other = weightBytes(weights, onnxName, into);
+          if (!other)
+            return llvm::createStringError(options.modelPath + ": cannot read the data of weight '" + onnxName +
+                                           "': " + llvm::toString(other.takeError()));
+          return *other;
+        };
+        auto scales = readOther(t.onnxBlocks.scales, scaleStorage);
+        if (!scales)
+          return scales.takeError();
+        auto zeroPoints = readOther(t.onnxBlocks.zeroPoints, zeroPointStorage);
+        if (!zeroPoints)
+          return zeroPoints.takeError();
+        if (llvm::Error e = repackOnnxBlocks(t.onnxName, t.shape[0], t.shape[1], t.onnxBlocks.bits,
+                                             t.onnxBlocks.blockSize, bytes, *scales, t.onnxBlocks.scaleDtype,
+                                             *zeroPoints, t.onnxBlocks.zeroPointDtype, t.blockDtype, quantized))
+          return llvm::createStringError(options.modelPath + ": " + llvm::toString(std::move(e)));
+        bytes = llvm::ArrayRef<char>(quantized.data(), quantized.size());
+        report.repackedTensors += 1;
+      } else if (t.blockDtype) {
         // Quantized here, one tensor at a time: the peak is one tensor's blocks, not the model's.
         if (llvm::Error e = quantizeWeight(t.onnxName, bytes, t.sourceDtype, t.sourceShape, t.rowDim,
                                            t.blockDtype, quantized))

@@ -34,6 +34,8 @@ struct PackageReport {
   uint64_t gpuWeightBytes = 0; // of weightBytes, those of the GPU stage
   /// Weights stored in a block format (helm-quantize-weights), and their bytes before it.
   uint64_t quantizedTensors = 0, quantizedSourceBytes = 0, quantizedBytes = 0;
+  /// Weights that arrived as ONNX blocked integers, repacked into block formats.
+  uint64_t repackedTensors = 0;
 };
 
 /// Lowers the (raised, maybe planned) module's stages to native code and writes the package

@@ -169,6 +169,15 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
       t.shape = {type.getDimSize(t.rowDim), type.getDimSize(1 - t.rowDim)};
       t.bytes = decl.getStoredBytes();
     }
+    if (OnnxBlocksAttr onnx = decl.getOnnxBlocksAttr()) {
+      t.onnxBlocks.bits = onnx.getBits();
+      t.onnxBlocks.blockSize = onnx.getBlockSize();
+      t.onnxBlocks.scales = onnx.getScales().str();
+      t.onnxBlocks.scaleDtype = elementName(onnx.getScaleType());
+      t.onnxBlocks.zeroPoints = onnx.getZeroPoints().str();
+      if (onnx.getZeroPointType())
+        t.onnxBlocks.zeroPointDtype = elementName(onnx.getZeroPointType());
+    }
     tensors.push_back(std::move(t));
   }
   llvm::sort(tensors, [](const StageTensor &a, const StageTensor &b) { return a.id < b.id; });

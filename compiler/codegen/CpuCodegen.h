@@ -29,6 +29,12 @@ struct StageTensor {
   std::vector<int64_t> sourceShape;
   int64_t sourceBytes = 0;
   int64_t rowDim = 0;
+  /// A weight that arrives as ONNX blocked integers (MatMulNBits): the initializers the builder
+  /// repacks into blockDtype's blocks (onnxName is the codes'), `bits` 0 otherwise.
+  struct OnnxBlocks {
+    int64_t bits = 0, blockSize = 0;
+    std::string scales, scaleDtype, zeroPoints, zeroPointDtype;
+  } onnxBlocks;
 };
 
 /// Which CPU the object is compiled for.

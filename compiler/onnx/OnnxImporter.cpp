@@ -243,6 +243,8 @@ private:
   }
   bool checkOpsets();
   bool importInitializer(const onnx::TensorProto &tensor, bool fromConstantNode);
+  /// Initializers imported as weights whatever their size (read by name later).
+  llvm::StringSet<> keepAsWeight;
   bool tensorBytes(const onnx::TensorProto &tensor, std::vector<char> &bytes) {
     std::string why;
     return readTensorBytes(tensor, baseDir, bytes, why) || fail(why);
@@ -365,6 +367,12 @@ ImportedModel Importer::run(const void *data, size_t size) {
     func.setResultAttr(i, HelmDialect::NameAttrHelper::getNameStr(), builder.getStringAttr(out.name()));
 
   builder.setInsertionPointToStart(entry);
+  // The quantized weight, scales and zero points of a MatMulNBits stay weights however small:
+  // the package builder reads them by name to repack the blocks (docs/quantization.md).
+  for (const auto &node : graph.node())
+    if (node.op_type() == "MatMulNBits" && node.domain() == "com.microsoft")
+      for (int i = 1; i < std::min(node.input_size(), 4); ++i)
+        keepAsWeight.insert(node.input(i));
   for (const auto &init : graph.initializer())
     if (!importInitializer(init, /*fromConstantNode=*/false))
       return {};
@@ -538,7 +546,8 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
   auto type = RankedTensorType::get(dims, element);
   Location loc = locFor(tensor.name());
   bool canReadBytes = !external || options.requireWeightData;
-  if (numel <= options.maxInlineConstantElements && canReadBytes) {
+  if (numel <= options.maxInlineConstantElements && canReadBytes &&
+      (fromConstantNode || !keepAsWeight.contains(tensor.name()))) {
     std::vector<char> raw;
     if (!tensorBytes(tensor, raw))
       return false;
@@ -554,7 +563,7 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     WeightDeclOp::create(builder, loc, builder.getStringAttr(sym), TypeAttr::get(type),
                                  builder.getStringAttr(tensor.name()), builder.getStringAttr(location),
                                  builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(length),
-                                 /*blocks=*/BlocksAttr());
+                                 /*blocks=*/BlocksAttr(), /*onnx_blocks=*/OnnxBlocksAttr());
   }
   values[tensor.name()] = WeightOp::create(builder, loc, type, sym);
   return true;

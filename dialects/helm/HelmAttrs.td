@@ -203,4 +203,24 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
   let genVerifyDecl = 1;
 }
 
+def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
+  let summary = "A weight that arrives quantized in ONNX's blocked-integer form (MatMulNBits)";
+  let description = [{
+    On a `helm.weight_decl` raised from `com.microsoft::MatMulNBits`: the weight [N, K] is not a
+    float initializer but three, named here by their ONNX names: `codes` (uint8 [N, ceil(K /
+    block_size), block_size * bits / 8], the `bits`-bit codes of consecutive weights, low nibble
+    first for 4 bits), `scales` (N * ceil(K / block_size) values of `scale_type`), and optionally
+    `zero_points` (uint8, 4-bit values packed two to a byte, or values of the scales' type). A
+    weight is (code - zero point) * scale; without zero points the zero point is 2^(bits-1). The
+    declaration's `blocks` names the block format the package stores it in (q4_0, q4_1 or q8_0,
+    which hold the same codes); the package builder repacks the codes and converts the scales
+    (docs/quantization.md). Nothing is dequantized.
+  }];
+  let parameters = (ins "int64_t":$bits, "int64_t":$block_size, StringRefParameter<"codes initializer">:$codes,
+                        StringRefParameter<"scales initializer">:$scales, "mlir::Type":$scale_type,
+                        StringRefParameter<"zero-points initializer or empty", "\"\"">:$zero_points,
+                        OptionalParameter<"mlir::Type", "zero points' element type (ui8 packed, or the scales' type)">:$zero_point_type);
+  let genVerifyDecl = 1;
+}
+
 #endif // HELM_ATTRS_TD

@@ -236,6 +236,23 @@ int64_t BlocksAttr::getStoredBytes(RankedTensorType type) const {
   return rows * (columns / getBlockWeights()) * getBlockBytes();
 }
 
+LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t blockSize, StringRef codes,
+                                     StringRef scales, Type scaleType, StringRef zeroPoints, Type zeroPointType) {
+  if (bits != 4 && bits != 8)
+    return emitError() << "onnx_blocks bits must be 4 or 8, got " << bits;
+  if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0)
+    return emitError() << "onnx_blocks block_size must be a power of 2 and at least 16, got " << blockSize;
+  if (codes.empty() || scales.empty())
+    return emitError() << "onnx_blocks needs the names of its codes and scales";
+  if (!scaleType || !(scaleType.isF32() || scaleType.isF16()))
+    return emitError() << "onnx_blocks scale_type must be f32 or f16, got " << scaleType;
+  if (zeroPoints.empty() != !zeroPointType)
+    return emitError() << "onnx_blocks zero_points and zero_point_type go together";
+  if (zeroPointType && zeroPointType != scaleType && !zeroPointType.isUnsignedInteger(8))
+    return emitError() << "onnx_blocks zero_point_type must be ui8 or the scales' type, got " << zeroPointType;
+  return success();
+}
+
 LogicalResult BlocksAttr::verify(EmitError emitError, BlockFormat, int64_t rowDim) {
   if (rowDim != 0 && rowDim != 1)
     return emitError() << "blocks row_dim must be 0 or 1, got " << rowDim;

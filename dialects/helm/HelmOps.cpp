@@ -41,7 +41,29 @@ LogicalResult WeightDeclOp::verify() {
            << type.getElementType();
   int64_t bytes = type.getNumElements() * byteWidth(type.getElementType());
   int64_t length = getLengthAttr().getInt(), offset = getOffsetAttr().getInt();
-  if (length != bytes)
+  if (OnnxBlocksAttr onnx = getOnnxBlocksAttr()) {
+    // The bytes are the codes initializer's: [N, ceil(K / block_size), block_size * bits / 8].
+    BlocksAttr blocks = getBlocksAttr();
+    if (!blocks || blocks.getRowDim() != 0 || type.getRank() != 2)
+      return emitOpError("a weight from ONNX blocks must be [N, K] with blocks along its rows (row_dim 0)");
+    if (type.getElementType() != onnx.getScaleType())
+      return emitOpError("a weight from ONNX blocks has its scales' element type ") << onnx.getScaleType()
+                                                                                   << ", got " << type;
+    BlockFormat expected = onnx.getBits() == 8 ? BlockFormat::q8_0
+                           : onnx.getZeroPoints().empty() ? BlockFormat::q4_0 : BlockFormat::q4_1;
+    if (onnx.getBits() == 8 && !onnx.getZeroPoints().empty())
+      return emitOpError("8-bit ONNX blocks with zero points have no block format");
+    if (blocks.getFormat() != expected)
+      return emitOpError("ONNX blocks of ") << onnx.getBits() << " bits "
+                                            << (onnx.getZeroPoints().empty() ? "without" : "with")
+                                            << " zero points are stored as " << stringifyBlockFormat(expected)
+                                            << ", not " << stringifyBlockFormat(blocks.getFormat());
+    int64_t n = type.getDimSize(0), k = type.getDimSize(1), bs = onnx.getBlockSize();
+    int64_t codes = n * ((k + bs - 1) / bs) * (bs * onnx.getBits() / 8);
+    if (length != codes)
+      return emitOpError("length ") << length << " is not the " << codes << " bytes of the codes of " << type
+                                    << " in " << onnx.getBits() << "-bit blocks of " << bs;
+  } else if (length != bytes)
     return emitOpError("length ") << length << " does not match " << type << " (" << bytes
                                   << " bytes)";
   if (getLocation().empty() ? offset != -1 : offset < 0)

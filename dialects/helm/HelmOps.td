@@ -21,7 +21,10 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
     file (relative to the model file) or empty when the bytes are inline in the ONNX file;
     `offset`/`length` locate them in that file (`offset` is -1 for inline data, which the importer
     keeps in its weight store). `onnx_name` is the initializer's name in the source model.
-    `blocks` (set by helm-quantize-weights) says the package stores it quantized.
+    `blocks` (set by helm-quantize-weights) says the package stores it quantized. `onnx_blocks`
+    (set when raising MatMulNBits) says the weight arrives quantized as ONNX blocked integers;
+    `onnx_name`, `location`, `offset` and `length` are then those of its codes initializer, the
+    declared type [N, K] has the scales' element type, and `blocks` is always set.
 
     ```mlir
     helm.weight_decl @model_embed_tokens_weight : tensor<512x64xf32>
@@ -30,7 +33,7 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
                    StrAttr:$onnx_name, StrAttr:$location, I64Attr:$offset, I64Attr:$length,
-                   OptionalAttr<Helm_BlocksAttr>:$blocks);
+                   OptionalAttr<Helm_BlocksAttr>:$blocks, OptionalAttr<Helm_OnnxBlocksAttr>:$onnx_blocks);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -8,8 +8,8 @@ using namespace mlir;
 namespace helm {
 
 void buildRaisePipeline(OpPassManager &pm) {
+  pm.addPass(createRaiseLinear()); // a module pass: MatMulNBits adds weight declarations
   OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createRaiseLinear());
   fpm.addPass(createRaiseSplit());
   fpm.addPass(createRaiseEmbedding());
   fpm.addPass(createRaiseFusedNorms());

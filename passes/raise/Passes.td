@@ -7,12 +7,19 @@
 
 include "mlir/Pass/PassBase.td"
 
-def RaiseLinear : Pass<"helm-raise-linear", "mlir::func::FuncOp"> {
-  let summary = "MatMul/Gemm with a weight operand (+ bias Add) to helm.linear";
+def RaiseLinear : Pass<"helm-raise-linear", "mlir::ModuleOp"> {
+  let summary = "MatMul/Gemm with a weight operand (+ bias Add) and MatMulNBits to helm.linear";
   let description = [{
     Recognises `MatMul(x, W)`, `MatMul(x, Transpose(W))` and `Gemm(x, W, b)` where `W` is a declared
     weight (through Cast/Identity), and folds a following `Add(y, bias)` whose other operand is a
     1-D weight or constant of the output width.
+
+    `com.microsoft::MatMulNBits` (4- or 8-bit codes in blocks of 32 or more, f32 or f16 scales, with
+    or without zero points) becomes a `helm.linear` on a new `[N, K]` weight declaration that
+    names the codes, scales and zero-point initializers in `onnx_blocks` and is stored in the block
+    format with the same codes (`blocks`: q4_0, q4_1 or q8_0); nothing is dequantized. A module
+    pass because it adds declarations. g_idx, blocks of 16, 8-bit zero points, K not a multiple of
+    32 and malformed inputs are refused naming the node.
 
     Before: `%y = helm.onnx "MatMul"(%x, %w)`, `%z = helm.onnx "Add"(%y, %b)`.
     After:  `%z = helm.linear %x, %w bias %b {transpose_weight = false}`.

@@ -159,6 +159,10 @@ int main(int argc, char **argv) {
                                         report.gpuWeightBytes / 1048576.0)
                                     .str()
                               : std::string();
+      if (report.repackedTensors)
+        progress(formatv("repacked {0} weights from ONNX blocked integers (MatMulNBits) into block formats",
+                         report.repackedTensors)
+                     .str());
       if (report.quantizedTensors)
         progress(formatv("quantized {0} weights to {1}: {2:f1} MiB -> {3:f1} MiB",
                          report.quantizedTensors, opts.quantize, report.quantizedSourceBytes / 1048576.0,
