@@ -203,14 +203,12 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
 
 void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
                 float *y, int64_t N) {
-  switch (f) {
-  case BlockFormat::q8_0: return rowsScalarT<BlockFormat::q8_0>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q4_0: return rowsScalarT<BlockFormat::q4_0>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q4_1: return rowsScalarT<BlockFormat::q4_1>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q4_k: return kRowsScalarT<BlockFormat::q4_k>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q5_k: return kRowsScalarT<BlockFormat::q5_k>(q, m0, mb, w, n0, n1, y, N);
-  case BlockFormat::q6_k: return kRowsScalarT<BlockFormat::q6_k>(q, m0, mb, w, n0, n1, y, N);
-  }
+  withFormat(f, [&](auto format) {
+    if constexpr (isKQuant(format))
+      kRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
+    else
+      rowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
+  });
 }
 
 // ---- dispatch ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include "kernels/quant/BlockFormats.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace helm::quant::detail {
 
@@ -59,6 +60,19 @@ constexpr int64_t groupBytes(BlockFormat f) {
   case BlockFormat::q5_k: return 176;
   case BlockFormat::q6_k: return 210;
   default: return 8 * blockBytes(f);
+  }
+}
+
+/// Calls fn(std::integral_constant<BlockFormat, F>{}) for the runtime format f: one switch for
+/// every per-format template dispatch of the paths.
+template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
+  switch (f) {
+  case BlockFormat::q8_0: return fn(std::integral_constant<BlockFormat, BlockFormat::q8_0>{});
+  case BlockFormat::q4_0: return fn(std::integral_constant<BlockFormat, BlockFormat::q4_0>{});
+  case BlockFormat::q4_1: return fn(std::integral_constant<BlockFormat, BlockFormat::q4_1>{});
+  case BlockFormat::q4_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q4_k>{});
+  case BlockFormat::q5_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q5_k>{});
+  case BlockFormat::q6_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q6_k>{});
   }
 }
 

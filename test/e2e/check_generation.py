@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
+from tally import Tally  # noqa: E402
 
 N_NEW = 32
 
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
                    if os.path.isfile(os.path.join(args.models, d, "model.onnx")))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
-    passed = failed = 0
+    tally = Tally()
     for seed, name in enumerate(names):
         model = os.path.join(args.models, name, "model.onnx")
         with open(os.path.join(args.models, name, "config.json")) as f:
@@ -100,8 +101,7 @@ def main(argv=None) -> int:
             package = os.path.join(work, "model.helmpkg")
             out = subprocess.run([args.helmc, model, "-q", "-o", package], capture_output=True, text=True)
             if out.returncode != 0:
-                print(f"FAIL {name}: helmc: {out.stderr.strip()}")
-                failed += 1
+                tally.report(False, f"{name}: helmc: {out.stderr.strip()}")
                 continue
             prompts = prompts_for(vocab, seed)
             ref_ids, ref_logits = ort_oracle.generate(model, prompts, N_NEW)
@@ -113,11 +113,8 @@ def main(argv=None) -> int:
                                       [ref_logits[i] for i in subset], tol)
                 except Exception as e:  # noqa: BLE001 - report and go on with the next model
                     ok, msg = False, str(e)
-                print(f"{'ok  ' if ok else 'FAIL'} {name} ({label}, prompts {[len(p) for p in ps]}): {msg}")
-                passed += ok
-                failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+                tally.report(ok, f"{name} ({label}, prompts {[len(p) for p in ps]}): {msg}")
+    return tally.finish()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from onnx import helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
 from check_quantized import N_NEW, rel_err, run_helm, same_positions  # noqa: E402
+from tally import Tally  # noqa: E402
 
 
 def f16(values: np.ndarray) -> np.ndarray:
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
     if not names:
         print(f"no models in {args.models}")
         return 1
-    passed = failed = 0
+    tally = Tally()
     for seed, name in enumerate(names):
         folder = os.path.join(args.models, name)
         model = os.path.join(folder, "model.onnx")
@@ -165,13 +166,8 @@ def main(argv=None) -> int:
                              f"ids {same_positions(ids[0], orig_ids[1])}/32")
             except Exception as e:  # noqa: BLE001 - report and go on
                 problems.append(str(e))
-        ok = not problems
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: " + "; ".join(notes) + (" -- " + "; ".join(problems) if problems else ""),
-              flush=True)
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+        tally.report(not problems, f"{name}: " + "; ".join(notes), problems)
+    return tally.finish()
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
+from tally import Tally  # noqa: E402
 
 N_NEW = 32
 FORMATS = ("q8_0", "q4_0", "q4_1", "q4_k_m")
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
         runs.append(("default-model", args.default_model, ["q4_k_m"]))
     elif args.default_model:
         print(f"note: {args.default_model} holds no model.onnx (not fetched): the k-quant kernels are not run against ORT")
-    passed = failed = 0
+    tally = Tally()
     for seed, (name, folder, formats) in enumerate(runs):
         model = os.path.join(folder, "model.onnx")
         with open(os.path.join(folder, "config.json")) as f:
@@ -229,13 +230,8 @@ def main(argv=None) -> int:
                 except Exception as e:  # noqa: BLE001 - report and go on
                     problems.append(str(e))
                     msg = ""
-                ok = not problems
-                print(f"{'ok  ' if ok else 'FAIL'} {name} {fmt}: {msg}" + (" -- " + "; ".join(problems) if problems else ""),
-                      flush=True)
-                passed += ok
-                failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+                tally.report(not problems, f"{name} {fmt}: {msg}", problems)
+    return tally.finish()
 
 
 if __name__ == "__main__":
