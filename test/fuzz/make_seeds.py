@@ -12,7 +12,7 @@ import onnx
 ROOT = pathlib.Path(__file__).resolve().parent
 MODELS = ROOT.parent / "models"
 
-for model_path in sorted(MODELS.glob("*/model.onnx")):
+for model_path in sorted(MODELS.glob("*/model.onnx")) + sorted(MODELS.glob("quantized/*/model.onnx")):
     m = onnx.load(str(model_path), load_external_data=False)
     for t in m.graph.initializer:
         n = 1
@@ -24,7 +24,7 @@ for model_path in sorted(MODELS.glob("*/model.onnx")):
                 t.data_location = onnx.TensorProto.DEFAULT
                 del t.external_data[:]
             continue
-        size = n * {1: 4, 10: 2, 16: 2, 7: 8, 6: 4}.get(t.data_type, 4)
+        size = n * {1: 4, 2: 1, 3: 1, 10: 2, 16: 2, 7: 8, 6: 4}.get(t.data_type, 4)
         t.ClearField("raw_data")
         for field in ("float_data", "int32_data", "int64_data", "double_data"):
             t.ClearField(field)
