@@ -151,7 +151,8 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         if (!zeroPoints)
           return zeroPoints.takeError();
         if (llvm::Error e = repackOnnxBlocks(t.onnxName, t.shape[0], t.shape[1], t.onnxBlocks.bits,
-                                             t.onnxBlocks.blockSize, bytes, *scales, t.onnxBlocks.scaleDtype,
+                                             t.onnxBlocks.blockSize, bytes, t.onnxBlocks.codeDtype, *scales,
+                                             t.onnxBlocks.scaleDtype,
                                              *zeroPoints, t.onnxBlocks.zeroPointDtype, t.blockDtype, quantized))
           return llvm::createStringError(options.modelPath + ": " + llvm::toString(std::move(e)));
         bytes = llvm::ArrayRef<char>(quantized.data(), quantized.size());

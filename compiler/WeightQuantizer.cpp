@@ -76,44 +76,48 @@ llvm::Error quantizeWeight(llvm::StringRef name, llvm::ArrayRef<char> source, ll
 }
 
 llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t bits, int64_t blockSize,
-                             llvm::ArrayRef<char> codes, llvm::ArrayRef<char> scales, llvm::StringRef scaleDtype,
-                             llvm::ArrayRef<char> zeroPoints, llvm::StringRef zeroPointDtype, int32_t blockDtype,
-                             std::vector<char> &out) {
+                             llvm::ArrayRef<char> codes, llvm::StringRef codeDtype, llvm::ArrayRef<char> scales,
+                             llvm::StringRef scaleDtype, llvm::ArrayRef<char> zeroPoints,
+                             llvm::StringRef zeroPointDtype, int32_t blockDtype, std::vector<char> &out) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError("cannot repack the blocks of weight '" + name + "': " + why);
   };
   std::optional<kernels::DType> scaleType = elementDtype(scaleDtype);
-  const bool packedZeroPoints = zeroPointDtype == "u8";
-  const bool floatZeroPoints = !zeroPoints.empty() && !packedZeroPoints;
   if (!scaleType || *scaleType == kernels::DType::bf16)
     return fail("scales of dtype " + scaleDtype + " (f32 or f16 expected)");
-  if (floatZeroPoints && zeroPointDtype != scaleDtype)
-    return fail("zero points of dtype " + zeroPointDtype + " (u8 or the scales' dtype expected)");
-  const auto expected = [&]() -> std::optional<quant::BlockFormat> {
-    if (bits == 8)
-      return zeroPoints.empty() ? std::optional(quant::BlockFormat::q8_0) : std::nullopt;
-    if (bits == 4)
-      return zeroPoints.empty() ? quant::BlockFormat::q4_0 : quant::BlockFormat::q4_1;
-    return std::nullopt;
-  }();
+  const bool byteCodes = codeDtype == "u8", signedCodes = codeDtype == "i4";
+  if (!byteCodes && !(bits == 4 && (signedCodes || codeDtype == "u4")))
+    return fail(llvm::formatv("{0}-bit codes of dtype {1} (u8, or i4 / u4 for 4 bits, expected)", bits, codeDtype));
+  const bool hasZeroPoints = !zeroPoints.empty();
+  const bool rowPaddedZeroPoints = hasZeroPoints && zeroPointDtype == "u8" && byteCodes;
+  const bool packedZeroPoints = hasZeroPoints && zeroPointDtype == codeDtype && !byteCodes;
+  if (hasZeroPoints && !rowPaddedZeroPoints && !packedZeroPoints && zeroPointDtype != scaleDtype)
+    return fail("zero points of dtype " + zeroPointDtype + " (the codes' or the scales' dtype expected)");
+  std::optional<quant::BlockFormat> expected;
+  if (bits == 8)
+    expected = hasZeroPoints ? std::nullopt : std::optional(quant::BlockFormat::q8_0);
+  else if (bits == 4)
+    expected = hasZeroPoints || codeDtype == "u4" ? quant::BlockFormat::q4_1 : quant::BlockFormat::q4_0;
   std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(blockDtype);
   if (!expected || format != expected)
-    return fail(llvm::formatv("{0}-bit codes {1} zero points cannot be stored as {2}", bits,
-                              zeroPoints.empty() ? "without" : "with", helm_dtype_name(blockDtype)));
+    return fail(llvm::formatv("{0}-bit {1} codes {2} zero points cannot be stored as {3}", bits, codeDtype,
+                              hasZeroPoints ? "with" : "without", helm_dtype_name(blockDtype)));
   if (N <= 0 || K <= 0 || K % 32 != 0 || blockSize < 32 || blockSize % 32 != 0)
     return fail(llvm::formatv("N {0}, K {1}, block_size {2}: K must be a multiple of 32 and the block of 32 or more",
                               N, K, blockSize));
   const int64_t blocks = (K + blockSize - 1) / blockSize, blob = blockSize * bits / 8;
   const int64_t scaleBytes = kernels::dtypeBytes(*scaleType);
-  const int64_t zpRowBytes = packedZeroPoints ? (blocks * bits + 7) / 8 : blocks * scaleBytes;
+  const int64_t zpBytes = rowPaddedZeroPoints ? N * ((blocks * bits + 7) / 8)
+                          : packedZeroPoints  ? (N * blocks + 1) / 2
+                                              : N * blocks * scaleBytes;
   if (int64_t(codes.size()) != N * blocks * blob)
     return fail(llvm::formatv("{0} bytes of codes, {1} expected ({2} x {3} x {4})", codes.size(), N * blocks * blob,
                               N, blocks, blob));
   if (int64_t(scales.size()) != N * blocks * scaleBytes)
     return fail(llvm::formatv("{0} bytes of scales, {1} expected ({2} x {3} {4})", scales.size(),
                               N * blocks * scaleBytes, N, blocks, scaleDtype));
-  if (!zeroPoints.empty() && int64_t(zeroPoints.size()) != N * zpRowBytes)
-    return fail(llvm::formatv("{0} bytes of zero points, {1} expected", zeroPoints.size(), N * zpRowBytes));
+  if (hasZeroPoints && int64_t(zeroPoints.size()) != zpBytes)
+    return fail(llvm::formatv("{0} bytes of zero points, {1} expected", zeroPoints.size(), zpBytes));
 
   const quant::BlockFormatInfo &info = quant::blockFormatInfo(*format);
   const int64_t perRow = K / 32;
@@ -124,7 +128,12 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
       return std::nullopt;
     return kernels::floatToHalf(v);
   };
+  auto nibble = [](const uint8_t *p, int64_t i) { return (p[i / 2] >> (4 * (i % 2))) & 0xF; };
+  // Signed 4-bit values are stored shifted by 8 (nibble ^ 8 = value + 8), so that q4_0's "- 8" and
+  // q4_1's minimum (zero point + 8) give back (value - zero point).
+  const int codeShift = signedCodes ? 8 : 0;
   const auto *codeBytes = reinterpret_cast<const uint8_t *>(codes.data());
+  const auto *zpData = reinterpret_cast<const uint8_t *>(zeroPoints.data());
   auto *dst = reinterpret_cast<uint8_t *>(out.data());
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t j = 0; j < perRow; ++j) {
@@ -141,21 +150,22 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
           b[2 + i] = uint8_t(blob0[within + i] ^ 0x80);
         continue;
       }
-      // 4 bits: ONNX keeps element e of the block in byte e / 2 (low nibble for even e); ggml's
-      // byte i holds elements i (low nibble) and i + 16 (high nibble) of the block of 32.
-      auto code = [&](int64_t e) { return (blob0[e / 2] >> (4 * (e % 2))) & 0xF; };
+      // ONNX keeps element e of a block in byte e / 2 (low nibble for even e); ggml's byte i
+      // holds elements i (low nibble) and i + 16 (high nibble) of its block of 32.
+      auto code = [&](int64_t e) { return nibble(blob0, e) ^ codeShift; };
       uint8_t *qs = b + (*format == quant::BlockFormat::q4_1 ? 4 : 2);
       for (int i = 0; i < 16; ++i)
         qs[i] = uint8_t(code(within + i) | (code(within + i + 16) << 4));
       if (*format == quant::BlockFormat::q4_1) { // q d + m with m = -z s, in f32 then f16
         float z = 0.0f;
-        if (packedZeroPoints) {
-          const uint8_t packed = uint8_t(zeroPoints[size_t(n * zpRowBytes + block / 2)]);
-          z = float((packed >> (4 * (block % 2))) & 0xF);
-        } else {
+        if (rowPaddedZeroPoints)
+          z = float(nibble(zpData + n * ((blocks * bits + 7) / 8), block));
+        else if (packedZeroPoints)
+          z = float(signedCodes ? int(int8_t(uint8_t(nibble(zpData, n * blocks + block) << 4)) >> 4)
+                                : nibble(zpData, n * blocks + block));
+        else if (hasZeroPoints)
           z = kernels::loadAs(zeroPoints.data(), *scaleType, n * blocks + block);
-        }
-        const float m = -z * scale;
+        const float m = -(z + float(codeShift)) * scale;
         std::optional<uint16_t> mh = toHalf(m);
         if (!mh)
           return fail(llvm::formatv("zero point times scale {0} of row {1}, block {2} does not fit f16", m, n, block));

@@ -33,7 +33,7 @@ struct StageTensor {
   /// repacks into blockDtype's blocks (onnxName is the codes'), `bits` 0 otherwise.
   struct OnnxBlocks {
     int64_t bits = 0, blockSize = 0;
-    std::string scales, scaleDtype, zeroPoints, zeroPointDtype;
+    std::string codeDtype, scales, scaleDtype, zeroPoints, zeroPointDtype;
   } onnxBlocks;
 };
 

@@ -87,21 +87,31 @@ const char *dtypeName(int dt) {
   case onnx::TensorProto::INT8: return "int8";
   case onnx::TensorProto::UINT8: return "uint8";
   case onnx::TensorProto::BOOL: return "bool";
+  case onnx::TensorProto::INT4: return "int4";
+  case onnx::TensorProto::UINT4: return "uint4";
   case onnx::TensorProto::STRING: return "string";
   default: return "unknown";
   }
 }
 
-/// Bytes per element of the ONNX data types HELM reads, 0 for the ones it does not.
+/// Bytes per element of the ONNX data types HELM reads, 0 for the ones it does not. The 4-bit
+/// types count 1 here (an upper bound, for the size checks); storageBytes gives their packed size.
 int64_t dtypeBytes(int dt) {
   switch (dt) {
   case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: return 4;
   case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: case onnx::TensorProto::INT16: return 2;
   case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: return 8;
   case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL: return 1;
+  case onnx::TensorProto::INT4: case onnx::TensorProto::UINT4: return 1;
   default: return 0;
   }
 }
+
+/// INT4 / UINT4: two values per byte, the first in the low nibble (ONNX's packing).
+bool isPacked4(int dt) { return dt == onnx::TensorProto::INT4 || dt == onnx::TensorProto::UINT4; }
+
+/// Bytes of numel elements of dt as stored (raw data, external data).
+int64_t storageBytes(int dt, int64_t numel) { return isPacked4(dt) ? (numel + 1) / 2 : numel * dtypeBytes(dt); }
 
 Type mlirElementType(MLIRContext &ctx, int dt) {
   switch (dt) {
@@ -115,6 +125,8 @@ Type mlirElementType(MLIRContext &ctx, int dt) {
   case onnx::TensorProto::INT8: return IntegerType::get(&ctx, 8);
   case onnx::TensorProto::UINT8: return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
   case onnx::TensorProto::BOOL: return IntegerType::get(&ctx, 1);
+  case onnx::TensorProto::INT4: return IntegerType::get(&ctx, 4);
+  case onnx::TensorProto::UINT4: return IntegerType::get(&ctx, 4, IntegerType::Unsigned);
   default: return {};
   }
 }
@@ -149,7 +161,7 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
     }
     numel *= d;
   }
-  bytes.assign(size_t(numel * width), 0);
+  bytes.assign(size_t(storageBytes(tensor.data_type(), numel)), 0);
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0;
@@ -180,6 +192,11 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
     if (!bytes.empty())
       std::memcpy(bytes.data(), tensor.raw_data().data(), bytes.size());
     return true;
+  }
+  if (isPacked4(tensor.data_type())) {
+    error = "tensor '" + tensor.name() + "' of " + dtypeName(tensor.data_type()) +
+            " keeps its values in int32_data; HELM reads 4-bit tensors from raw or external data";
+    return false;
   }
   int64_t have = typedValueCount(tensor);
   if (have != numel) {
@@ -367,12 +384,16 @@ ImportedModel Importer::run(const void *data, size_t size) {
     func.setResultAttr(i, HelmDialect::NameAttrHelper::getNameStr(), builder.getStringAttr(out.name()));
 
   builder.setInsertionPointToStart(entry);
-  // The quantized weight, scales and zero points of a MatMulNBits stay weights however small:
+  // The quantized weight, scales and zero points of a MatMulNBits or GatherBlockQuantized stay weights however small:
   // the package builder reads them by name to repack the blocks (docs/quantization.md).
   for (const auto &node : graph.node())
     if (node.op_type() == "MatMulNBits" && node.domain() == "com.microsoft")
       for (int i = 1; i < std::min(node.input_size(), 4); ++i)
         keepAsWeight.insert(node.input(i));
+    else if (node.op_type() == "GatherBlockQuantized" && node.domain() == "com.microsoft")
+      for (int i = 0; i < std::min(node.input_size(), 4); ++i)
+        if (i != 1) // the indices are an activation
+          keepAsWeight.insert(node.input(i));
   for (const auto &init : graph.initializer())
     if (!importInitializer(init, /*fromConstantNode=*/false))
       return {};
@@ -486,7 +507,7 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     dims.push_back(d);
     numel *= d;
   }
-  const int64_t bytes = numel * width;
+  const int64_t bytes = storageBytes(tensor.data_type(), numel);
   const std::string shape = shapeString(dims, dtypeName(tensor.data_type()));
 
   // Where are the bytes, and are there as many as the shape says?
@@ -536,6 +557,9 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
     if (int64_t(tensor.raw_data().size()) != bytes)
       return fail(what + " has " + llvm::Twine(int64_t(tensor.raw_data().size())) +
                   " raw bytes but " + shape + " needs " + llvm::Twine(bytes));
+  } else if (isPacked4(tensor.data_type())) {
+    return fail(what + " (" + shape + ") keeps its values in int32_data; HELM reads 4-bit tensors from raw or "
+                "external data");
   } else {
     int64_t have = typedValueCount(tensor);
     if (have != numel)
@@ -546,7 +570,8 @@ bool Importer::importInitializer(const onnx::TensorProto &tensor, bool fromConst
   auto type = RankedTensorType::get(dims, element);
   Location loc = locFor(tensor.name());
   bool canReadBytes = !external || options.requireWeightData;
-  if (numel <= options.maxInlineConstantElements && canReadBytes &&
+  // 4-bit tensors are never inline constants: the dense attribute would not hold their packing.
+  if (numel <= options.maxInlineConstantElements && canReadBytes && !isPacked4(tensor.data_type()) &&
       (fromConstantNode || !keepAsWeight.contains(tensor.name()))) {
     std::vector<char> raw;
     if (!tensorBytes(tensor, raw))
@@ -616,7 +641,7 @@ bool Importer::convertAttribute(const onnx::NodeProto &node, const onnx::Attribu
       dims.push_back(d);
       numel *= d;
     }
-    if (!element || numel > options.maxInlineConstantElements ||
+    if (!element || isPacked4(t.data_type()) || numel > options.maxInlineConstantElements ||
         t.data_location() == onnx::TensorProto::EXTERNAL)
       return fail(nodeLabel(node) + " attribute '" + name + "' is a tensor HELM cannot inline (" +
                   shapeString(dims, dtypeName(t.data_type())) + ")");

@@ -204,22 +204,31 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
 }
 
 def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
-  let summary = "A weight that arrives quantized in ONNX's blocked-integer form (MatMulNBits)";
+  let summary = "A weight that arrives quantized in ONNX's blocked-integer form";
   let description = [{
-    On a `helm.weight_decl` raised from `com.microsoft::MatMulNBits`: the weight [N, K] is not a
-    float initializer but three, named here by their ONNX names: `codes` (uint8 [N, ceil(K /
-    block_size), block_size * bits / 8], the `bits`-bit codes of consecutive weights, low nibble
-    first for 4 bits), `scales` (N * ceil(K / block_size) values of `scale_type`), and optionally
-    `zero_points` (uint8, 4-bit values packed two to a byte, or values of the scales' type). A
-    weight is (code - zero point) * scale; without zero points the zero point is 2^(bits-1). The
-    declaration's `blocks` names the block format the package stores it in (q4_0, q4_1 or q8_0,
-    which hold the same codes); the package builder repacks the codes and converts the scales
-    (docs/quantization.md). Nothing is dequantized.
+    On a `helm.weight_decl` raised from `com.microsoft::MatMulNBits` or
+    `com.microsoft::GatherBlockQuantized`: the weight [N, K] is not a float initializer but up to
+    three, named here by their ONNX names. `codes` holds the `bits`-bit codes of consecutive weights
+    of a row, `code_type` says how: ui8 (bytes; 4-bit codes two to a byte, low nibble first,
+    MatMulNBits' [N, ceil(K / block_size), block_size * bits / 8]), or ONNX's packed i4 / ui4.
+    `scales` holds N * ceil(K / block_size) values of `scale_type`, and `zero_points`, when present,
+    one per block: ui8 bytes (4-bit values two to a byte, each row padded to whole bytes, as
+    MatMulNBits), packed i4 / ui4 like the codes, or values of the scales' type. A weight is
+    (code - zero point) * scale; without zero points the zero point is 2^(bits-1) for ui8 codes
+    and 0 for i4 / ui4 codes. The declaration's `blocks` names the block format the package stores
+    it in (`getStorageFormat`: the one that holds the same codes); the package builder repacks the
+    codes and converts the scales (docs/quantization.md). Nothing is dequantized.
   }];
   let parameters = (ins "int64_t":$bits, "int64_t":$block_size, StringRefParameter<"codes initializer">:$codes,
+                        "mlir::Type":$code_type,
                         StringRefParameter<"scales initializer">:$scales, "mlir::Type":$scale_type,
                         StringRefParameter<"zero-points initializer or empty", "\"\"">:$zero_points,
-                        OptionalParameter<"mlir::Type", "zero points' element type (ui8 packed, or the scales' type)">:$zero_point_type);
+                        OptionalParameter<"mlir::Type", "zero points' element type">:$zero_point_type);
+  let extraClassDeclaration = [{
+    /// The block format that holds these codes (q4_0, q4_1 or q8_0), or nullopt when none does
+    /// (8-bit codes with zero points: code minus zero point spans -255..255).
+    std::optional<BlockFormat> getStorageFormat() const;
+  }];
   let genVerifyDecl = 1;
 }
 

@@ -237,20 +237,39 @@ int64_t BlocksAttr::getStoredBytes(RankedTensorType type) const {
 }
 
 LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t blockSize, StringRef codes,
-                                     StringRef scales, Type scaleType, StringRef zeroPoints, Type zeroPointType) {
+                                     Type codeType, StringRef scales, Type scaleType, StringRef zeroPoints,
+                                     Type zeroPointType) {
   if (bits != 4 && bits != 8)
     return emitError() << "onnx_blocks bits must be 4 or 8, got " << bits;
   if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0)
     return emitError() << "onnx_blocks block_size must be a power of 2 and at least 16, got " << blockSize;
   if (codes.empty() || scales.empty())
     return emitError() << "onnx_blocks needs the names of its codes and scales";
+  auto isInt = [](Type t, unsigned width) { return t && t.isInteger(width); };
+  const bool byteCodes = codeType && codeType.isUnsignedInteger(8);
+  if (!byteCodes && !isInt(codeType, 4))
+    return emitError() << "onnx_blocks code_type must be ui8, i4 or ui4, got " << codeType;
+  if (bits == 8 && !byteCodes)
+    return emitError() << "onnx_blocks 8-bit codes must be ui8, got " << codeType;
   if (!scaleType || !(scaleType.isF32() || scaleType.isF16()))
     return emitError() << "onnx_blocks scale_type must be f32 or f16, got " << scaleType;
   if (zeroPoints.empty() != !zeroPointType)
     return emitError() << "onnx_blocks zero_points and zero_point_type go together";
-  if (zeroPointType && zeroPointType != scaleType && !zeroPointType.isUnsignedInteger(8))
-    return emitError() << "onnx_blocks zero_point_type must be ui8 or the scales' type, got " << zeroPointType;
+  if (zeroPointType && zeroPointType != scaleType && zeroPointType != codeType)
+    return emitError() << "onnx_blocks zero_point_type must be the codes' or the scales' type, got "
+                       << zeroPointType;
   return success();
+}
+
+std::optional<BlockFormat> OnnxBlocksAttr::getStorageFormat() const {
+  const bool zeroPoints = !getZeroPoints().empty();
+  if (getBits() == 8)
+    return zeroPoints ? std::nullopt : std::optional(BlockFormat::q8_0);
+  // q4_0 is (nibble - 8) d: byte codes with their default zero point 8, or i4 codes (zero point 0)
+  // shifted by 8. A ui4 code's default zero point is 0, which needs q4_1's minimum.
+  if (zeroPoints || getCodeType().isUnsignedInteger(4))
+    return BlockFormat::q4_1;
+  return BlockFormat::q4_0;
 }
 
 LogicalResult BlocksAttr::verify(EmitError emitError, BlockFormat, int64_t rowDim) {

@@ -28,6 +28,14 @@ bool sameLeadingDims(RankedTensorType a, RankedTensorType b) {
 int64_t byteWidth(Type elementType) {
   return (elementType.getIntOrFloatBitWidth() + 7) / 8;
 }
+
+/// Bytes of a tensor as stored: 4-bit integers two to a byte (ONNX's INT4 / UINT4), every other
+/// type whole bytes per element (bool included).
+int64_t storageBytes(RankedTensorType type) {
+  if (type.getElementType().getIntOrFloatBitWidth() == 4)
+    return (type.getNumElements() + 1) / 2;
+  return type.getNumElements() * byteWidth(type.getElementType());
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -39,7 +47,7 @@ LogicalResult WeightDeclOp::verify() {
   if (!type.getElementType().isIntOrFloat())
     return emitOpError("weight element type must be an integer or float, got ")
            << type.getElementType();
-  int64_t bytes = type.getNumElements() * byteWidth(type.getElementType());
+  int64_t bytes = storageBytes(type);
   int64_t length = getLengthAttr().getInt(), offset = getOffsetAttr().getInt();
   if (OnnxBlocksAttr onnx = getOnnxBlocksAttr()) {
     // The bytes are the codes initializer's: [N, ceil(K / block_size), block_size * bits / 8].
@@ -49,14 +57,13 @@ LogicalResult WeightDeclOp::verify() {
     if (type.getElementType() != onnx.getScaleType())
       return emitOpError("a weight from ONNX blocks has its scales' element type ") << onnx.getScaleType()
                                                                                    << ", got " << type;
-    BlockFormat expected = onnx.getBits() == 8 ? BlockFormat::q8_0
-                           : onnx.getZeroPoints().empty() ? BlockFormat::q4_0 : BlockFormat::q4_1;
-    if (onnx.getBits() == 8 && !onnx.getZeroPoints().empty())
+    std::optional<BlockFormat> expected = onnx.getStorageFormat();
+    if (!expected)
       return emitOpError("8-bit ONNX blocks with zero points have no block format");
-    if (blocks.getFormat() != expected)
-      return emitOpError("ONNX blocks of ") << onnx.getBits() << " bits "
+    if (blocks.getFormat() != *expected)
+      return emitOpError("ONNX blocks of ") << onnx.getBits() << "-bit " << onnx.getCodeType() << " codes "
                                             << (onnx.getZeroPoints().empty() ? "without" : "with")
-                                            << " zero points are stored as " << stringifyBlockFormat(expected)
+                                            << " zero points are stored as " << stringifyBlockFormat(*expected)
                                             << ", not " << stringifyBlockFormat(blocks.getFormat());
     int64_t n = type.getDimSize(0), k = type.getDimSize(1), bs = onnx.getBlockSize();
     int64_t codes = n * ((k + bs - 1) / bs) * (bs * onnx.getBits() / 8);

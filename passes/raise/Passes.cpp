@@ -8,7 +8,8 @@ using namespace mlir;
 namespace helm {
 
 void buildRaisePipeline(OpPassManager &pm) {
-  pm.addPass(createRaiseLinear()); // a module pass: MatMulNBits adds weight declarations
+  pm.addPass(createRaiseLinear()); // module passes: MatMulNBits and GatherBlockQuantized add
+  pm.addPass(createRaiseQuantizedGather()); // weight declarations
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createRaiseSplit());
   fpm.addPass(createRaiseEmbedding());

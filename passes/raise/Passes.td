@@ -27,6 +27,19 @@ def RaiseLinear : Pass<"helm-raise-linear", "mlir::ModuleOp"> {
   let dependentDialects = ["::helm::HelmDialect"];
 }
 
+def RaiseQuantizedGather : Pass<"helm-raise-quantized-gather", "mlir::ModuleOp"> {
+  let summary = "GatherBlockQuantized (a quantized embedding table) to helm.embed on its blocks";
+  let description = [{
+    `com.microsoft::GatherBlockQuantized(data, ids, scales, zero_points?)` with gather_axis 0 and
+    quantize_axis 1 (rows of a [vocab, hidden] table in blocks along each row; uint8, int4 or uint4
+    data) becomes `helm.embed %ids, %table` on a new `[vocab, hidden]` declaration with
+    `onnx_blocks` and `blocks` (q4_0, q4_1 or q8_0 holding the same codes), as MatMulNBits in
+    helm-raise-linear; nothing is dequantized. A module pass because it adds declarations. Other
+    axes, blocks of 16, 8-bit zero points and malformed inputs are refused naming the node.
+  }];
+  let dependentDialects = ["::helm::HelmDialect"];
+}
+
 def RaiseSplit : Pass<"helm-raise-split", "mlir::func::FuncOp"> {
   let summary = "Slices/Split of a fused projection (qkv, gate_up) to helm.split";
   let description = [{

@@ -1,4 +1,5 @@
 //===- RaiseLinear.cpp - MatMul/Gemm with a weight to helm.linear ----------------===//
+#include "passes/raise/OnnxBlocks.h"
 #include "passes/raise/OnnxMatchers.h"
 #include "passes/raise/Passes.h"
 
@@ -41,11 +42,6 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
         return signalPassFailure();
   }
 
-  /// The declaration behind a weight op.
-  static WeightDeclOp declOf(WeightOp weight) {
-    return SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(weight, weight.getNameAttr());
-  }
-
   /// com.microsoft::MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?) with K, N, bits and
   /// block_size: y = A . dequant(B)^T, B holding N rows of K codes in blocks. Raised to helm.linear
   /// on a new [N, K] weight declaration that keeps the three initializers (`onnx_blocks`) and is
@@ -56,65 +52,16 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     int64_t bs = op.getIntAttr("block_size", -1);
     auto inputs = op.getInputs();
     auto present = [&](size_t i) { return inputs.size() > i && !isa<NoneType>(inputs[i].getType()); };
-    if (K <= 0 || N <= 0 || bs <= 0)
-      return nodeError(op, "needs positive K, N and block_size attributes");
-    if (bits != 4 && bits != 8)
-      return nodeError(op, "bits " + Twine(bits) + " is not supported (4 or 8)");
-    if (bs < 16 || (bs & (bs - 1)) != 0)
-      return nodeError(op, "block_size " + Twine(bs) + " is not a power of 2 of at least 16");
-    if (bs < 32)
-      return nodeError(op, "block_size " + Twine(bs) +
-                               " is not supported: HELM stores blocks of 32 weights with one scale each, so an "
-                               "ONNX block must hold at least 32");
-    if (K % 32 != 0)
-      return nodeError(op, "K = " + Twine(K) + " is not a multiple of 32, the block HELM stores");
     if (present(4))
       return nodeError(op, "g_idx (act-order, a permuted block index) is not supported");
     if (inputs.size() < 3)
       return nodeError(op, "needs the inputs A, B and scales");
-    WeightOp codes = traceWeight(inputs[1]), scales = traceWeight(inputs[2]);
-    if (!codes || !scales)
-      return nodeError(op, "B and scales must be initializers");
     WeightOp zeroPoints = present(3) ? traceWeight(inputs[3]) : WeightOp();
     if (present(3) && !zeroPoints)
       return nodeError(op, "zero_points must be an initializer");
-    if (bits == 8 && zeroPoints)
-      return nodeError(op, "8-bit weights with zero points are not supported (8-bit symmetric, and 4-bit with or "
-                           "without zero points, are)");
-    WeightDeclOp codesDecl = declOf(codes), scalesDecl = declOf(scales);
-    WeightDeclOp zpDecl = zeroPoints ? declOf(zeroPoints) : WeightDeclOp();
-    if (!codesDecl || !scalesDecl || (zeroPoints && !zpDecl))
-      return nodeError(op, "an input's weight declaration is missing");
-
-    // Shapes: B [N, blocks, blob] of uint8; scales N * blocks of f32 / f16; zero points uint8
-    // N * ceil(blocks * bits / 8) or the scales' type with N * blocks.
-    int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
-    auto codesType = cast<RankedTensorType>(codesDecl.getType());
-    if (!codesType.getElementType().isUnsignedInteger(8) || codesType.getNumElements() != N * blocks * blob)
-      return nodeError(op, "B of " + Twine(codesDecl.getOnnxName()) + " is not uint8 [" + Twine(N) + ", " +
-                               Twine(blocks) + ", " + Twine(blob) + "] for K " + Twine(K) + ", " + Twine(bits) +
-                               "-bit blocks of " + Twine(bs));
-    auto scalesType = cast<RankedTensorType>(scalesDecl.getType());
-    Type scaleElement = scalesType.getElementType();
-    if (!(scaleElement.isF32() || scaleElement.isF16()))
-      return nodeError(op, "scales " + Twine(scalesDecl.getOnnxName()) + " must be float or float16");
-    if (scalesType.getNumElements() != N * blocks)
-      return nodeError(op, "scales " + Twine(scalesDecl.getOnnxName()) + " have " +
-                               Twine(scalesType.getNumElements()) + " values, " + Twine(N * blocks) +
-                               " expected (N " + Twine(N) + " x " + Twine(blocks) + " blocks)");
-    Type zpElement;
-    if (zpDecl) {
-      auto zpType = cast<RankedTensorType>(zpDecl.getType());
-      zpElement = zpType.getElementType();
-      int64_t expected = zpElement.isUnsignedInteger(8) ? N * ((blocks * bits + 7) / 8)
-                         : zpElement == scaleElement      ? N * blocks
-                                                          : -1;
-      if (expected < 0)
-        return nodeError(op, "zero_points " + Twine(zpDecl.getOnnxName()) + " must be uint8 or the scales' type");
-      if (zpType.getNumElements() != expected)
-        return nodeError(op, "zero_points " + Twine(zpDecl.getOnnxName()) + " have " +
-                                 Twine(zpType.getNumElements()) + " values, " + Twine(expected) + " expected");
-    }
+    WeightOp codes = traceWeight(inputs[1]);
+    if (codes && !cast<RankedTensorType>(codes.getType()).getElementType().isUnsignedInteger(8))
+      return nodeError(op, "B must be uint8");
     Value x = inputs[0];
     auto xType = dyn_cast<RankedTensorType>(x.getType());
     if (xType && (xType.getRank() < 2 || (!xType.isDynamicDim(xType.getRank() - 1) && xType.getShape().back() != K)))
@@ -123,19 +70,13 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     if (present(5) && !(bias = parameterVector(inputs[5], N)))
       return nodeError(op, "bias must be an initializer of N = " + Twine(N) + " values");
 
-    // The [N, K] declaration, next to the codes'.
-    MLIRContext *ctx = op.getContext();
-    BlockFormat format = bits == 8 ? BlockFormat::q8_0 : zpDecl ? BlockFormat::q4_1 : BlockFormat::q4_0;
-    auto source = OnnxBlocksAttr::get(ctx, bits, bs, codesDecl.getOnnxName(), scalesDecl.getOnnxName(), scaleElement,
-                                      zpDecl ? zpDecl.getOnnxName() : StringRef(), zpElement);
-    auto type = RankedTensorType::get({N, K}, scaleElement);
-    OpBuilder detached(ctx);
-    auto decl = WeightDeclOp::create(detached, codesDecl.getLoc(), (codesDecl.getSymName() + "_blocks").str(), type,
-                                     codesDecl.getOnnxName(), codesDecl.getLocation(), codesDecl.getOffset(),
-                                     codesDecl.getLength(), BlocksAttr::get(ctx, format, 0), source);
-    symbols().insert(decl, std::next(Block::iterator(codesDecl))); // renamed on a clash
+    FailureOr<WeightDeclOp> decl = declareOnnxBlockedWeight(
+        op, symbols(), {N, K, bits, bs, codes, traceWeight(inputs[2]), zeroPoints});
+    if (failed(decl))
+      return failure();
+    auto type = cast<RankedTensorType>(decl->getType());
     OpBuilder b(op);
-    auto weight = WeightOp::create(b, op.getLoc(), type, FlatSymbolRefAttr::get(decl.getSymNameAttr()));
+    auto weight = WeightOp::create(b, op.getLoc(), type, FlatSymbolRefAttr::get(decl->getSymNameAttr()));
     RankedTensorType resultType;
     Type element = elementTypeOf(x);
     if (xType) {

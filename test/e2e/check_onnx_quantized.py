@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""End to end: ONNX models quantized by ONNX Runtime (com.microsoft::MatMulNBits) against ONNX Runtime.
+"""End to end: ONNX models quantized by ONNX Runtime (MatMulNBits, GatherBlockQuantized) against ORT.
 
 For each model of test/models/quantized/ (test/models/generate_quantized.py: corpus models through
 onnxruntime.quantization's MatMulNBitsQuantizer, 4 and 8 bits, blocks of 32, 64 and 128, symmetric
 and with zero points, f32 and f16 scales):
-  1. helmc compiles it: each MatMulNBits becomes a helm.linear whose weight the package stores in the
-     block format that holds the same codes (q4_0, q4_1 or q8_0; docs/quantization.md);
+  1. helmc compiles it: each MatMulNBits becomes a helm.linear and each GatherBlockQuantized (the
+     token table) a helm.embed whose weight the package stores in the block format that holds the
+     same codes (q4_0, q4_1 or q8_0; docs/quantization.md);
   2. exact arithmetic (HELM_QUANT_EXACT=1) against a reference ONNX model in which every MatMulNBits
-     is a plain MatMul on the weights as HELM stores them, dequantized here in NumPy from the ONNX
-     initializers (independent of HELM's repacking code): scales rounded to f16, q4_1's minimum
-     -zero_point * scale computed in f32 and rounded to f16. Batch 1 and batch 2: the 32 greedy ids
+     is a plain MatMul and every GatherBlockQuantized a Gather on the weights as HELM stores them,
+     dequantized here in NumPy from the ONNX initializers (independent of HELM's repacking code):
+     scales rounded to f16, q4_1's minimum -zero_point * scale computed in f32 and rounded to f16. Batch 1 and batch 2: the 32 greedy ids
      equal ORT's, every step's logits within 1e-4 of max |logit| (1e-2 for f16 models, whose
      reference rounds the weights to f16);
   3. against ORT on the original model (its own MatMulNBits kernels, scales as stored): the exact
@@ -33,7 +34,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
@@ -46,45 +47,89 @@ def f16(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 
-def helm_weights(node: onnx.NodeProto, inits: dict[str, np.ndarray]) -> np.ndarray:
-    """The [N, K] float32 weight of a MatMulNBits node as HELM stores it."""
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    K, N, bits, block = attrs["K"], attrs["N"], attrs.get("bits", 4), attrs["block_size"]
-    blocks = (K + block - 1) // block
-    codes = inits[node.input[1]].reshape(N, blocks, block * bits // 8)
-    if bits == 4:  # element 2i in the low nibble of byte i, 2i + 1 in the high nibble
-        q = np.stack([codes & 0xF, codes >> 4], axis=-1).reshape(N, blocks * block)
-    else:
-        q = codes.reshape(N, blocks * block)
-    q = q[:, :K].astype(np.float32)
-    scales = inits[node.input[2]].reshape(N, blocks).astype(np.float32)
+def nibbles(packed: np.ndarray, rows: int) -> np.ndarray:
+    """uint8 bytes -> their 4-bit values, low nibble first, as [rows, -1]."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    return np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(rows, -1)
+
+
+def dequantize_as_helm(q: np.ndarray, scales: np.ndarray, z: np.ndarray | None, block: int, shift: float,
+                       default_zero: float) -> np.ndarray:
+    """[N, K] weights as HELM stores them: q (codes as integers, [N, K]) in blocks of `block` along
+    each row with scales / zero points [N, blocks]. Without zero points and with a zero point of
+    `default_zero` the blocks are q4_0 / q8_0: (q - z) * f16(s), exact in f32. Otherwise q4_1: codes
+    shifted by `shift` (8 for int4, stored as value + 8), q' d + m with m = f16(-(z + shift) * s)
+    computed in f32 and two f32 roundings, as the kernels' dequantizer."""
+    K = q.shape[1]
     per_weight = lambda per_block: np.repeat(per_block, block, axis=1)[:, :K]  # noqa: E731
+    scales = scales.astype(np.float32)
     d = per_weight(f16(scales))
-    zero_points = node.input[3] if len(node.input) > 3 else ""
-    if not zero_points:
-        return ((q - 2 ** (bits - 1)) * d).astype(np.float32)  # q4_0 / q8_0: (q - offset) * d, exact in f32
-    zp = inits[zero_points]
-    if zp.dtype == np.uint8:  # 4-bit values, two to a byte, low nibble first
-        z = np.stack([zp & 0xF, zp >> 4], axis=-1).reshape(N, -1)[:, :blocks].astype(np.float32)
-    else:
-        z = zp.reshape(N, blocks).astype(np.float32)
-    m = per_weight(f16(np.float32(-1) * z * scales))  # q4_1's min: -z * s in f32, then f16
-    return (q * d + m).astype(np.float32)  # q d + m: two f32 roundings, as the kernels' dequantizer
+    if z is None:
+        return ((q.astype(np.float32) - np.float32(default_zero)) * d).astype(np.float32)
+    m = per_weight(f16(np.float32(-1) * (z.astype(np.float32) + np.float32(shift)) * scales))
+    return ((q.astype(np.float32) + np.float32(shift)) * d + m).astype(np.float32)
+
+
+def helm_weights(node: onnx.NodeProto, inits: dict[str, np.ndarray], types: dict[str, int]) -> np.ndarray:
+    """The [N, K] float32 weight of a MatMulNBits or GatherBlockQuantized node as HELM stores it."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    inputs = list(node.input) + [""] * 4
+    if node.op_type == "MatMulNBits":
+        K, N, bits, block = attrs["K"], attrs["N"], attrs.get("bits", 4), attrs["block_size"]
+        data_name, scales_name, zp_name = inputs[1], inputs[2], inputs[3]
+    else:  # GatherBlockQuantized, gather_axis 0, quantize_axis 1
+        bits, block = attrs.get("bits", 4), attrs.get("block_size", 128)
+        data_name, scales_name, zp_name = inputs[0], inputs[2], inputs[3]
+    data, data_type = inits[data_name], types[data_name]
+    N = data.shape[0]
+    blocks_of = lambda k: (k + block - 1) // block  # noqa: E731
+    if data_type == TensorProto.UINT8:  # bytes: MatMulNBits [N, blocks, blob], or [N, K * bits / 8]
+        q = nibbles(data, N) if bits == 4 else np.asarray(data).reshape(N, -1)
+        K = K if node.op_type == "MatMulNBits" else q.shape[1]
+        q, shift, default_zero = q[:, :K], 0.0, 2 ** (bits - 1)
+    else:  # INT4 / UINT4: onnx's to_array unpacks them, one value per element
+        q, K = np.asarray(data).reshape(N, -1).astype(np.int32), data.shape[1]
+        shift, default_zero = (8.0, 0.0) if data_type == TensorProto.INT4 else (0.0, 0.0)
+    blocks = blocks_of(K)
+    scales = inits[scales_name].reshape(N, blocks)
+    z = None
+    if zp_name:
+        zp, zp_type = inits[zp_name], types[zp_name]
+        if zp_type == TensorProto.UINT8:  # MatMulNBits: 4-bit values two to a byte, rows padded
+            z = (nibbles(zp, N)[:, :blocks] if bits == 4 else np.asarray(zp).reshape(N, blocks)).astype(np.float32)
+        else:  # the codes' 4-bit type (unpacked by to_array) or the scales' type
+            z = np.asarray(zp).reshape(N, blocks).astype(np.float32)
+    elif data_type == TensorProto.UINT4:
+        z = np.zeros((N, blocks), dtype=np.float32)  # uint4's default zero point 0: q4_1 with m = -0
+    if z is None and default_zero == 0.0 and shift == 8.0:
+        return dequantize_as_helm(q, scales, None, block, 0.0, 0.0)  # int4 symmetric: q4_0 holds value + 8
+    return dequantize_as_helm(q, scales, z, block, shift, default_zero)
 
 
 def reference_model(model_path: str, out_path: str) -> int:
-    """model_path with every MatMulNBits replaced by MatMul on HELM's weights; returns how many."""
+    """model_path with every MatMulNBits replaced by MatMul and every GatherBlockQuantized by Gather
+    on HELM's weights; returns how many."""
     proto = onnx.load(model_path)
     graph = proto.graph
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    types = {i.name: i.data_type for i in graph.initializer}
     replaced, dropped, nodes = 0, set(), []
     for node in graph.node:
-        if node.op_type != "MatMulNBits" or node.domain != "com.microsoft":
+        if node.domain != "com.microsoft" or node.op_type not in ("MatMulNBits", "GatherBlockQuantized"):
             nodes.append(node)
             continue
-        scale_dtype = inits[node.input[2]].dtype
-        w = helm_weights(node, inits).T.astype(scale_dtype)  # [K, N] for MatMul, in the graph's dtype
         name = node.name + "_helm_weight"
+        if node.op_type == "GatherBlockQuantized":
+            scale_dtype = inits[node.input[2]].dtype
+            table = helm_weights(node, inits, types).astype(scale_dtype)  # [vocab, hidden]
+            graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(table), name))
+            nodes.append(helper.make_node("Gather", [name, node.input[1]], [node.output[0]], name=node.name + "_gather",
+                                          axis=0))
+            dropped.update(i for i in (node.input[0], *node.input[2:4]) if i)
+            replaced += 1
+            continue
+        scale_dtype = inits[node.input[2]].dtype
+        w = helm_weights(node, inits, types).T.astype(scale_dtype)  # [K, N] for MatMul, in the graph's dtype
         graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(w), name))
         bias = node.input[5] if len(node.input) > 5 and node.input[5] else ""
         product = node.output[0] + "_product" if bias else node.output[0]
@@ -151,7 +196,7 @@ def main(argv=None) -> int:
                         exact_ids_orig = same_positions(ids[0], orig_ids[0])
                 if worst > exact_bound:
                     problems.append(f"exact logits {worst:.2e} from the reference's (bound {exact_bound:g})")
-                notes.append(f"{replaced} MatMulNBits; exact: ids = reference's, logits {worst:.1e}")
+                notes.append(f"{replaced} quantized nodes; exact: ids = reference's, logits {worst:.1e}")
                 # (3) against the original model in ORT.
                 if exact_first > 1e-2:
                     problems.append(f"exact first-step logits {exact_first:.2e} from ORT's MatMulNBits (bound 1e-2)")

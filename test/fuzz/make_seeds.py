@@ -24,7 +24,10 @@ for model_path in sorted(MODELS.glob("*/model.onnx")) + sorted(MODELS.glob("quan
                 t.data_location = onnx.TensorProto.DEFAULT
                 del t.external_data[:]
             continue
-        size = n * {1: 4, 2: 1, 3: 1, 10: 2, 16: 2, 7: 8, 6: 4}.get(t.data_type, 4)
+        if t.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
+            size = (n + 1) // 2  # two 4-bit values a byte
+        else:
+            size = n * {1: 4, 2: 1, 3: 1, 10: 2, 16: 2, 7: 8, 6: 4}.get(t.data_type, 4)
         t.ClearField("raw_data")
         for field in ("float_data", "int32_data", "int64_data", "double_data"):
             t.ClearField(field)

@@ -151,35 +151,46 @@ helm.weight_decl @w2 : tensor<32x32xf32> {blocks = #helm.blocks<format = q4_0, r
 
 // A weight from ONNX blocks (MatMulNBits): the attribute's own rules.
 // expected-error @+1 {{onnx_blocks bits must be 4 or 8, got 3}}
-helm.weight_decl @n1 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 3, block_size = 32, codes = "B", scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n1 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 3, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // expected-error @+1 {{onnx_blocks block_size must be a power of 2 and at least 16, got 48}}
-helm.weight_decl @n2 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 48, codes = "B", scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n2 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 48, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // expected-error @+1 {{onnx_blocks scale_type must be f32 or f16, got 'bf16'}}
-helm.weight_decl @n3 : tensor<8x64xbf16> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", scales = "S", scale_type = bf16>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n3 : tensor<8x64xbf16> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = bf16>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // The declaration's format must be the one that holds the same codes, and its length the codes'.
-// expected-error @+1 {{'helm.weight_decl' op ONNX blocks of 4 bits with zero points are stored as q4_1, not q4_0}}
-helm.weight_decl @n4 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", scales = "S", scale_type = f32, zero_points = "Z", zero_point_type = ui8>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+// expected-error @+1 {{'helm.weight_decl' op ONNX blocks of 4-bit 'ui8' codes with zero points are stored as q4_1, not q4_0}}
+helm.weight_decl @n4 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32, zero_points = "Z", zero_point_type = ui8>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // expected-error @+1 {{'helm.weight_decl' op length 300 is not the 256 bytes of the codes of 'tensor<8x64xf32>' in 4-bit blocks of 32}}
-helm.weight_decl @n5 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", scales = "S", scale_type = f32>, length = 300 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n5 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 300 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // expected-error @+1 {{'helm.weight_decl' op 8-bit ONNX blocks with zero points have no block format}}
-helm.weight_decl @n6 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 8, block_size = 32, codes = "B", scales = "S", scale_type = f32, zero_points = "Z", zero_point_type = ui8>, length = 512 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n6 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 8, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32, zero_points = "Z", zero_point_type = ui8>, length = 512 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
 
 // expected-error @+1 {{'helm.weight_decl' op a weight from ONNX blocks has its scales' element type 'f16', got 'tensor<8x64xf32>'}}
-helm.weight_decl @n7 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", scales = "S", scale_type = f16>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+helm.weight_decl @n7 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f16>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// expected-error @+1 {{onnx_blocks 8-bit codes must be ui8, got 'i4'}}
+helm.weight_decl @n8 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 8, block_size = 32, codes = "B", code_type = i4, scales = "S", scale_type = f32>, length = 512 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// A uint4 code's default zero point is 0, which only q4_1 (a minimum per block) holds.
+// expected-error @+1 {{'helm.weight_decl' op ONNX blocks of 4-bit 'ui4' codes without zero points are stored as q4_1, not q4_0}}
+helm.weight_decl @n9 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui4, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}

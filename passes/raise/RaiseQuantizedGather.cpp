@@ -1,0 +1,90 @@
+//===- RaiseQuantizedGather.cpp - GatherBlockQuantized to helm.embed on blocks ---------===//
+#include "passes/raise/OnnxBlocks.h"
+#include "passes/raise/OnnxMatchers.h"
+#include "passes/raise/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace helm {
+#define GEN_PASS_DEF_RAISEQUANTIZEDGATHER
+#include "passes/raise/Passes.h.inc"
+} // namespace helm
+
+using namespace mlir;
+using namespace helm;
+
+namespace {
+
+struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuantizedGatherPass> {
+  void runOnOperation() override {
+    SmallVector<OnnxNodeOp> gathers;
+    getOperation().walk([&](OnnxNodeOp op) {
+      if (op.is("GatherBlockQuantized", "com.microsoft"))
+        gathers.push_back(op);
+    });
+    if (gathers.empty())
+      return;
+    SymbolTable symbols(getOperation());
+    for (OnnxNodeOp op : gathers)
+      if (failed(raise(op, symbols)))
+        return signalPassFailure();
+  }
+
+  /// GatherBlockQuantized(data, indices, scales, zero_points?) with gather_axis 0 and quantize_axis
+  /// 1: rows of a [rows, cols] table quantized in blocks along each row, gathered by token id.
+  LogicalResult raise(OnnxNodeOp op, SymbolTable &symbols) {
+    auto inputs = op.getInputs();
+    if (inputs.size() < 3)
+      return nodeError(op, "needs the inputs data, indices and scales");
+    int64_t bits = op.getIntAttr("bits", 4), bs = op.getIntAttr("block_size", 128);
+    if (op.getIntAttr("gather_axis", 0) != 0)
+      return nodeError(op, "gather_axis " + Twine(op.getIntAttr("gather_axis", 0)) +
+                               " is not supported (0: rows of an embedding table)");
+    int64_t quantizeAxis = op.getIntAttr("quantize_axis", 1);
+    if (quantizeAxis != 1 && quantizeAxis != -1)
+      return nodeError(op, "quantize_axis " + Twine(quantizeAxis) + " is not supported (1: blocks along each row)");
+    WeightOp codes = traceWeight(inputs[0]), scales = traceWeight(inputs[2]);
+    if (!codes)
+      return nodeError(op, "the quantized data must be an initializer");
+    auto dataType = cast<RankedTensorType>(codes.getType());
+    if (dataType.getRank() != 2)
+      return nodeError(op, "the quantized data must be 2-D, got rank " + Twine(dataType.getRank()));
+    // uint8 data packs 8 / bits values per byte; int4 / uint4 data has one element per value.
+    const bool bytes = dataType.getElementType().isUnsignedInteger(8);
+    if (!bytes && bits != 4)
+      return nodeError(op, "bits " + Twine(bits) + " with " + Twine(bytes ? "uint8" : "4-bit") + " data");
+    const int64_t rows = dataType.getDimSize(0), cols = bytes ? dataType.getDimSize(1) * 8 / bits : dataType.getDimSize(1);
+    if (bs > 0 && cols % bs != 0)
+      return nodeError(op, "the row length " + Twine(cols) + " is not a multiple of block_size " + Twine(bs));
+    const bool hasZeroPoints = inputs.size() > 3 && !isa<NoneType>(inputs[3].getType());
+    WeightOp zeroPoints = hasZeroPoints ? traceWeight(inputs[3]) : WeightOp();
+    if (hasZeroPoints && !zeroPoints)
+      return nodeError(op, "zero_points must be an initializer");
+    FailureOr<WeightDeclOp> decl =
+        declareOnnxBlockedWeight(op, symbols, {rows, cols, bits, bs, codes, scales, zeroPoints});
+    if (failed(decl))
+      return failure();
+
+    Value ids = inputs[1];
+    auto idsType = dyn_cast<TensorType>(ids.getType());
+    if (!idsType || !isa<IntegerType>(idsType.getElementType()))
+      return nodeError(op, "indices must be integers");
+    auto tableType = cast<RankedTensorType>(decl->getType());
+    OpBuilder b(op);
+    auto table = WeightOp::create(b, op.getLoc(), tableType, FlatSymbolRefAttr::get(decl->getSymNameAttr()));
+    RankedTensorType resultType;
+    if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
+      SmallVector<int64_t> shape(ranked.getShape());
+      shape.push_back(cols);
+      resultType = RankedTensorType::get(shape, tableType.getElementType());
+    } else {
+      resultType = activationType(tableType.getElementType(), cols);
+    }
+    auto embed = EmbedOp::create(b, op.getLoc(), resultType, ids, table.getResult());
+    replaceValue(op.getResult(0), embed.getResult());
+    op.erase();
+    return success();
+  }
+};
+} // namespace
