@@ -75,6 +75,10 @@ std::string shapeString(llvm::ArrayRef<int64_t> dims, llvm::StringRef dtype) {
   return s;
 }
 
+// ONNX's 4-bit integer types (onnx.proto's DataType UINT4 = 21, INT4 = 22, IR version 10). The
+// protobuf schema HELM builds against predates them, so the values are spelled here.
+constexpr int kOnnxUint4 = 21, kOnnxInt4 = 22;
+
 const char *dtypeName(int dt) {
   switch (dt) {
   case onnx::TensorProto::FLOAT: return "float32";
@@ -87,8 +91,8 @@ const char *dtypeName(int dt) {
   case onnx::TensorProto::INT8: return "int8";
   case onnx::TensorProto::UINT8: return "uint8";
   case onnx::TensorProto::BOOL: return "bool";
-  case onnx::TensorProto::INT4: return "int4";
-  case onnx::TensorProto::UINT4: return "uint4";
+  case kOnnxInt4: return "int4";
+  case kOnnxUint4: return "uint4";
   case onnx::TensorProto::STRING: return "string";
   default: return "unknown";
   }
@@ -102,13 +106,13 @@ int64_t dtypeBytes(int dt) {
   case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: case onnx::TensorProto::INT16: return 2;
   case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: return 8;
   case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL: return 1;
-  case onnx::TensorProto::INT4: case onnx::TensorProto::UINT4: return 1;
+  case kOnnxInt4: case kOnnxUint4: return 1;
   default: return 0;
   }
 }
 
 /// INT4 / UINT4: two values per byte, the first in the low nibble (ONNX's packing).
-bool isPacked4(int dt) { return dt == onnx::TensorProto::INT4 || dt == onnx::TensorProto::UINT4; }
+bool isPacked4(int dt) { return dt == kOnnxInt4 || dt == kOnnxUint4; }
 
 /// Bytes of numel elements of dt as stored (raw data, external data).
 int64_t storageBytes(int dt, int64_t numel) { return isPacked4(dt) ? (numel + 1) / 2 : numel * dtypeBytes(dt); }
@@ -125,8 +129,8 @@ Type mlirElementType(MLIRContext &ctx, int dt) {
   case onnx::TensorProto::INT8: return IntegerType::get(&ctx, 8);
   case onnx::TensorProto::UINT8: return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
   case onnx::TensorProto::BOOL: return IntegerType::get(&ctx, 1);
-  case onnx::TensorProto::INT4: return IntegerType::get(&ctx, 4);
-  case onnx::TensorProto::UINT4: return IntegerType::get(&ctx, 4, IntegerType::Unsigned);
+  case kOnnxInt4: return IntegerType::get(&ctx, 4);
+  case kOnnxUint4: return IntegerType::get(&ctx, 4, IntegerType::Unsigned);
   default: return {};
   }
 }

@@ -47,6 +47,21 @@ g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="proj"
                       [io("x", [2, 64])], [io("y", [2, 64])], [bad])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "short_raw_data.onnx")
 
+# 4-bit tensors: packed two to a byte. One with 31 raw bytes for 64 values (needs 32), one whose
+# values sit in int32_data (HELM reads 4-bit tensors from raw or external data only).
+short4 = onnx.TensorProto()
+short4.name, short4.data_type = "codes", TensorProto.INT4
+short4.dims.extend([8, 8])
+short4.raw_data = bytes(31)
+typed4 = onnx.TensorProto()
+typed4.name, typed4.data_type = "codes", TensorProto.UINT4
+typed4.dims.extend([8, 8])
+typed4.int32_data.extend([0x21] * 32)
+for name, tensor in (("short_int4.onnx", short4), ("typed_uint4.onnx", typed4)):
+    g = helper.make_graph([helper.make_node("Identity", ["codes"], ["y"], name="id")], "int4", [],
+                          [helper.make_tensor_value_info("y", tensor.data_type, [8, 8])], [tensor])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), name)
+
 # External data: the initializer lives in ext.bin; tests copy or truncate that file.
 ext = onnx.TensorProto()
 ext.name, ext.data_type = "w", TensorProto.FLOAT
