@@ -169,6 +169,13 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
       }
       uint64_t offset = writer.append(bytes);
       report.weightBytes += bytes.size();
+      report.tensors += 1;
+      uint64_t elements = 1;
+      for (int64_t d : t.shape)
+        elements *= uint64_t(d);
+      report.weightElements += elements;
+      if (t.blockDtype)
+        report.blockTensors[t.dtype] += 1;
       if (gpu)
         report.gpuWeightBytes += bytes.size();
       llvm::json::Array shape;

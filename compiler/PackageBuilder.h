@@ -8,6 +8,7 @@
 #include "passes/plan/TargetProfile.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,10 @@ struct PackageReport {
   uint64_t quantizedTensors = 0, quantizedSourceBytes = 0, quantizedBytes = 0;
   /// Weights that arrived as ONNX blocked integers, repacked into block formats.
   uint64_t repackedTensors = 0;
+  /// Every tensor written, and their weights (elements): bits per weight = 8 weightBytes / this.
+  uint64_t tensors = 0, weightElements = 0;
+  /// The tensors stored in each block format ("q4_k" -> count).
+  std::map<std::string, uint64_t> blockTensors;
 };
 
 /// Lowers the (raised, maybe planned) module's stages to native code and writes the package

@@ -608,6 +608,15 @@ llvm::Error LoadedModel::Loader::bindTensors() {
     WeightDtypeCount &count = info.weightsByDtype[dtype->str()];
     count.tensors += 1;
     count.bytes += *bytes;
+    WeightTensorInfo &listed = info.tensors.emplace_back();
+    listed.name = name->str();
+    listed.onnxName = t->getString(HELM_MANIFEST_TENSOR_ONNX_NAME).value_or("").str();
+    listed.dtype = dtype->str();
+    for (const llvm::json::Value &d : *shape)
+      listed.shape.push_back(*d.getAsInteger());
+    listed.stage = stageIndex;
+    listed.bytes = *bytes;
+    listed.elements = elements;
   }
   info.numTensors = int64_t(tensors->size());
   return llvm::Error::success();

@@ -21,12 +21,21 @@ struct WeightDtypeCount {
   int64_t tensors = 0, bytes = 0;
 };
 
+/// One weight tensor of the manifest, as `helm-rt --info --tensors` lists it.
+struct WeightTensorInfo {
+  std::string name, onnxName, dtype; // dtype: manifest dtype ("f32", "q4_k", ...)
+  std::vector<int64_t> shape;        // a block format's: [rows, row length]
+  int64_t stage = 0, bytes = 0, elements = 0;
+};
+
 struct ModelInfo {
   std::string architecture, source, dtype, targetName, targetCpu;
   int64_t vocab = 0, hidden = 0, kvLayers = 0, kvHeads = 0, headDim = 0, maxContext = 0;
   int64_t numTensors = 0, weightBytes = 0, weightElements = 0;
   /// The weights by manifest dtype ("f32", "q4_0", ...): how many tensors, how many bytes.
   std::map<std::string, WeightDtypeCount> weightsByDtype;
+  /// Every weight tensor, in manifest order.
+  std::vector<WeightTensorInfo> tensors;
   /// Bits per weight over all weights (block formats count their scales).
   double bitsPerWeight() const { return weightElements ? 8.0 * double(weightBytes) / double(weightElements) : 0; }
   std::vector<int32_t> eosIds;

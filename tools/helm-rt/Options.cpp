@@ -43,6 +43,8 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --info                  print the package's manifest summary and exit (reads and verifies the
                           package only: no device is created and no code loaded, so it works
                           for a package built for another machine or GPU)
+  --tensors               with --info: also list every weight tensor (stage, dtype or block
+                          format, shape, bytes, bits per weight, source name)
   --check                 could this machine run the package? Verifies every section checksum,
                           the stage code's entry points and ABI records (read from the code, not
                           run), the CPU features, the GPU device, and host RAM for one sequence
@@ -162,6 +164,8 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
       o.emitIds = true;
     } else if (a == "--info") {
       o.info = true;
+    } else if (a == "--tensors") {
+      o.infoTensors = true;
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--force-threads") {
@@ -197,6 +201,8 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
       return ("unexpected argument '" + a + "' (one package per run)").str();
     }
   }
+  if (o.infoTensors && !o.info)
+    return "--tensors goes with --info";
   return "";
 }
 

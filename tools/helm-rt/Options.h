@@ -24,7 +24,7 @@ struct Options {
   float topP = 0.95f;
   int64_t seed = -1;
   int threads = 0;
-  bool ignoreEos = false, emitIds = false, info = false, check = false, quiet = false,
+  bool ignoreEos = false, emitIds = false, info = false, infoTensors = false, check = false, quiet = false,
        emuThrottle = false, forceThreads = false;
   uint64_t emuVram = 0;
   int64_t kvPage = 0; // automatic

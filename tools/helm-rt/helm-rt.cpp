@@ -78,7 +78,7 @@ uint64_t peakRssBytes() {
   return uint64_t(usage.ru_maxrss) * 1024;
 }
 
-void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
+void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath, bool listTensors) {
   const helm::rt::ModelInfo &i = model.info();
   outs() << "package:       " << packagePath << " (" << model.package().fileSize() << " bytes, "
          << model.package().sections().size() << " sections)\n";
@@ -91,6 +91,20 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath) {
          << formatv("{0:f2}", i.bitsPerWeight()) << " bits per weight\n";
   for (const auto &[dtype, count] : i.weightsByDtype)
     outs() << formatv("  {0,-12} {1} tensors, {2} bytes\n", dtype + ":", count.tensors, count.bytes);
+  if (listTensors) {
+    outs() << formatv("  {0,-5} {1,-6} {2,-16} {3,12} {4,6}  {5}\n", "stage", "dtype", "shape", "bytes", "bits",
+                      "tensor (source name)");
+    for (const helm::rt::WeightTensorInfo &t : i.tensors) {
+      std::string shape;
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        shape += (d ? "x" : "") + std::to_string(t.shape[d]);
+      double bits = t.elements ? 8.0 * double(t.bytes) / double(t.elements) : 0.0;
+      outs() << formatv("  {0,-5} {1,-6} {2,-16} {3,12} {4,6:f2}  {5}", t.stage, t.dtype, shape, t.bytes, bits, t.name);
+      if (!t.onnxName.empty() && t.onnxName != t.name)
+        outs() << " (" << t.onnxName << ")";
+      outs() << "\n";
+    }
+  }
   outs() << "target:        " << i.targetName << " (CPU " << i.targetCpu << ")\n";
   for (const helm::rt::StageInfo &s : model.stages())
     outs() << formatv("stage:         {0} (units {1}..{2}, {3} KV layers, {4} tensors, {5} bytes)\n",
@@ -264,7 +278,7 @@ int main(int argc, char **argv) {
       return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
                   ": the package runs on the CPU only (compile with --target=emu:<name> for the "
                   "emulated GPU)");
-    printInfo(**inspected, packagePath);
+    printInfo(**inspected, packagePath, o.infoTensors);
     return 0;
   }
 

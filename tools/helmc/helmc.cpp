@@ -168,6 +168,15 @@ int main(int argc, char **argv) {
                          report.quantizedTensors, opts.quantize, report.quantizedSourceBytes / 1048576.0,
                          report.quantizedBytes / 1048576.0)
                      .str());
+      if (!report.blockTensors.empty()) {
+        std::string formats;
+        for (const auto &[dtype, count] : report.blockTensors)
+          formats += (formats.empty() ? "" : ", ") + std::to_string(count) + " " + dtype;
+        progress(formatv("weights in blocks: {0} of {1} tensors; {2:f2} bits per weight",
+                         formats, report.tensors,
+                         report.weightElements ? 8.0 * double(report.weightBytes) / double(report.weightElements) : 0.0)
+                     .str());
+      }
       progress(formatv("wrote {0}: {1:f1} MiB of weights{5}, {2:f1} KiB of code, codegen {3:f2} "
                        "s, write {4:f2} s",
                        outputPath, report.weightBytes / 1048576.0, report.codeBytes / 1024.0,
