@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <limits>
+
 namespace helm {
 #define GEN_PASS_DEF_QUANTIZEWEIGHTS
 #include "passes/plan/Passes.h.inc"
@@ -59,8 +61,9 @@ LinearOp producingLinear(Value value, bool &split) {
   return {};
 }
 
-/// Roles by weight symbol, and each weight's transformer block (the index of the `helm.unit
-/// block` that reads it), from the raised function.
+/// Roles by weight symbol, and each weight's transformer block (the position of the `helm.unit
+/// block` that reads it among the block units: unit indices count the embedding unit too), from
+/// the raised function.
 struct Roles {
   llvm::DenseMap<StringAttr, Role> role;
   llvm::DenseMap<StringAttr, int64_t> block;
@@ -75,9 +78,12 @@ StringAttr weightSymbol(Value weight) {
 
 Roles findRoles(ModuleOp module) {
   Roles roles;
+  int64_t firstBlock = std::numeric_limits<int64_t>::max();
   module.walk([&](UnitOp unit) {
-    if (unit.getKind() == UnitKind::block)
-      roles.blocks = std::max(roles.blocks, int64_t(unit.getIndex()) + 1);
+    if (unit.getKind() == UnitKind::block) {
+      roles.blocks += 1;
+      firstBlock = std::min(firstBlock, int64_t(unit.getIndex()));
+    }
   });
   module.walk([&](Operation *op) {
     auto mark = [&](Value weight, Role role) {
@@ -99,7 +105,7 @@ Roles findRoles(ModuleOp module) {
     }
     if (auto weight = dyn_cast<WeightOp>(op))
       if (auto unit = op->getParentOfType<UnitOp>(); unit && unit.getKind() == UnitKind::block)
-        roles.block[weight.getNameAttr().getAttr()] = int64_t(unit.getIndex());
+        roles.block[weight.getNameAttr().getAttr()] = int64_t(unit.getIndex()) - firstBlock;
   });
   return roles;
 }

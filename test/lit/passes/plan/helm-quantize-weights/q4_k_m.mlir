@@ -1,6 +1,7 @@
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_k_m | FileCheck %s
 //
-// The q4_k_m recipe on eight blocks of 256-wide weights (whole k-quant super-blocks). With n = 8
+// The q4_k_m recipe on eight blocks of 256-wide weights (whole k-quant super-blocks), units numbered
+// as helm-form-units does (embedding 0, blocks 1..8, head 9), so block i is unit i + 1. With n = 8
 // blocks, the blocks that get more bits are i < n/8 (0), i >= 7n/8 (7) and (i - n/8) % 3 == 2 (3, 6):
 // there the attention V and FFN down projections are q6_k. Block 4 has a fused QKV projection
 // (split before attention): q5_k. The output head is q6_k; the (untied) embedding table and every
@@ -90,7 +91,7 @@ module {
       %x = helm.embed %ids, %t : (tensor<1x4xi64>, tensor<64x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %x : tensor<1x4x256xf32>
     }
-    %h0 = helm.unit block [0] : tensor<1x4x256xf32> {
+    %h0 = helm.unit block [1] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_0 : tensor<256x256xf32>
       %q = helm.linear %e, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_0 : tensor<256x256xf32>
@@ -109,7 +110,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h1 = helm.unit block [1] : tensor<1x4x256xf32> {
+    %h1 = helm.unit block [2] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_1 : tensor<256x256xf32>
       %q = helm.linear %h0, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_1 : tensor<256x256xf32>
@@ -128,7 +129,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h2 = helm.unit block [2] : tensor<1x4x256xf32> {
+    %h2 = helm.unit block [3] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_2 : tensor<256x256xf32>
       %q = helm.linear %h1, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_2 : tensor<256x256xf32>
@@ -147,7 +148,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h3 = helm.unit block [3] : tensor<1x4x256xf32> {
+    %h3 = helm.unit block [4] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_3 : tensor<256x256xf32>
       %q = helm.linear %h2, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_3 : tensor<256x256xf32>
@@ -166,7 +167,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h4 = helm.unit block [4] : tensor<1x4x256xf32> {
+    %h4 = helm.unit block [5] : tensor<1x4x256xf32> {
       %wqkv = helm.weight @qkv_4 : tensor<768x256xf32>
       %qkv = helm.linear %h3, %wqkv {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<768x256xf32>) -> tensor<1x4x768xf32>
       %q, %k, %v = helm.split %qkv {sizes = array<i64: 256, 256, 256>} : tensor<1x4x768xf32> -> tensor<1x4x256xf32>, tensor<1x4x256xf32>, tensor<1x4x256xf32>
@@ -182,7 +183,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h5 = helm.unit block [5] : tensor<1x4x256xf32> {
+    %h5 = helm.unit block [6] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_5 : tensor<256x256xf32>
       %q = helm.linear %h4, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_5 : tensor<256x256xf32>
@@ -201,7 +202,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h6 = helm.unit block [6] : tensor<1x4x256xf32> {
+    %h6 = helm.unit block [7] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_6 : tensor<256x256xf32>
       %q = helm.linear %h5, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_6 : tensor<256x256xf32>
@@ -220,7 +221,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %h7 = helm.unit block [7] : tensor<1x4x256xf32> {
+    %h7 = helm.unit block [8] : tensor<1x4x256xf32> {
       %wq = helm.weight @q_7 : tensor<256x256xf32>
       %q = helm.linear %h6, %wq {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       %wk = helm.weight @k_7 : tensor<256x256xf32>
@@ -239,7 +240,7 @@ module {
       %d = helm.linear %s, %wd {transpose_weight = true} : (tensor<1x4x256xf32>, tensor<256x256xf32>) -> tensor<1x4x256xf32>
       helm.yield %d : tensor<1x4x256xf32>
     }
-    %logits = helm.unit head [0] : tensor<1x4x64xf32> {
+    %logits = helm.unit head [9] : tensor<1x4x64xf32> {
       %wh = helm.weight @head : tensor<64x256xf32>
       %l = helm.lm_head %h7, %wh {transpose_weight = true, tied = false} : (tensor<1x4x256xf32>, tensor<64x256xf32>) -> tensor<1x4x64xf32>
       helm.yield %l : tensor<1x4x64xf32>
