@@ -228,6 +228,9 @@ def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
     /// The block format that holds these codes (q4_0, q4_1 or q8_0), or nullopt when none does
     /// (8-bit codes with zero points: code minus zero point spans -255..255).
     std::optional<BlockFormat> getStorageFormat() const;
+    /// The largest N, K and block size accepted: every size computed from them (N x blocks x bytes
+    /// per block) stays far inside int64. Real models are orders of magnitude below.
+    static constexpr int64_t kMaxDim = int64_t(1) << 30;
   }];
   let genVerifyDecl = 1;
 }

@@ -241,8 +241,8 @@ LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t 
                                      Type zeroPointType) {
   if (bits != 4 && bits != 8)
     return emitError() << "onnx_blocks bits must be 4 or 8, got " << bits;
-  if (blockSize < 16 || (blockSize & (blockSize - 1)) != 0)
-    return emitError() << "onnx_blocks block_size must be a power of 2 and at least 16, got " << blockSize;
+  if (blockSize < 16 || blockSize > kMaxDim || (blockSize & (blockSize - 1)) != 0)
+    return emitError() << "onnx_blocks block_size must be a power of 2 from 16 to 2^30, got " << blockSize;
   if (codes.empty() || scales.empty())
     return emitError() << "onnx_blocks needs the names of its codes and scales";
   auto isInt = [](Type t, unsigned width) { return t && t.isInteger(width); };

@@ -66,6 +66,8 @@ LogicalResult WeightDeclOp::verify() {
                                             << " zero points are stored as " << stringifyBlockFormat(*expected)
                                             << ", not " << stringifyBlockFormat(blocks.getFormat());
     int64_t n = type.getDimSize(0), k = type.getDimSize(1), bs = onnx.getBlockSize();
+    if (n > OnnxBlocksAttr::kMaxDim || k > OnnxBlocksAttr::kMaxDim)
+      return emitOpError("a weight from ONNX blocks is at most 2^30 x 2^30, got ") << type;
     int64_t codes = n * ((k + bs - 1) / bs) * (bs * onnx.getBits() / 8);
     if (length != codes)
       return emitOpError("length ") << length << " is not the " << codes << " bytes of the codes of " << type

@@ -13,18 +13,15 @@ namespace {
 WeightDeclOp declOf(WeightOp weight) {
   return weight ? SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(weight, weight.getNameAttr()) : WeightDeclOp();
 }
-
-/// Bytes of a tensor as the file stores it (4-bit integers two to a byte).
-int64_t storedBytes(RankedTensorType type) {
-  unsigned width = type.getElementType().getIntOrFloatBitWidth();
-  return width == 4 ? (type.getNumElements() + 1) / 2 : type.getNumElements() * ((width + 7) / 8);
-}
 } // namespace
 
 FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &symbols, const OnnxBlockedWeight &w) {
   const int64_t N = w.N, K = w.K, bits = w.bits, bs = w.blockSize;
   if (K <= 0 || N <= 0 || bs <= 0)
     return nodeError(op, "needs positive sizes and block_size");
+  const int64_t kMaxDim = OnnxBlocksAttr::kMaxDim;
+  if (K > kMaxDim || N > kMaxDim || bs > kMaxDim)
+    return nodeError(op, "N " + Twine(N) + ", K " + Twine(K) + " or block_size " + Twine(bs) + " is over 2^30");
   if (bits != 4 && bits != 8)
     return nodeError(op, "bits " + Twine(bits) + " is not supported (4 or 8)");
   if (bs < 16 || (bs & (bs - 1)) != 0)
@@ -37,20 +34,18 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
     return nodeError(op, "K = " + Twine(K) + " is not a multiple of 32, the block HELM stores");
   if (!w.codes || !w.scales)
     return nodeError(op, "the quantized data and scales must be initializers");
-  if (bits == 8 && w.zeroPoints)
-    return nodeError(op, "8-bit weights with zero points are not supported (8-bit symmetric, and 4-bit with or "
-                         "without zero points, are)");
   WeightDeclOp codes = declOf(w.codes), scales = declOf(w.scales), zeroPoints = declOf(w.zeroPoints);
   if (!codes || !scales || (w.zeroPoints && !zeroPoints))
     return nodeError(op, "an input's weight declaration is missing");
 
   // The codes: uint8 bytes (4-bit values two to a byte) or packed int4 / uint4, N rows of
-  // ceil(K / block) blocks of block * bits / 8 bytes.
+  // ceil(K / block) blocks of block * bits / 8 bytes (the declaration's length, which its verifier
+  // ties to its type's packed size).
   const int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
   auto codesType = cast<RankedTensorType>(codes.getType());
   Type codeElement = codesType.getElementType();
   const bool byteCodes = codeElement.isUnsignedInteger(8);
-  if ((!byteCodes && !(codeElement.isInteger(4) && bits == 4)) || storedBytes(codesType) != N * blocks * blob)
+  if ((!byteCodes && !(codeElement.isInteger(4) && bits == 4)) || int64_t(codes.getLength()) != N * blocks * blob)
     return nodeError(op, "the quantized data " + Twine(codes.getOnnxName()) + " is not " + Twine(N * blocks * blob) +
                              " bytes of uint8" + (bits == 4 ? ", int4 or uint4" : "") + " codes for " + Twine(N) +
                              " x " + Twine(K) + " " + Twine(bits) + "-bit weights in blocks of " + Twine(bs));
@@ -83,8 +78,9 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
   auto source = OnnxBlocksAttr::get(ctx, bits, bs, codes.getOnnxName(), codeElement, scales.getOnnxName(),
                                     scaleElement, zeroPoints ? zeroPoints.getOnnxName() : StringRef(), zpElement);
   std::optional<BlockFormat> format = source.getStorageFormat();
-  if (!format)
-    return nodeError(op, "its codes have no block format");
+  if (!format) // the one case: 8-bit codes minus a zero point span -255..255
+    return nodeError(op, "8-bit weights with zero points are not supported (8-bit symmetric, and 4-bit with or "
+                         "without zero points, are)");
   OpBuilder detached(ctx);
   auto decl = WeightDeclOp::create(detached, codes.getLoc(), (codes.getSymName() + "_blocks").str(),
                                    RankedTensorType::get({N, K}, scaleElement), codes.getOnnxName(),

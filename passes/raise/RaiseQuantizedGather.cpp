@@ -50,10 +50,13 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
     auto dataType = cast<RankedTensorType>(codes.getType());
     if (dataType.getRank() != 2)
       return nodeError(op, "the quantized data must be 2-D, got rank " + Twine(dataType.getRank()));
-    // uint8 data packs 8 / bits values per byte; int4 / uint4 data has one element per value.
+    // uint8 data packs 8 / bits values per byte; int4 / uint4 data has one element per value. The
+    // bits are checked here, before they divide.
+    if (bits != 4 && bits != 8)
+      return nodeError(op, "bits " + Twine(bits) + " is not supported (4 or 8)");
     const bool bytes = dataType.getElementType().isUnsignedInteger(8);
     if (!bytes && bits != 4)
-      return nodeError(op, "bits " + Twine(bits) + " with " + Twine(bytes ? "uint8" : "4-bit") + " data");
+      return nodeError(op, "bits " + Twine(bits) + " with 4-bit data");
     const int64_t rows = dataType.getDimSize(0), cols = bytes ? dataType.getDimSize(1) * 8 / bits : dataType.getDimSize(1);
     if (bs > 0 && cols % bs != 0)
       return nodeError(op, "the row length " + Twine(cols) + " is not a multiple of block_size " + Twine(bs));

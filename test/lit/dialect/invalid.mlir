@@ -155,7 +155,7 @@ helm.weight_decl @n1 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, ro
 
 // -----
 
-// expected-error @+1 {{onnx_blocks block_size must be a power of 2 and at least 16, got 48}}
+// expected-error @+1 {{onnx_blocks block_size must be a power of 2 from 16 to 2^30, got 48}}
 helm.weight_decl @n2 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 48, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
@@ -194,3 +194,9 @@ helm.weight_decl @n8 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, ro
 // A uint4 code's default zero point is 0, which only q4_1 (a minimum per block) holds.
 // expected-error @+1 {{'helm.weight_decl' op ONNX blocks of 4-bit 'ui4' codes without zero points are stored as q4_1, not q4_0}}
 helm.weight_decl @n9 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui4, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// N x K beyond 2^30: sizes computed from them could overflow int64.
+// expected-error @+1 {{'helm.weight_decl' op a weight from ONNX blocks is at most 2^30 x 2^30, got 'tensor<2147483648x64xf32>'}}
+helm.weight_decl @n10 : tensor<2147483648x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}

@@ -2,7 +2,7 @@
 """Writes a one-node model: y = com.microsoft::MatMulNBits(x, B, scales[, zero_points][, g_idx]).
 
   matmulnbits.py OUT.onnx [--bits B] [--block S] [--k K] [--n N] [--zero-points] [--g-idx]
-                 [--scales-count C] [--codes-bytes L]
+                 [--scales-count C] [--codes-bytes L] [--attr-n N]
 
 The initializers are consistent with the attributes unless --scales-count or --codes-bytes asks for
 a wrong size (the malformed inputs the raising must refuse). Values are arbitrary but fixed.
@@ -23,6 +23,7 @@ ap.add_argument("--zero-points", action="store_true")
 ap.add_argument("--g-idx", action="store_true")
 ap.add_argument("--scales-count", type=int)
 ap.add_argument("--codes-bytes", type=int)
+ap.add_argument("--attr-n", type=int, help="the N attribute, if not --n (a size the data does not have)")
 a = ap.parse_args()
 
 blocks = (a.k + a.block - 1) // a.block
@@ -44,7 +45,8 @@ if a.zero_points or a.g_idx:
 if a.g_idx:
     inits.append(numpy_helper.from_array(np.arange(a.k, dtype=np.int32) // a.block, "g_idx"))
     inputs.append("g_idx")
-node = helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", name="proj", K=a.k, N=a.n,
+node = helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", name="proj", K=a.k,
+                        N=a.n if a.attr_n is None else a.attr_n,
                         bits=a.bits, block_size=a.block)
 graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, a.k])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, a.n])], inits)
