@@ -82,6 +82,8 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError("cannot repack the blocks of weight '" + name + "': " + why);
   };
+  if (bits != 4 && bits != 8)
+    return fail(llvm::formatv("{0}-bit codes (4 or 8 expected)", bits));
   std::optional<kernels::DType> scaleType = elementDtype(scaleDtype);
   if (!scaleType || *scaleType == kernels::DType::bf16)
     return fail("scales of dtype " + scaleDtype + " (f32 or f16 expected)");
@@ -93,13 +95,18 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
   const bool packedZeroPoints = hasZeroPoints && zeroPointDtype == codeDtype && !byteCodes;
   if (hasZeroPoints && !rowPaddedZeroPoints && !packedZeroPoints && zeroPointDtype != scaleDtype)
     return fail("zero points of dtype " + zeroPointDtype + " (the codes' or the scales' dtype expected)");
-  std::optional<quant::BlockFormat> expected;
-  if (bits == 8)
-    expected = hasZeroPoints ? std::nullopt : std::optional(quant::BlockFormat::q8_0);
-  else if (bits == 4)
-    expected = hasZeroPoints || codeDtype == "u4" ? quant::BlockFormat::q4_1 : quant::BlockFormat::q4_0;
+  // Which format is chosen is OnnxBlocksAttr::getStorageFormat's decision (verified on the
+  // declaration); here only whether the codes fit it. Signed 4-bit values are stored shifted by 8
+  // (nibble ^ 8 = value + 8); q8_0 and q4_0 subtract a fixed 128 / 8 from the stored code, so they
+  // hold exactly the codes whose zero point is that after the shift, with no zero points given;
+  // q4_1's minimum holds any zero point.
+  const int codeShift = signedCodes ? 8 : 0;
+  const int defaultZero = byteCodes ? 1 << (bits - 1) : 0; // absent zero points
   std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(blockDtype);
-  if (!expected || format != expected)
+  const bool fits = bits == 8 ? format == quant::BlockFormat::q8_0 && !hasZeroPoints
+                              : format == quant::BlockFormat::q4_1 ||
+                                    (format == quant::BlockFormat::q4_0 && !hasZeroPoints && defaultZero + codeShift == 8);
+  if (!fits)
     return fail(llvm::formatv("{0}-bit {1} codes {2} zero points cannot be stored as {3}", bits, codeDtype,
                               hasZeroPoints ? "with" : "without", helm_dtype_name(blockDtype)));
   if (N <= 0 || K <= 0 || K % 32 != 0 || blockSize < 32 || blockSize % 32 != 0)
@@ -129,9 +136,6 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
     return kernels::floatToHalf(v);
   };
   auto nibble = [](const uint8_t *p, int64_t i) { return (p[i / 2] >> (4 * (i % 2))) & 0xF; };
-  // Signed 4-bit values are stored shifted by 8 (nibble ^ 8 = value + 8), so that q4_0's "- 8" and
-  // q4_1's minimum (zero point + 8) give back (value - zero point).
-  const int codeShift = signedCodes ? 8 : 0;
   const auto *codeBytes = reinterpret_cast<const uint8_t *>(codes.data());
   const auto *zpData = reinterpret_cast<const uint8_t *>(zeroPoints.data());
   auto *dst = reinterpret_cast<uint8_t *>(out.data());
@@ -157,7 +161,7 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
       for (int i = 0; i < 16; ++i)
         qs[i] = uint8_t(code(within + i) | (code(within + i + 16) << 4));
       if (*format == quant::BlockFormat::q4_1) { // q d + m with m = -z s, in f32 then f16
-        float z = 0.0f;
+        float z = float(defaultZero);
         if (rowPaddedZeroPoints)
           z = float(nibble(zpData + n * ((blocks * bits + 7) / 8), block));
         else if (packedZeroPoints)

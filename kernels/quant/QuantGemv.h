@@ -1,7 +1,8 @@
 //===- QuantGemv.h - decode GEMV on ggml block-quantized weights ------------------===//
 //
 // y[m, n] = sum_k x[m, k] * W[n, k] for W stored as N rows of blocks (q8_0, q4_0, q4_1: 32 weights
-// per block; q4_k, q5_k, q6_k: 256 per super-block): the GGUF / ggml layout of an [out, in] matrix, each row rowBytes(format, K) bytes, rows back to back.
+// per block; q4_k, q5_k, q6_k: 256 per super-block): the GGUF / ggml layout of an [out, in]
+// matrix, each row rowBytes(format, K) bytes, rows back to back.
 // x and y are f32. As in llama.cpp, x is first quantized once per call to int8 codes with one f32
 // scale per 32 values; each block's integer dot product of activation and weight codes is exact,
 // and is scaled by the two scales and accumulated in f32. The arithmetic is defined exactly
@@ -25,9 +26,9 @@
 namespace helm::quant {
 
 /// y[M, N] = x[M, K] . W^T for W of `wFormat` (any block format), N rows of K weights. K must be
-/// a multiple of the format's block (32, or 256 for the k-quants); any M >= 0 (decode is M = 1..8; larger M runs in blocks of 8 rows). Returns
-/// false with a one-line reason in *error (if error is not null) on a bad
-/// K, M or N, or a null buffer; y is then untouched. A non-finite x makes its row of y NaN.
+/// a multiple of the format's block (32, or 256 for the k-quants); any M >= 0 (decode is M = 1..8;
+/// larger M runs in blocks of 8 rows). Returns false with a one-line reason in *error (if error is
+/// not null) on a bad K, M or N, or a null buffer; y is then untouched. A non-finite x makes its row of y NaN.
 bool quantLinear(BlockFormat wFormat, const float *x, int64_t M, int64_t K, const void *w, int64_t N, float *y,
                  std::string *error);
 

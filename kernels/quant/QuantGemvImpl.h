@@ -29,6 +29,7 @@
 
 #include "kernels/quant/BlockFormats.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -48,17 +49,17 @@ constexpr bool isKQuant(BlockFormat f) {
   return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k;
 }
 
-/// Bytes per weight block of the 32-weight formats (q8_0, q4_0, q4_1).
+/// Bytes per weight block of the 32-weight formats (q8_0, q4_0, q4_1), from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {
-  return f == BlockFormat::q8_0 ? 34 : f == BlockFormat::q4_0 ? 18 : 20;
+  return f == BlockFormat::q8_0 ? sizeof(BlockQ8_0) : f == BlockFormat::q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ4_1);
 }
 
 /// Bytes of the weights one group of 8 activation blocks (256 weights) reads, in every format.
 constexpr int64_t groupBytes(BlockFormat f) {
   switch (f) {
-  case BlockFormat::q4_k: return 144;
-  case BlockFormat::q5_k: return 176;
-  case BlockFormat::q6_k: return 210;
+  case BlockFormat::q4_k: return sizeof(BlockQ4K);
+  case BlockFormat::q5_k: return sizeof(BlockQ5K);
+  case BlockFormat::q6_k: return sizeof(BlockQ6K);
   default: return 8 * blockBytes(f);
   }
 }
@@ -76,15 +77,17 @@ template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
   }
 }
 
-/// Byte offsets inside the k-quant super-blocks (ggml-common.h; sizes checked in BlockFormats.cpp).
-constexpr int kScalesOffset = 4;   ///< q4_k / q5_k: the 12 packed scale and min bytes, after d and dmin
-constexpr int kQ4KQsOffset = 16;   ///< q4_k: 128 bytes of nibbles
-constexpr int kQ5KQhOffset = 16;   ///< q5_k: 32 bytes of fifth bits
-constexpr int kQ5KQsOffset = 48;   ///< q5_k: 128 bytes of nibbles
-constexpr int kQ6KQhOffset = 128;  ///< q6_k: 64 bytes of top-two bits (ql is at 0)
-constexpr int kQ6KScOffset = 192;  ///< q6_k: 16 int8 scales
-constexpr int kQ6KDOffset = 208;   ///< q6_k: d
-
+/// Byte offsets inside the k-quant super-blocks, from the layouts (BlockFormats.h). The kernels
+/// read raw bytes, never the structs; q4_k and q5_k keep d at 0 and dmin at 2, q6_k's ql is at 0.
+constexpr int kScalesOffset = offsetof(BlockQ4K, scales); ///< q4_k / q5_k: 12 packed scale / min bytes
+static_assert(offsetof(BlockQ5K, scales) == kScalesOffset && offsetof(BlockQ4K, dmin) == 2 &&
+              offsetof(BlockQ5K, dmin) == 2 && offsetof(BlockQ6K, ql) == 0);
+constexpr int kQ4KQsOffset = offsetof(BlockQ4K, qs); ///< q4_k: 128 bytes of nibbles
+constexpr int kQ5KQhOffset = offsetof(BlockQ5K, qh); ///< q5_k: 32 bytes of fifth bits
+constexpr int kQ5KQsOffset = offsetof(BlockQ5K, qs); ///< q5_k: 128 bytes of nibbles
+constexpr int kQ6KQhOffset = offsetof(BlockQ6K, qh); ///< q6_k: 64 bytes of top-two bits
+constexpr int kQ6KScOffset = offsetof(BlockQ6K, scales); ///< q6_k: 16 int8 scales
+constexpr int kQ6KDOffset = offsetof(BlockQ6K, d);       ///< q6_k: d
 
 /// x quantized once per call. Blocks are padded to a multiple of kLanes with zero codes, zero
 /// scales and zero sums, so that a kernel may always work on whole groups of 8 blocks.

@@ -34,31 +34,15 @@ int64_t rowDimOfUse(Operation *user, Value weight) {
 /// What a weight is to the mixed recipes.
 enum class Role { other, head, attentionV, fusedQkv, ffnDown };
 
-/// The linear that produces `value`, looking through the layout-only ONNX nodes an exporter puts
-/// between a projection and attention (Reshape, Transpose, ...); `split` is set when the value is
-/// one piece of a fused projection.
+/// The projection behind attention's V after raising: a helm.linear, or one piece (helm.split) of
+/// a fused one (`split` is then set). helm-raise-attention already traced V through the
+/// exporter's reshapes and transposes, so nothing else stands between them.
 LinearOp producingLinear(Value value, bool &split) {
-  for (int depth = 0; depth < 8 && value; ++depth) {
-    Operation *def = value.getDefiningOp();
-    if (!def)
-      return {};
-    if (auto linear = dyn_cast<LinearOp>(def))
-      return linear;
-    if (auto piece = dyn_cast<SplitOp>(def)) {
-      split = true;
-      value = piece.getInput();
-      continue;
-    }
-    auto node = dyn_cast<OnnxNodeOp>(def);
-    if (!node || node->getNumOperands() == 0)
-      return {};
-    StringRef type = node.getOpType();
-    if (type != "Reshape" && type != "Transpose" && type != "Unsqueeze" && type != "Squeeze" &&
-        type != "Identity" && type != "Cast")
-      return {};
-    value = node->getOperand(0);
+  if (auto piece = value.getDefiningOp<SplitOp>()) {
+    split = true;
+    value = piece.getInput();
   }
-  return {};
+  return value.getDefiningOp<LinearOp>();
 }
 
 /// Roles by weight symbol, and each weight's transformer block (the position of the `helm.unit

@@ -17,6 +17,17 @@ using namespace helm;
 
 namespace {
 
+/// A linear's result: x's shape with the last dimension `outFeatures`, in x's element type.
+RankedTensorType linearResultType(Value x, int64_t outFeatures) {
+  Type element = elementTypeOf(x);
+  auto xType = dyn_cast<RankedTensorType>(x.getType());
+  if (!xType)
+    return activationType(element, outFeatures);
+  SmallVector<int64_t> shape(xType.getShape());
+  shape.back() = outFeatures;
+  return RankedTensorType::get(shape, element);
+}
+
 struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
   std::optional<SymbolTable> symbolTable;
   SymbolTable &symbols() {
@@ -77,16 +88,8 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     auto type = cast<RankedTensorType>(decl->getType());
     OpBuilder b(op);
     auto weight = WeightOp::create(b, op.getLoc(), type, FlatSymbolRefAttr::get(decl->getSymNameAttr()));
-    RankedTensorType resultType;
-    Type element = elementTypeOf(x);
-    if (xType) {
-      SmallVector<int64_t> shape(xType.getShape());
-      shape.back() = N;
-      resultType = RankedTensorType::get(shape, element);
-    } else {
-      resultType = activationType(element, N);
-    }
-    auto linear = LinearOp::create(b, op.getLoc(), resultType, x, weight.getResult(), bias, b.getBoolAttr(true));
+    auto linear = LinearOp::create(b, op.getLoc(), linearResultType(x, N), x, weight.getResult(), bias,
+                                   b.getBoolAttr(true));
     replaceValue(op.getResult(0), linear.getResult());
     return success();
   }
@@ -125,18 +128,9 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
       }
     }
 
-    RankedTensorType resultType;
-    Type element = elementTypeOf(x);
-    if (xType) {
-      SmallVector<int64_t> shape(xType.getShape());
-      shape.back() = outFeatures;
-      resultType = RankedTensorType::get(shape, element);
-    } else {
-      resultType = activationType(element, outFeatures);
-    }
     OpBuilder b(replaced);
-    auto linear = LinearOp::create(b, op.getLoc(), resultType, x, weight.getResult(), bias,
-                                     b.getBoolAttr(transposed));
+    auto linear = LinearOp::create(b, op.getLoc(), linearResultType(x, outFeatures), x, weight.getResult(), bias,
+                                   b.getBoolAttr(transposed));
     replaceValue(replaced->getResult(0), linear.getResult());
   }
 };

@@ -101,8 +101,7 @@ def helm_weights(node: onnx.NodeProto, inits: dict[str, np.ndarray], types: dict
             z = np.asarray(zp).reshape(N, blocks).astype(np.float32)
     elif data_type == TensorProto.UINT4:
         z = np.zeros((N, blocks), dtype=np.float32)  # uint4's default zero point 0: q4_1 with m = -0
-    if z is None and default_zero == 0.0 and shift == 8.0:
-        return dequantize_as_helm(q, scales, None, block, 0.0, 0.0)  # int4 symmetric: q4_0 holds value + 8
+    # Without zero points (q4_0 / q8_0, int4 included: (value + 8) - 8) the shift plays no part.
     return dequantize_as_helm(q, scales, z, block, shift, default_zero)
 
 
