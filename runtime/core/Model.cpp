@@ -425,9 +425,10 @@ llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &st
   backend.targetName = info.targetName;
   backend.deviceOps = loaded.deviceCalls;
   backend.cuda.reserveBytes = uint64_t(info.gpuReservedBytes);
+  backend.cuda.budgetBytes = options.gpuMemoryBytes;
   backend.emu.targetName = info.targetName;
-  backend.emu.arenaBytes = options.emuArenaBytes
-                               ? options.emuArenaBytes
+  backend.emu.arenaBytes = options.gpuMemoryBytes
+                               ? options.gpuMemoryBytes
                                : uint64_t(info.gpuVramBytes - info.gpuReservedBytes);
   backend.emu.linkGbs = info.linkGbs;
   backend.emu.linkLatencyUs = info.linkLatencyUs;

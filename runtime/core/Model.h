@@ -67,7 +67,9 @@ struct StageInfo {
 
 struct LoadOptions {
   bool emuThrottle = false; // emu: delay every copy to the profile's link bandwidth and latency
-  uint64_t emuArenaBytes = 0; // emu: device memory instead of the target's VRAM - reserve (0: that)
+  // The GPU stage's device memory (0: the default). emu: the arena, instead of the target's VRAM
+  // minus reserve; cuda: the budget, instead of the free memory minus the target's reserve.
+  uint64_t gpuMemoryBytes = 0;
   // The GPU stage's paged KV cache (docs/kv-cache.md).
   int64_t kvPageTokens = 0;   // --kv-page: positions per page; 0: 512, halved (down to 16) until
                               // the device holds two pages

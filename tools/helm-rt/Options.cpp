@@ -52,8 +52,11 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
                           exit 1), or "OK: this machine can run FILE" (exit 0)
   --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
                           transfer to the target's link bandwidth and latency
-  --emu-vram SIZE         emulated GPU: memory for the device stage instead of the target's VRAM
-                          minus reserve (bytes, or with KiB/MiB/GiB), to try a plan on less memory
+  --gpu-memory SIZE       memory the GPU stage may use (bytes, or with KiB/MiB/GiB): on a CUDA GPU
+                          instead of its free memory minus the target's reserve (to share the
+                          GPU, or to try a plan on less memory); on the emulated GPU instead of
+                          the target's VRAM minus reserve
+  --emu-vram SIZE         the same as --gpu-memory (its name for the emulated GPU)
   --kv-page N             positions per page of the GPU stage's KV cache (default 512, halved
                           down to 16 until the device holds two pages)
   --kv-watermark F        share of the device memory left after the weights that KV pages may
@@ -172,12 +175,13 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
       o.forceThreads = true;
     } else if (a == "--emu-throttle") {
       o.emuThrottle = true;
-    } else if (a == "--emu-vram") {
+    } else if (a == "--gpu-memory" || a == "--emu-vram") {
       if (!(err = value(v)).empty()) return err;
       std::optional<uint64_t> bytes = helm::parseByteSize(v);
       if (!bytes || *bytes == 0)
-        return "--emu-vram expects a positive size such as 512MiB, got '" + v + "'";
-      o.emuVram = *bytes;
+        return a.str() + " expects a positive size such as 512MiB, got '" + v + "'";
+      o.gpuMemory = *bytes;
+      o.gpuMemoryFlag = a.str();
     } else if (a == "--kv-page") {
       if (!(err = value(v)).empty() || !(err = number(a, v, o.kvPage)).empty()) return err;
       if (o.kvPage < 1 || o.kvPage > (1 << 20))

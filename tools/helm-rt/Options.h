@@ -26,7 +26,8 @@ struct Options {
   int threads = 0;
   bool ignoreEos = false, emitIds = false, info = false, infoTensors = false, check = false, quiet = false,
        emuThrottle = false, forceThreads = false;
-  uint64_t emuVram = 0;
+  uint64_t gpuMemory = 0;           // --gpu-memory (or its emu name --emu-vram); 0: default
+  std::string gpuMemoryFlag;        // which of the two was given, for messages
   int64_t kvPage = 0; // automatic
   double kvWatermark = 0.8;
   bool kvOffload = true;

@@ -274,10 +274,10 @@ int main(int argc, char **argv) {
     auto inspected = helm::rt::LoadedModel::inspect(packagePath);
     if (!inspected)
       return fail(toString(inspected.takeError()));
-    if ((o.emuThrottle || o.emuVram) && (*inspected)->info().gpuDevice == helm::rt::DeviceKind::cpu)
-      return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
-                  ": the package runs on the CPU only (compile with --target=emu:<name> for the "
-                  "emulated GPU)");
+    if ((o.emuThrottle || o.gpuMemory) && (*inspected)->info().gpuDevice == helm::rt::DeviceKind::cpu)
+      return fail((o.emuThrottle ? std::string("--emu-throttle") : o.gpuMemoryFlag) +
+                  ": the package runs on the CPU only (compile with --target=<gpu> or "
+                  "--target=emu:<name> for a GPU stage)");
     printInfo(**inspected, packagePath, o.infoTensors);
     return 0;
   }
@@ -303,15 +303,15 @@ int main(int argc, char **argv) {
 
   helm::rt::LoadOptions loadOptions;
   loadOptions.emuThrottle = o.emuThrottle;
-  loadOptions.emuArenaBytes = o.emuVram;
+  loadOptions.gpuMemoryBytes = o.gpuMemory;
   loadOptions.kvPageTokens = o.kvPage;
   loadOptions.kvWatermark = o.kvWatermark;
   loadOptions.kvOffload = o.kvOffload;
   auto loaded = helm::rt::LoadedModel::load(packagePath, loadOptions);
-  if (loaded && (o.emuThrottle || o.emuVram) && !(*loaded)->device())
-    return fail(std::string(o.emuThrottle ? "--emu-throttle" : "--emu-vram") +
-                ": the package runs on the CPU only (compile with --target=emu:<name> for the "
-                "emulated GPU)");
+  if (loaded && (o.emuThrottle || o.gpuMemory) && !(*loaded)->device())
+    return fail((o.emuThrottle ? std::string("--emu-throttle") : o.gpuMemoryFlag) +
+                ": the package runs on the CPU only (compile with --target=<gpu> or "
+                "--target=emu:<name> for a GPU stage)");
   if (!loaded)
     return fail(toString(loaded.takeError()));
   helm::rt::LoadedModel &model = **loaded;

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The CUDA checks, for a GPU machine that has the CUDA toolkit and a driver but no LLVM/MLIR (the
+# device machines this project is sometimes lent; docs/devices.md). Two halves:
+#
+#   scripts/gpu-check.sh prepare [BUILD]   here, with a CUDA-enabled build (default build/):
+#       builds helm-device-gpu-tests and helm-rt-portable (LLVM and libstdc++ linked statically, no
+#       oneDNN: they need only cuBLAS and system libraries there),
+#       compiles CUDA packages of corpus models (--target=h100-pcie, all on the GPU and split
+#       cpu(2)->cuda), runs each model's all-CPU package here for the references (greedy ids at
+#       batch 1 and 2, the first step's logits), and packs it all into .gpu/bundle.tar.xz.
+#   scripts/gpu-check.sh run               there, from the repository root, with .gpu carried:
+#       runs every CUDA unit test, then --check and every package, and compares each against its
+#       all-CPU reference. Writes the log to $OUT/gpu-check.log (or .gpu/gpu-check.log); exit 1
+#       when anything failed.
+#
+# The tree that travels to the GPU machine is limited (64 MiB with the tracked files), so the
+# bundle carries only what the checks need, compressed, and the references rather than the
+# all-CPU packages.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+gpu_dir=$root/.gpu
+models=(llama-fp32 llama-fp16 qwen3-kv-fp32 llama-kv-gqa-fp32 phi3-fp32 mistral-fp32
+        llama-interleaved-fp32 qwen2-extdata-fp16)
+splits=(0 2)
+prompt1=1,2,3,4,5
+prompt2=7,8,9
+new_tokens=32
+long_tokens=200
+# First-step logits against the all-CPU package's, relative to the largest: f32 models within 1e-3
+# (a GPU sums in another order; seen: below 2e-6); f16 models within 4e-3, four f16 steps of
+# 2^-10 (seen on an H200: 1.7e-3, where the GPU and the CPU round f16 intermediates at different
+# points, e.g. cuBLAS's f32 accumulation against our GEMV's).
+tolerance_for() { [[ $1 == *fp16* ]] && echo 4e-3 || echo 1e-3; }
+
+die() { echo "gpu-check: $*" >&2; exit 2; }
+
+prepare() {
+  local build=${1:-$root/build}
+  [[ -f $build/build.ninja ]] || die "no build in $build (run the README's install first)"
+  grep -q 'HELM_HAVE_CUDA\|cudart_static' "$build/build.ninja" ||
+    die "$build was configured without CUDA (nvcc not found)"
+  echo "gpu-check: building helm-rt-portable, helm-device-gpu-tests and helmc in $build"
+  ninja -C "$build" helm-rt-portable helm-device-gpu-tests helmc helm-rt >/dev/null ||
+    die "build failed"
+  rm -rf "$gpu_dir/stage" && mkdir -p "$gpu_dir/stage/pkg" "$gpu_dir/stage/ref"
+  local stage=$gpu_dir/stage
+  cp "$build/bin/helm-rt-portable" "$stage/helm-rt"
+  cp "$build/test/unit/runtime/helm-device-gpu-tests" "$stage/"
+  strip "$stage/helm-rt" "$stage/helm-device-gpu-tests"
+  local model k
+  for model in "${models[@]}"; do
+    local onnx=$root/test/models/$model/model.onnx
+    [[ -f $onnx ]] || die "missing corpus model $onnx"
+    local cpu_pkg=$gpu_dir/cpu-$model.helmpkg
+    "$build/bin/helmc" "$onnx" -q -o "$cpu_pkg" || die "helmc failed on $model"
+    "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n $new_tokens --temperature 0 \
+      --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.b1.ids" || die "reference run failed: $model"
+    "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 --prompt-ids $prompt2 -n $new_tokens \
+      --temperature 0 --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.b2.ids" ||
+      die "reference run failed: $model (batch 2)"
+    "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n 1 --temperature 0 -q \
+      --logits-out "$stage/ref/$model.logits" >/dev/null 2>&1 || die "reference logits failed: $model"
+    "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n $long_tokens --temperature 0 \
+      --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.long.ids" ||
+      die "reference run failed: $model (long)"
+    rm -f "$cpu_pkg"
+    for k in "${splits[@]}"; do
+      "$build/bin/helmc" "$onnx" -q --target=h100-pcie --force-split=$k \
+        -o "$stage/pkg/$model.k$k.helmpkg" || die "helmc --target=h100-pcie failed on $model"
+    done
+  done
+  echo "gpu-check: packing $gpu_dir/bundle.tar.xz"
+  tar cf - -C "$stage" . | xz -9e -T2 >"$gpu_dir/bundle.tar.xz" || die "packing failed"
+  rm -rf "$stage"
+  local tracked
+  tracked=$(cd "$root" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  local bundle
+  bundle=$(stat -c %s "$gpu_dir/bundle.tar.xz")
+  echo "gpu-check: bundle $((bundle / 1024)) KiB; with the tracked files" \
+    "$(((bundle + tracked) / 1048576)) MiB of the 64 MiB that may travel"
+  echo "gpu-check: on the GPU machine: carry .gpu, run 'bash scripts/gpu-check.sh run'"
+}
+
+run() {
+  local out=${OUT:-$gpu_dir}
+  mkdir -p "$out"
+  local log=$out/gpu-check.log
+  exec > >(tee "$log") 2>&1
+  [[ -f $gpu_dir/bundle.tar.xz ]] || die "no $gpu_dir/bundle.tar.xz (run 'prepare' first, carry .gpu)"
+  local work=/tmp/helm-gpu-check
+  rm -rf "$work" && mkdir -p "$work" && xz -dc "$gpu_dir/bundle.tar.xz" | tar xf - -C "$work" ||
+    die "cannot unpack the bundle"
+  local cublas
+  cublas=$(find /usr/local/cuda*/ /usr/lib /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
+  [[ -n $cublas ]] || echo "gpu-check: warning: no libcublas.so.13 found"
+  export LD_LIBRARY_PATH=${cublas:+$(dirname "$cublas")}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "== machine"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
+  grep -m1 'model name' /proc/cpuinfo
+  echo "cuBLAS: ${cublas:-none}"
+  local failures=0
+  echo "== CUDA unit tests (helm-device-gpu-tests)"
+  timeout 300 "$work/helm-device-gpu-tests" --gtest_brief=1 || failures=$((failures + 1))
+  echo "== packages against their all-CPU references"
+  local pkg
+  for pkg in "$work"/pkg/*.helmpkg; do
+    local name model
+    name=$(basename "$pkg" .helmpkg)
+    model=${name%.k*}
+    echo "-- $name"
+    timeout 60 "$work/helm-rt" "$pkg" --check || { failures=$((failures + 1)); continue; }
+    local got1 got2
+    got1=$(timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 -n $new_tokens --temperature 0 \
+      --ignore-eos --emit-ids -q --stats-json "$work/$name.b1.json")
+    got2=$(timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 --prompt-ids $prompt2 \
+      -n $new_tokens --temperature 0 --ignore-eos --emit-ids -q)
+    timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 -n 1 --temperature 0 -q \
+      --logits-out "$work/$name.logits" >/dev/null
+    python3 - "$work/ref/$model.b1.ids" "$work/ref/$model.b2.ids" "$work/ref/$model.logits" \
+      "$work/$name.logits" "$work/$name.b1.json" "$(tolerance_for "$model")" "$got1" "$got2" <<'EOF' ||
+import json, struct, sys
+ref1, ref2, ref_logits, got_logits, stats, tol, got1, got2 = sys.argv[1:9]
+ok = True
+def compare(label, want_text, got_text):
+    global ok
+    want = [l.split(",") for l in want_text.split()]
+    got = [l.split(",") for l in got_text.split()]
+    if want == got:
+        print(f"   {label}: ids identical ({sum(map(len, want))} tokens)")
+        return
+    ok = False
+    first = next((i for i, (a, b) in enumerate(zip(sum(want, []), sum(got, []))) if a != b), None)
+    print(f"   {label}: ids DIFFER (first at flat index {first}): want {want} got {got}")
+compare("batch 1", open(ref1).read(), got1)
+compare("batch 2", open(ref2).read(), got2)
+def floats(path):
+    data = open(path, "rb").read()
+    return struct.unpack(f"<{len(data) // 4}f", data)
+want, got = floats(ref_logits), floats(got_logits)
+if len(want) != len(got) or not want:
+    ok = False
+    print(f"   first logits: {len(got)} values, want {len(want)}")
+else:
+    err = max(abs(a - b) for a, b in zip(want, got))
+    scale = max(abs(a) for a in want)
+    good = err <= float(tol) * scale
+    ok &= good
+    print(f"   first logits: max |diff| {err:.3g}, {err / scale:.3g} of the largest ({scale:.3g}): "
+          f"{'within' if good else 'OUTSIDE'} {tol}")
+try:
+    s = json.load(open(stats))
+    keys = ("device", "link_bytes_per_step", "link_transfers_per_step", "link_load_bytes",
+            "device_peak_bytes", "decode_tok_s", "ttft_ms")
+    print("   stats: " + ", ".join(f"{k}={s[k]}" for k in keys if k in s))
+except (OSError, ValueError) as e:
+    ok = False
+    print(f"   stats: unreadable ({e})")
+sys.exit(0 if ok else 1)
+EOF
+      failures=$((failures + 1))
+    # All on the GPU: a long run on a small budget, so KV pages are evicted to host RAM and
+    # streamed back for attention, against the all-CPU ids.
+    if [[ $name == *.k0 ]]; then
+      local load budget long
+      load=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["link_load_bytes"]))' \
+        "$work/$name.b1.json" 2>/dev/null || echo 0)
+      budget=$((load + 512 * 1024))
+      long=$(timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 -n $long_tokens --temperature 0 \
+        --ignore-eos --emit-ids -q --kv-page 16 --gpu-memory $budget --kv-watermark 0.1 \
+        --stats-json "$work/$name.long.json")
+      python3 - "$work/ref/$model.long.ids" "$work/$name.long.json" "$long" "$budget" <<'EOF' ||
+import json, sys
+ref, stats, got, budget = sys.argv[1:5]
+want = open(ref).read().split()
+s = json.load(open(stats)) if got else {}
+same = got.split() == want
+evicted = s.get("kv_pages_evicted", 0)
+print(f"   {len(want[0].split(',')) if want else 0} tokens on {int(budget) // 1024} KiB of GPU memory: "
+      f"ids {'identical' if same else 'DIFFER'}; KV pages evicted {evicted}, "
+      f"prefetched {s.get('kv_pages_prefetched', 0)}, at most {s.get('kv_device_pages_peak', 0)} "
+      f"on the device")
+sys.exit(0 if same and evicted > 0 else 1)
+EOF
+        failures=$((failures + 1))
+    fi
+  done
+  echo "== result: $failures failing group(s)"
+  [[ $failures -eq 0 ]]
+}
+
+case ${1:-} in
+  prepare) shift; prepare "$@" ;;
+  run) run ;;
+  *) echo "usage: scripts/gpu-check.sh prepare [BUILD] | run" >&2; exit 2 ;;
+esac
