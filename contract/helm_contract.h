@@ -138,8 +138,12 @@ void helm_rt_attention(void *ctx, int64_t layer, const void *q, const void *k, c
 
 void helm_dev_embed(void *ctx, const int64_t *ids, const void *table, void *out, int32_t dtype,
                     int64_t rows, int64_t vocab, int64_t width);
+/* helm_k_embed_blocks on the device: rows of a table of a block dtype, dequantized to out_dtype. */
+void helm_dev_embed_blocks(void *ctx, const int64_t *ids, const void *table, int32_t table_dtype,
+                           void *out, int32_t out_dtype, int64_t rows, int64_t vocab, int64_t width);
 void helm_dev_rms_norm(void *ctx, const void *x, const void *gamma, void *y, int32_t dtype,
                        int64_t groups, int64_t group, float eps);
+/* A w of a block dtype is N rows of blocks along K, as for helm_k_linear (transposed ignored). */
 void helm_dev_linear(void *ctx, const void *x, int32_t xdtype, const void *w, int32_t wdtype,
                      int32_t transposed, const void *bias, void *y, int32_t ydtype, int64_t m,
                      int64_t k, int64_t n);

@@ -20,8 +20,10 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 gpu_dir=$root/.gpu
-models=(llama-fp32 llama-fp16 qwen3-kv-fp32 llama-kv-gqa-fp32 phi3-fp32 mistral-fp32
-        llama-interleaved-fp32 qwen2-extdata-fp16)
+# A model, or model@format for a package compiled with --quantize=format.
+models=(llama-fp32 qwen3-kv-fp32 llama-kv-gqa-fp32 phi3-fp32 mistral-fp32
+        qwen2-extdata-fp16 qwen3-kv-fp32@q8_0 qwen3-kv-fp32@q4_k_m
+        llama-kv-gqa-fp32@q4_0 llama-fp16@q4_1)
 splits=(0 2)
 prompt1=1,2,3,4,5
 prompt2=7,8,9
@@ -31,6 +33,11 @@ long_tokens=200
 # (a GPU sums in another order; seen: below 2e-6); f16 models within 4e-3, four f16 steps of
 # 2^-10 (seen on an H200: 1.7e-3, where the GPU and the CPU round f16 intermediates at different
 # points, e.g. cuBLAS's f32 accumulation against our GEMV's).
+# Packages with weights in blocks (model@format) are compared with their all-CPU package run
+# with HELM_QUANT_EXACT=1: the CPU then multiplies f32 activations with the dequantized weights,
+# as the GPU does (by default the CPU quantizes each linear's input to 8 bits per block for
+# integer dot products, docs/quantization.md), so the same tolerances and identical ids apply.
+# The split packages' CPU stage runs with it too.
 tolerance_for() { [[ $1 == *fp16* ]] && echo 4e-3 || echo 1e-3; }
 
 die() { echo "gpu-check: $*" >&2; exit 2; }
@@ -41,19 +48,24 @@ prepare() {
   grep -q 'HELM_HAVE_CUDA\|cudart_static' "$build/build.ninja" ||
     die "$build was configured without CUDA (nvcc not found)"
   echo "gpu-check: building helm-rt-portable, helm-device-gpu-tests and helmc in $build"
-  ninja -C "$build" helm-rt-portable helm-device-gpu-tests helmc helm-rt >/dev/null ||
+  ninja -C "$build" helm-rt-portable helm-device-gpu-tests helm-gpu-linear-bench helmc helm-rt \
+    >/dev/null ||
     die "build failed"
   rm -rf "$gpu_dir/stage" && mkdir -p "$gpu_dir/stage/pkg" "$gpu_dir/stage/ref"
   local stage=$gpu_dir/stage
   cp "$build/bin/helm-rt-portable" "$stage/helm-rt"
-  cp "$build/test/unit/runtime/helm-device-gpu-tests" "$stage/"
-  strip "$stage/helm-rt" "$stage/helm-device-gpu-tests"
+  cp "$build/test/unit/runtime/helm-device-gpu-tests" "$build/test/unit/runtime/helm-gpu-linear-bench" \
+    "$stage/"
+  strip "$stage/helm-rt" "$stage/helm-device-gpu-tests" "$stage/helm-gpu-linear-bench"
   local model k
   for model in "${models[@]}"; do
-    local onnx=$root/test/models/$model/model.onnx
+    local onnx=$root/test/models/${model%@*}/model.onnx
     [[ -f $onnx ]] || die "missing corpus model $onnx"
+    local quantize=()
+    [[ $model == *@* ]] && quantize=(--quantize="${model#*@}")
     local cpu_pkg=$gpu_dir/cpu-$model.helmpkg
-    "$build/bin/helmc" "$onnx" -q -o "$cpu_pkg" || die "helmc failed on $model"
+    "$build/bin/helmc" "$onnx" -q "${quantize[@]}" -o "$cpu_pkg" || die "helmc failed on $model"
+    if [[ $model == *@* ]]; then export HELM_QUANT_EXACT=1; else unset HELM_QUANT_EXACT; fi
     "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n $new_tokens --temperature 0 \
       --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.b1.ids" || die "reference run failed: $model"
     "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 --prompt-ids $prompt2 -n $new_tokens \
@@ -64,21 +76,22 @@ prepare() {
     "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n $long_tokens --temperature 0 \
       --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.long.ids" ||
       die "reference run failed: $model (long)"
+    unset HELM_QUANT_EXACT
     rm -f "$cpu_pkg"
     for k in "${splits[@]}"; do
-      "$build/bin/helmc" "$onnx" -q --target=h100-pcie --force-split=$k \
+      "$build/bin/helmc" "$onnx" -q "${quantize[@]}" --target=h100-pcie --force-split=$k \
         -o "$stage/pkg/$model.k$k.helmpkg" || die "helmc --target=h100-pcie failed on $model"
     done
   done
   echo "gpu-check: packing $gpu_dir/bundle.tar.xz"
   tar cf - -C "$stage" . | xz -9e -T2 >"$gpu_dir/bundle.tar.xz" || die "packing failed"
   rm -rf "$stage"
-  local tracked
-  tracked=$(cd "$root" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-  local bundle
-  bundle=$(stat -c %s "$gpu_dir/bundle.tar.xz")
-  echo "gpu-check: bundle $((bundle / 1024)) KiB; with the tracked files" \
-    "$(((bundle + tracked) / 1048576)) MiB of the 64 MiB that may travel"
+  # The device tool counts disk blocks (du), not bytes.
+  local tracked bundle
+  tracked=$(cd "$root" && git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)
+  bundle=$(du -k "$gpu_dir/bundle.tar.xz" | cut -f1)
+  echo "gpu-check: bundle $bundle KiB; with the tracked files $((bundle + tracked)) KiB of the" \
+    "65536 KiB that may travel"
   echo "gpu-check: on the GPU machine: carry .gpu, run 'bash scripts/gpu-check.sh run'"
 }
 
@@ -109,6 +122,8 @@ run() {
     name=$(basename "$pkg" .helmpkg)
     model=${name%.k*}
     echo "-- $name"
+    # A split package's CPU stage computes as its reference did (see tolerance_for).
+    if [[ $model == *@* ]]; then export HELM_QUANT_EXACT=1; else unset HELM_QUANT_EXACT; fi
     timeout 60 "$work/helm-rt" "$pkg" --check || { failures=$((failures + 1)); continue; }
     local got1 got2
     got1=$(timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 -n $new_tokens --temperature 0 \
@@ -185,6 +200,8 @@ EOF
         failures=$((failures + 1))
     fi
   done
+  echo "== linear speed (helm-gpu-linear-bench; not a check)"
+  timeout 240 "$work/helm-gpu-linear-bench" --repeats 20 || echo "helm-gpu-linear-bench failed"
   echo "== result: $failures failing group(s)"
   [[ $failures -eq 0 ]]
 }

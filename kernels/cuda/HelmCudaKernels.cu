@@ -7,5 +7,6 @@
 #include "Attention.cu"
 #include "Elementwise.cu"
 #include "Embed.cu"
+#include "QuantBlocks.cu"
 #include "RmsNorm.cu"
 #include "Rope.cu"

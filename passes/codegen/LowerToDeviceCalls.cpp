@@ -138,15 +138,8 @@ private:
   }
 
   FailureOr<SmallVector<Value>> lower(Operation &op) {
-    if (auto w = dyn_cast<WeightOp>(op)) {
-      // The device kernels read element dtypes only so far; quantized weights run in host code.
-      if (auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr()); decl && decl.getBlocksAttr())
-        return op.emitError() << "weight '" << decl.getOnnxName() << "' is stored as "
-                              << stringifyBlockFormat(decl.getBlocksAttr().getFormat())
-                              << ", which the GPU's kernels cannot read yet; quantized weights run on "
-                                 "the CPU stage (or on emu with --gpu-code=host)";
+    if (auto w = dyn_cast<WeightOp>(op))
       return SmallVector<Value>{lowerWeight(w)};
-    }
     if (auto c = dyn_cast<ConstantOp>(op))
       return lowerConstant(op, c.getValue());
     if (auto c = dyn_cast<arith::ConstantOp>(op))
@@ -199,6 +192,17 @@ private:
     auto outType = cast<RankedTensorType>(e.getType());
     auto tableType = cast<RankedTensorType>(e.getTable().getType());
     auto idsType = cast<RankedTensorType>(e.getIds().getType());
+    if (blockWeights.count(e.getTable())) {
+      // A table in blocks: the device dequantizes the rows the ids pick.
+      if (!idsType.getElementType().isInteger(64) || kernelDtypeCode(outType.getElementType()) < 0)
+        return e.emitError() << "device stage: embed needs i64 ids and a float result";
+      Value out = allocOutput(outType, e.getIds());
+      call(HELM_CONTRACT_SYMBOL(helm_dev_embed_blocks),
+           {rawPointer(e.getIds()), rawPointer(e.getTable()), i32(dtypeCodeOf(e.getTable())),
+            pointerOf(out), i32(kernelDtypeCode(outType.getElementType())), numElements(e.getIds()),
+            i64(tableType.getDimSize(0)), i64(tableType.getDimSize(1))});
+      return SmallVector<Value>{asTensor(out, /*writable=*/true)};
+    }
     if (!idsType.getElementType().isInteger(64) || !floatTensor(e.getTable()) ||
         tableType.getElementType() != outType.getElementType())
       return e.emitError() << "device stage: embed needs i64 ids and a float table of the "
@@ -235,14 +239,15 @@ private:
     int64_t rank = xType.getRank();
     int64_t k = xType.getDimSize(rank - 1);
     int64_t n = outType.getDimSize(rank - 1);
-    if (!floatTensor(x) || !floatTensor(weight) || kernelDtypeCode(outType.getElementType()) < 0 ||
+    // A weight in blocks passes its format's code (dtypeCodeOf); it is N rows of K in blocks.
+    if (!floatTensor(x) || dtypeCodeOf(weight) < 0 || kernelDtypeCode(outType.getElementType()) < 0 ||
         ShapedType::isDynamic(k) || ShapedType::isDynamic(n))
       return op.emitError() << "linear: unsupported element types or dynamic features";
     Value biasPtr = LLVM::ZeroOp::create(b, loc, ptrType);
     if (bias)
       biasPtr = rawPointer(convertTo(bias, outType.getElementType()));
     Value out = allocOutput(outType, x);
-    call(HELM_CONTRACT_SYMBOL(helm_dev_linear), {rawPointer(x), dtypeOf(x), rawPointer(weight), dtypeOf(weight),
+    call(HELM_CONTRACT_SYMBOL(helm_dev_linear), {rawPointer(x), dtypeOf(x), rawPointer(weight), i32(dtypeCodeOf(weight)),
                              i32(transposed ? 1 : 0), biasPtr, pointerOf(out),
                              i32(kernelDtypeCode(outType.getElementType())), rows(x), i64(k),
                              i64(n)});

@@ -13,6 +13,7 @@
 #include "runtime/abi/StageContext.h"
 #include "runtime/device/Device.h"
 #include "runtime/device/DeviceOps.h"
+#include "kernels/quant/BlockFormats.h"
 
 #include <cstring>
 
@@ -56,6 +57,13 @@ bool dtypes(StageContext *c, std::initializer_list<int32_t> codes) {
   return true;
 }
 
+bool blockDtype(StageContext *c, int32_t code) {
+  if (helm::quant::blockFormatOfDtype(code))
+    return true;
+  c->refuse(HELM_STATUS_BAD_ARGUMENT, "a device-kernel call has a bad block dtype code");
+  return false;
+}
+
 } // namespace
 
 extern "C" {
@@ -72,10 +80,26 @@ void helm_dev_rms_norm(void *ctx, const void *x, const void *gamma, void *y, int
     refuse(c, c->ops->rmsNorm(x, gamma, y, DType(dtype), groups, group, eps));
 }
 
+void helm_dev_embed_blocks(void *ctx, const int64_t *ids, const void *table, int32_t table_dtype,
+                           void *out, int32_t out_dtype, int64_t rows, int64_t vocab,
+                           int64_t width) {
+  if (StageContext *c = live(ctx); c && blockDtype(c, table_dtype) && dtypes(c, {out_dtype}))
+    refuse(c, c->ops->embedBlocks(ids, table, table_dtype, out, DType(out_dtype), rows, vocab,
+                                  width));
+}
+
 void helm_dev_linear(void *ctx, const void *x, int32_t xdtype, const void *w, int32_t wdtype,
                      int32_t transposed, const void *bias, void *y, int32_t ydtype, int64_t m,
                      int64_t k, int64_t n) {
-  if (StageContext *c = live(ctx); c && dtypes(c, {xdtype, wdtype, ydtype}))
+  StageContext *c = live(ctx);
+  if (!c)
+    return;
+  if (helm::quant::blockFormatOfDtype(wdtype)) {
+    if (dtypes(c, {xdtype, ydtype}))
+      refuse(c, c->ops->linearBlocks(x, DType(xdtype), w, wdtype, bias, y, DType(ydtype), m, k, n));
+    return;
+  }
+  if (dtypes(c, {xdtype, wdtype, ydtype}))
     refuse(c, c->ops->linear(x, DType(xdtype), w, DType(wdtype), transposed != 0, bias, y,
                              DType(ydtype), m, k, n));
 }
@@ -166,6 +190,7 @@ namespace helm::rt {
 const void *const *deviceAbiSymbols() {
   static const void *const symbols[] = {
       reinterpret_cast<const void *>(&helm_dev_embed),
+      reinterpret_cast<const void *>(&helm_dev_embed_blocks),
       reinterpret_cast<const void *>(&helm_dev_rms_norm),
       reinterpret_cast<const void *>(&helm_dev_linear),
       reinterpret_cast<const void *>(&helm_dev_copy_columns),

@@ -79,6 +79,32 @@ public:
                              kernels::DType wdtype, bool transposed, const void *bias, void *y,
                              kernels::DType ydtype, int64_t m, int64_t k, int64_t n) = 0;
 
+  /// linear for W in blocks: `wBlockDtype` is a block dtype code (HELM_DTYPE_Q8_0 ...), W is N rows
+  /// of K weights in blocks of that format (K a multiple of its block). Each weight is dequantized
+  /// as quant::dequantizeRow does it; products and sums in f32, each output rounded once to ydtype
+  /// (before the bias, as above). The host ops run the CPU's kernels (x quantized to 8 bits per
+  /// block of 32, integer dot products: docs/quantization.md); a GPU multiplies the dequantized
+  /// weights with x as it is.
+  virtual llvm::Error linearBlocks(const void *x, kernels::DType xdtype, const void *w,
+                                   int32_t wBlockDtype, const void *bias, void *y,
+                                   kernels::DType ydtype, int64_t m, int64_t k, int64_t n) {
+    (void)x, (void)xdtype, (void)w, (void)wBlockDtype, (void)bias, (void)y, (void)ydtype, (void)m,
+        (void)k, (void)n;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "this device cannot read weights in blocks");
+  }
+
+  /// embed for a table in blocks (`tableBlockDtype`, rows of `width` weights): the picked rows
+  /// dequantized as quant::dequantizeRow does it, then rounded to outDtype.
+  virtual llvm::Error embedBlocks(const int64_t *ids, const void *table, int32_t tableBlockDtype,
+                                  void *out, kernels::DType outDtype, int64_t rows, int64_t vocab,
+                                  int64_t width) {
+    (void)ids, (void)table, (void)tableBlockDtype, (void)out, (void)outDtype, (void)rows,
+        (void)vocab, (void)width;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "this device cannot read weights in blocks");
+  }
+
   /// y[r, c] = x[r, offset + c] for r < rows, c < count; x has `width` columns, y `count`.
   virtual llvm::Error copyColumns(const void *x, void *y, kernels::DType dtype, int64_t rows,
                                   int64_t width, int64_t offset, int64_t count) = 0;

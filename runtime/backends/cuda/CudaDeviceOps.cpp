@@ -29,6 +29,7 @@
 
 #if HELM_HAVE_CUDA
 #include "kernels/cuda/KernelParams.h"
+#include "kernels/quant/BlockFormats.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/kv/KvCache.h"
 
@@ -132,6 +133,11 @@ public:
   llvm::Error linear(const void *x, DType xdtype, const void *w, DType wdtype, bool transposed,
                      const void *bias, void *y, DType ydtype, int64_t m, int64_t k,
                      int64_t n) override;
+  llvm::Error linearBlocks(const void *x, DType xdtype, const void *w, int32_t wBlockDtype,
+                           const void *bias, void *y, DType ydtype, int64_t m, int64_t k,
+                           int64_t n) override;
+  llvm::Error embedBlocks(const int64_t *ids, const void *table, int32_t tableBlockDtype, void *out,
+                          DType outDtype, int64_t rows, int64_t vocab, int64_t width) override;
   llvm::Error copyColumns(const void *x, void *y, DType dtype, int64_t rows, int64_t width,
                           int64_t offset, int64_t count) override;
   llvm::Error rope(const void *x, const int64_t *positions, void *y, DType dtype, int64_t rows,
@@ -167,7 +173,12 @@ private:
   CudaDevice::Module module_;
   TypedKernel embed_, rmsNorm_, rope_, swiglu_, add_, addBias_, kvAppend_, attention_;
   Function convert_ = nullptr;
-  Scratch convertedX_, gemmOut_, attentionState_, positions_;
+  // The kernels for weights in blocks (QuantBlocks.cu). Optional: a package compiled before they
+  // existed has none, and needs none (its GPU weights are all elements).
+  TypedKernel embedBlocks_;
+  Function qgemv_ = nullptr, dequantizeRows_ = nullptr;
+  bool haveBlockKernels_ = false;
+  Scratch convertedX_, gemmOut_, attentionState_, positions_, dequantized_;
   /// Device copies of the stages' constants, by host address and size.
   std::map<std::pair<const void *, int64_t>, void *> constants_;
   // Per-call lists that only grow (no allocation per call once warm).
@@ -177,7 +188,7 @@ private:
 CudaDeviceOpsImpl::~CudaDeviceOpsImpl() {
   // Queued kernels may still read the scratch buffers and the module: let them finish first.
   llvm::consumeError(device_.synchronizeStream(Stream::compute));
-  for (Scratch *s : {&convertedX_, &gemmOut_, &attentionState_, &positions_})
+  for (Scratch *s : {&convertedX_, &gemmOut_, &attentionState_, &positions_, &dequantized_})
     device_.free(s->p);
   for (auto &[key, p] : constants_)
     device_.free(p);
@@ -214,7 +225,16 @@ llvm::Error CudaDeviceOpsImpl::init() {
         Named{&kvAppend_, "helm_cuda_kv_append"}, Named{&attention_, "helm_cuda_attention"}})
     if (llvm::Error e = lookup(*k.kernel, k.name))
       return e;
-  return lookup(convert_, "helm_cuda_convert");
+  if (llvm::Error e = lookup(convert_, "helm_cuda_convert"))
+    return e;
+  llvm::Error blocks = lookup(qgemv_, "helm_cuda_qgemv");
+  if (!blocks)
+    blocks = lookup(dequantizeRows_, "helm_cuda_dequantize_rows");
+  if (!blocks)
+    blocks = lookup(embedBlocks_, "helm_cuda_embed_blocks");
+  haveBlockKernels_ = !blocks;
+  llvm::consumeError(std::move(blocks));
+  return llvm::Error::success();
 }
 
 llvm::Error CudaDeviceOpsImpl::launch(llvm::StringRef op, Function fn, CudaDim grid, uint32_t block,
@@ -474,6 +494,148 @@ llvm::Error CudaDeviceOpsImpl::linear(const void *x, DType xdtype, const void *w
   if (!bias)
     return llvm::Error::success();
   return launch(op, addBias_[ydtype], {gridFor(m * n)}, kThreads, {&y, &bias, &m, &n});
+}
+
+// --- Weights in blocks ----------------------------------------------------------------------
+
+namespace {
+/// Rows of x one helm_cuda_qgemv launch multiplies (QuantBlocks.cu, kQgemvMaxRows).
+constexpr int64_t kQgemvRows = 8;
+/// Up to this many rows of x the GEMV reads the weights once per 8 rows; beyond, the weights are
+/// dequantized to f32 panel by panel for cuBLAS (prefill).
+constexpr int64_t kQgemvMaxM = 32;
+/// Bytes of one f32 panel of dequantized weight rows.
+constexpr int64_t kDequantizedPanelBytes = int64_t(64) << 20;
+/// Threads of a helm_cuda_qgemv block (one output row): 8 warps over the row's groups.
+constexpr uint32_t kBlockThreads = 256;
+
+llvm::Expected<quant::BlockFormat> blockFormat(llvm::StringRef op, int32_t code, int64_t k) {
+  std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(code);
+  if (!format)
+    return opError(op, llvm::formatv("unsupported block dtype code {0}", code));
+  if (!quant::rowBytes(*format, k))
+    return opError(op, llvm::formatv("{0} weights per row are not whole {1} blocks of {2}", k,
+                                     quant::blockFormatInfo(*format).name,
+                                     quant::blockFormatInfo(*format).weightsPerBlock));
+  return *format;
+}
+} // namespace
+
+llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const void *w,
+                                            int32_t wBlockDtype, const void *bias, void *y,
+                                            DType ydtype, int64_t m, int64_t k, int64_t n) {
+  static constexpr llvm::StringLiteral op = "linear";
+  for (DType dtype : {xdtype, ydtype})
+    if (!validDType(dtype))
+      return badDType(op, dtype);
+  if (llvm::Error e = negativeSize(op, {{"m", m}, {"k", k}, {"n", n}}))
+    return e;
+  auto format = blockFormat(op, wBlockDtype, k);
+  if (!format)
+    return format.takeError();
+  if (m == 0 || n == 0)
+    return llvm::Error::success();
+  if (!haveBlockKernels_)
+    return opError(op, "the package's GPU kernels cannot read weights in blocks (recompile it)");
+  if (m > INT_MAX || k > INT_MAX || n > INT_MAX)
+    return opError(op, llvm::formatv("{0}x{1}x{2} is above cuBLAS's int limits", m, k, n));
+  if ((k > 0 && (!x || !w)) || !y)
+    return opError(op, "null buffer");
+  if (llvm::Error e = activate(op))
+    return e;
+  cudaStream_t stream = device_.cudaStream(Stream::compute);
+  // The f32 result: y itself, or scratch converted to y's dtype at the end.
+  void *c = y;
+  if (ydtype != DType::f32) {
+    auto out = scratch(gemmOut_, uint64_t(m * n * 4), "linear's f32 result");
+    if (!out)
+      return opError(op, llvm::toString(out.takeError()));
+    c = *out;
+  }
+  if (k == 0) {
+    cudaError_t status = cudaMemsetAsync(c, 0, uint64_t(m * n * 4), stream);
+    if (status != cudaSuccess)
+      return cudaCallError(op, "cudaMemsetAsync", status);
+  } else {
+    // The kernels read f32 activations.
+    const void *xf = x;
+    if (xdtype != DType::f32) {
+      auto converted = scratch(convertedX_, uint64_t(m * k * 4), "linear's input as f32");
+      if (!converted)
+        return opError(op, llvm::toString(converted.takeError()));
+      if (llvm::Error e = launchConvert(op, x, xdtype, *converted, DType::f32, m * k))
+        return e;
+      xf = *converted;
+    }
+    int32_t code = wBlockDtype;
+    if (m <= kQgemvMaxM) {
+      // One block per output row.
+      const uint32_t grid = uint32_t(std::min(n, kMaxBlocks));
+      for (int64_t r0 = 0; r0 < m; r0 += kQgemvRows) {
+        const void *xr = static_cast<const char *>(xf) + r0 * k * 4;
+        void *cr = static_cast<char *>(c) + r0 * n * 4;
+        int64_t rows = std::min(kQgemvRows, m - r0);
+        if (llvm::Error e = launch(op, qgemv_, {grid}, kBlockThreads,
+                                   {&xr, &w, &code, &cr, &rows, &k, &n}))
+          return e;
+      }
+    } else {
+      // Row-major c[m, n] = x[m, k] . P^T, one panel P of weight rows [n0, n0 + p) at a time:
+      // column-major c^T[n, m] = P x^T, with P row-major [p, k] (column-major [k, p], used
+      // transposed, lda k), x column-major [k, m] (ldb k), c^T's rows n0.. (ldc n).
+      const int64_t panelRows = std::clamp<int64_t>(kDequantizedPanelBytes / (k * 4), 1, n);
+      auto panel = scratch(dequantized_, uint64_t(panelRows * k * 4), "dequantized weight rows");
+      if (!panel)
+        return opError(op, llvm::toString(panel.takeError()));
+      const int64_t rowBytes = *quant::rowBytes(*format, k);
+      const float one = 1.0f, zero = 0.0f;
+      for (int64_t n0 = 0; n0 < n; n0 += panelRows) {
+        int64_t rows = std::min(panelRows, n - n0);
+        const void *wr = static_cast<const char *>(w) + n0 * rowBytes;
+        void *p = *panel;
+        if (llvm::Error e = launch(op, dequantizeRows_, {gridFor(rows * k)}, kThreads,
+                                   {&wr, &code, &p, &rows, &k}))
+          return e;
+        cublasStatus_t status = cublasGemmEx(
+            device_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(m), int(k), &one, p,
+            CUDA_R_32F, int(k), xf, CUDA_R_32F, int(k), &zero, static_cast<float *>(c) + n0,
+            CUDA_R_32F, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (status != CUBLAS_STATUS_SUCCESS)
+          return opError(op, llvm::formatv("cublasGemmEx ({0}x{1}x{2}): {3}", m, k, rows,
+                                           cublasGetStatusString(status)));
+      }
+    }
+  }
+  if (ydtype != DType::f32)
+    if (llvm::Error e = launchConvert(op, c, DType::f32, y, ydtype, m * n))
+      return e;
+  if (!bias)
+    return llvm::Error::success();
+  return launch(op, addBias_[ydtype], {gridFor(m * n)}, kThreads, {&y, &bias, &m, &n});
+}
+
+llvm::Error CudaDeviceOpsImpl::embedBlocks(const int64_t *ids, const void *table,
+                                           int32_t tableBlockDtype, void *out, DType outDtype,
+                                           int64_t rows, int64_t vocab, int64_t width) {
+  static constexpr llvm::StringLiteral op = "embed";
+  if (!validDType(outDtype))
+    return badDType(op, outDtype);
+  if (llvm::Error e = negativeSize(op, {{"rows", rows}, {"vocab", vocab}, {"width", width}}))
+    return e;
+  auto format = blockFormat(op, tableBlockDtype, width);
+  if (!format)
+    return format.takeError();
+  if (rows == 0 || width == 0)
+    return llvm::Error::success();
+  if (vocab == 0)
+    return opError(op, "the table has no rows (vocab 0)");
+  if (!haveBlockKernels_)
+    return opError(op, "the package's GPU kernels cannot read weights in blocks (recompile it)");
+  if (!ids || !table || !out)
+    return opError(op, "null buffer");
+  int32_t code = tableBlockDtype;
+  return launch(op, embedBlocks_[outDtype], {uint32_t(std::min(rows, kMaxBlocks))},
+                rowBlock(width), {&table, &code, &ids, &out, &rows, &vocab, &width});
 }
 
 // --- Attention ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "runtime/device/DeviceOps.h"
 
 #include "contract/helm_contract.h"
+#include "kernels/quant/BlockFormats.h"
 #include "runtime/kv/HostAttention.h"
 
 #include <algorithm>
@@ -25,6 +26,14 @@ namespace {
 
 llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// y[r, c] = round(y[r, c] + bias[c]) for a [m, n] y; nothing without a bias.
+void addBias(const void *bias, void *y, DType ydt, int64_t m, int64_t n) {
+  if (bias)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        storeAs(y, ydt, r * n + c, loadAs(y, ydt, r * n + c) + loadAs(bias, ydt, c));
 }
 
 class HostDeviceOps final : public DeviceOps {
@@ -70,10 +79,35 @@ public:
     if (m < 0 || k < 0 || n < 0)
       return fail("linear: bad sizes");
     helm_k_linear(x, int32_t(xdt), w, int32_t(wdt), transposed ? 1 : 0, y, int32_t(ydt), m, k, n);
-    if (bias)
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < n; ++c)
-          storeAs(y, ydt, r * n + c, loadAs(y, ydt, r * n + c) + loadAs(bias, ydt, c));
+    addBias(bias, y, ydt, m, n);
+    return llvm::Error::success();
+  }
+
+  // The CPU stage's kernels, so that the kernel form on emu gives the all-CPU package's tokens.
+  llvm::Error linearBlocks(const void *x, DType xdt, const void *w, int32_t wBlockDtype,
+                           const void *bias, void *y, DType ydt, int64_t m, int64_t k,
+                           int64_t n) override {
+    std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(wBlockDtype);
+    if (!format)
+      return fail("linear: not a block dtype");
+    if (m < 0 || n < 0 || !quant::rowBytes(*format, k))
+      return fail("linear: bad sizes for " + llvm::Twine(quant::blockFormatInfo(*format).name) +
+                  " blocks");
+    helm_k_linear(x, int32_t(xdt), w, wBlockDtype, 0, y, int32_t(ydt), m, k, n);
+    addBias(bias, y, ydt, m, n);
+    return llvm::Error::success();
+  }
+
+  llvm::Error embedBlocks(const int64_t *ids, const void *table, int32_t tableBlockDtype,
+                          void *out, DType outDtype, int64_t rows, int64_t vocab,
+                          int64_t width) override {
+    std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(tableBlockDtype);
+    if (!format)
+      return fail("embed: not a block dtype");
+    if (rows < 0 || vocab <= 0 || !quant::rowBytes(*format, width))
+      return fail("embed: bad sizes for " + llvm::Twine(quant::blockFormatInfo(*format).name) +
+                  " blocks");
+    helm_k_embed_blocks(ids, table, tableBlockDtype, out, int32_t(outDtype), rows, vocab, width);
     return llvm::Error::success();
   }
 

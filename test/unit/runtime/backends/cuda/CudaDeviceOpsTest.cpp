@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Numeric.h"
 #include "kernels/cuda/CudaKernels.h"
+#include "kernels/quant/BlockFormats.h"
 #include "runtime/device/DeviceOps.h"
 #include "runtime/kv/KvCache.h"
 #include "runtime/kv/PagedKvCache.h"
@@ -471,6 +472,135 @@ TEST_F(CudaDeviceOpsTest, LinearMatchesTheRoundedReference) {
       FAIL() << what << ": " << llvm::toString(std::move(e));
     expectClose(fetch(c.y, dy, want.size()), want, allowed, what);
   }
+}
+
+// --- Weights in blocks ------------------------------------------------------------------------
+// The reference is kernels/quant's scalar code: quantizeRow makes the blocks, dequantizeRow (the
+// format's definition, itself checked against ggml's layouts in the quant tests) decodes them.
+
+/// `rows` rows of `width` random weights quantized to `format`, and their dequantized values.
+void makeBlockRows(helm::quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
+                   std::vector<char> &blocks, std::vector<float> &values) {
+  const int64_t rowBytes = *helm::quant::rowBytes(format, width);
+  blocks.assign(size_t(rows * rowBytes), 0);
+  values.assign(size_t(rows * width), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
+    auto *dst = reinterpret_cast<uint8_t *>(blocks.data()) + r * rowBytes;
+    ASSERT_TRUE(helm::quant::quantizeRow(format, row.data(), width, dst).ok());
+    ASSERT_TRUE(helm::quant::dequantizeRow(format, dst, width, values.data() + r * width).ok());
+  }
+}
+
+int32_t blockDtypeCode(helm::quant::BlockFormat format) {
+  for (int32_t code = 0; code < 64; ++code)
+    if (helm::quant::blockFormatOfDtype(code) == format)
+      return code;
+  return -1;
+}
+
+TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
+  const int64_t vocab = 6, width = 512;
+  const std::vector<int64_t> ids = {3, 0, 5, -4, 9, 3}; // out-of-range ids read the nearest row
+  const auto *dids = static_cast<const int64_t *>(upload(ids.data(), ids.size() * 8));
+  uint32_t seed = 300;
+  for (const helm::quant::BlockFormatInfo &info : helm::quant::allBlockFormats()) {
+    std::vector<char> blocks;
+    std::vector<float> values;
+    makeBlockRows(info.format, vocab, width, seed += 10, blocks, values);
+    const void *table = upload(blocks);
+    for (DType out : kAllTypes) {
+      const std::string what = "embed " + std::string(info.name) + " -> " + dtypeName(out);
+      std::vector<float> want;
+      for (int64_t id : ids) {
+        const int64_t row = std::clamp<int64_t>(id, 0, vocab - 1);
+        for (int64_t c = 0; c < width; ++c)
+          want.push_back(roundTo(values[size_t(row * width + c)], out));
+      }
+      void *dy = garbage(want.size() * 4);
+      if (llvm::Error e = ops_->embedBlocks(dids, table, blockDtypeCode(info.format), dy, out,
+                                            int64_t(ids.size()), vocab, width))
+        FAIL() << what << ": " << llvm::toString(std::move(e));
+      expectSameBits(fetch(out, dy, want.size()), want, what);
+    }
+  }
+}
+
+TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) {
+  // m up to 32 runs the GEMV (in launches of 8 rows); beyond, dequantized panels for cuBLAS.
+  struct Case {
+    int64_t m, k, n;
+    DType x, y;
+    bool bias;
+  };
+  using D = DType;
+  const Case cases[] = {
+      {1, 512, 48, D::f32, D::f32, false}, {3, 256, 33, D::f16, D::f16, true},
+      {8, 768, 20, D::bf16, D::f32, false}, {13, 512, 40, D::f32, D::bf16, true},
+      {40, 256, 70, D::f32, D::f32, true}, {33, 512, 17, D::f16, D::f32, false},
+  };
+  uint32_t seed = 400;
+  for (const helm::quant::BlockFormatInfo &info : helm::quant::allBlockFormats())
+    for (const Case &c : cases) {
+      const std::string what = "linear " + std::string(info.name) + " " + std::to_string(c.m) +
+                               "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + " x " +
+                               dtypeName(c.x) + " y " + dtypeName(c.y) + (c.bias ? " bias" : "");
+      std::vector<char> blocks;
+      std::vector<float> w;
+      makeBlockRows(info.format, c.n, c.k, seed += 100, blocks, w);
+      std::vector<float> x = rounded(c.x, randomFloats(size_t(c.m * c.k), -1, 1, ++seed));
+      std::vector<float> bias = rounded(c.y, randomFloats(size_t(c.n), -2, 2, ++seed));
+      std::vector<double> want(size_t(c.m * c.n)), allowed(want.size());
+      for (int64_t r = 0; r < c.m; ++r)
+        for (int64_t j = 0; j < c.n; ++j) {
+          double acc = 0, mag = 0;
+          for (int64_t p = 0; p < c.k; ++p) {
+            const double product = double(x[size_t(r * c.k + p)]) * w[size_t(j * c.k + p)];
+            acc += product;
+            mag += std::fabs(product);
+          }
+          const float product = roundTo(float(acc), c.y);
+          const float result = c.bias ? roundTo(product + bias[size_t(j)], c.y) : product;
+          want[size_t(r * c.n + j)] = result;
+          allowed[size_t(r * c.n + j)] =
+              tolerance(c.y) * (std::fabs(product) + std::fabs(result)) + 3e-5 * mag + 1e-6;
+        }
+      const void *dx = upload(c.x, x), *dw = upload(blocks);
+      const void *dbias = c.bias ? upload(c.y, bias) : nullptr;
+      void *dy = garbage(want.size() * 4);
+      if (llvm::Error e = ops_->linearBlocks(dx, c.x, dw, blockDtypeCode(info.format), dbias, dy,
+                                             c.y, c.m, c.k, c.n))
+        FAIL() << what << ": " << llvm::toString(std::move(e));
+      expectClose(fetch(c.y, dy, want.size()), want, allowed, what);
+    }
+}
+
+TEST_F(CudaDeviceOpsTest, BlockCallsRefuseBadFormatsAndSizes) {
+  void *buf = garbage(4096);
+  const auto *ids = static_cast<const int64_t *>(buf);
+  const int32_t q4k = blockDtypeCode(helm::quant::BlockFormat::q4_k);
+  auto refusal = [](llvm::Error e) {
+    std::string message = errorText(std::move(e));
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  };
+  EXPECT_NE(refusal(ops_->linearBlocks(buf, DType::f32, buf, int32_t(DType::f16), nullptr, buf,
+                                       DType::f32, 1, 32, 4))
+                .find("unsupported block dtype code 1"),
+            std::string::npos);
+  EXPECT_NE(refusal(ops_->linearBlocks(buf, DType::f32, buf, q4k, nullptr, buf, DType::f32, 1, 96,
+                                       4))
+                .find("96 weights per row are not whole q4_k blocks of 256"),
+            std::string::npos);
+  EXPECT_NE(refusal(ops_->embedBlocks(ids, buf, q4k, buf, DType::f32, 2, 0, 256)).find("vocab 0"),
+            std::string::npos);
+  EXPECT_NE(refusal(ops_->linearBlocks(buf, DType::f32, buf, q4k, nullptr, buf, DType::f32, -1,
+                                       256, 4))
+                .find("negative size"),
+            std::string::npos);
+  // Empty calls do nothing and succeed.
+  EXPECT_FALSE(bool(ops_->linearBlocks(nullptr, DType::f32, nullptr, q4k, nullptr, nullptr,
+                                       DType::f32, 0, 256, 4)));
 }
 
 // --- Stage inputs -----------------------------------------------------------------------------

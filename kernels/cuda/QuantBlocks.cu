@@ -1,0 +1,219 @@
+//===- QuantBlocks.cu - weights in ggml block formats: dequantize, GEMV, embedding --===//
+//
+// The formats are kernels/quant/BlockFormats.h's (ggml's byte layouts), given by the contract's
+// block dtype codes (HELM_DTYPE_Q8_0 ... HELM_DTYPE_Q6_K). A row of K weights is K / 32 blocks of
+// 32 (q8_0, q4_0, q4_1) or K / 256 super-blocks of 256 (q4_k, q5_k, q6_k); the kernels see a row
+// as K / 32 groups of 32 consecutive weights (a block, or one eighth of a super-block) and give
+// the 32 lanes of a warp one weight of a group each, so that neighbouring lanes read neighbouring
+// code bytes (the block's scales are one broadcast read).
+//
+// Each weight is dequantized with the operations of quant::dequantizeRow, in its order and
+// without fused multiply-adds (__fmul_rn / __fsub_rn / __fadd_rn are never contracted), so the
+// f32 weights are bit-identical to the CPU's dequantization. Blocks are 2-byte aligned at best
+// (34, 18, 20, 144, 176 and 210 bytes), so fields are read byte by byte.
+//
+// helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out, int64_t rows,
+//                           int64_t k)
+//   out[r, :] = the K weights of row r as f32. Launch: any grid and block, grid-strided over the
+//   rows * K weights, one thread per weight.
+// helm_cuda_qgemv(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
+//                 int64_t k, int64_t n)
+//   y[i, j] = sum_k x[i, k] * W[j, k] for i < m <= kQgemvMaxRows: one block per output row j
+//   (grid-strided; blockDim.x a multiple of 32, at most 1024), its warps over the row's groups,
+//   each lane's weight of a group multiplied into every row of x; f32 products and sums, one
+//   block reduction per row of x.
+// helm_cuda_embed_blocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
+//                        int64_t rows, int64_t vocab, int64_t width)
+//   y[r, :] = row clamp(ids[r], 0, vocab - 1) of the table, dequantized and rounded to T
+//   (T = float; _f16 / _bf16 variants). Launch: grid-strided over rows, threads over the width.
+//
+//===----------------------------------------------------------------------===//
+#include "Common.cuh"
+
+#include "contract/helm_contract.h"
+
+namespace helm_cuda {
+
+/// Rows of x one helm_cuda_qgemv launch multiplies (its per-thread accumulators).
+constexpr int kQgemvMaxRows = 8;
+
+__device__ __forceinline__ float halfAt(const uint8_t *p) {
+  const unsigned short bits = (unsigned short)(p[0] | (p[1] << 8));
+  return __half2float(__ushort_as_half(bits));
+}
+
+/// Bytes of a block (32 or 256 weights) of format F, and weights per block.
+template <int F> __host__ __device__ constexpr int blockBytes() {
+  return F == HELM_DTYPE_Q8_0   ? 34
+         : F == HELM_DTYPE_Q4_0 ? 18
+         : F == HELM_DTYPE_Q4_1 ? 20
+         : F == HELM_DTYPE_Q4_K ? 144
+         : F == HELM_DTYPE_Q5_K ? 176
+                                : 210;
+}
+template <int F> __host__ __device__ constexpr int blockWeights() {
+  return F == HELM_DTYPE_Q8_0 || F == HELM_DTYPE_Q4_0 || F == HELM_DTYPE_Q4_1 ? 32 : 256;
+}
+template <int F> __device__ __forceinline__ int64_t rowBytes(int64_t k) {
+  return k / blockWeights<F>() * blockBytes<F>();
+}
+
+/// q4_k / q5_k sub-block j's 6-bit scale and min codes (quant::unpackScaleMin).
+__device__ __forceinline__ void scaleMin(const uint8_t *packed, int j, int &scale, int &min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = (packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4);
+    min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
+/// Weight l (0..31) of group g (weights 32g .. 32g + 31) of the row at `row`: the kernels give
+/// each of a warp's lanes one weight of a group, so that the lanes read neighbouring bytes.
+template <int F>
+__device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) {
+  if constexpr (F == HELM_DTYPE_Q8_0) {
+    const uint8_t *b = row + g * 34;
+    return __fmul_rn(float(int8_t(b[2 + l])), halfAt(b));
+  } else if constexpr (F == HELM_DTYPE_Q4_0) {
+    // Byte j holds weight j (low nibble) and weight j + 16 (high nibble).
+    const uint8_t *b = row + g * 18;
+    const int q = l < 16 ? (b[2 + l] & 0xF) : (b[2 + l - 16] >> 4);
+    return __fmul_rn(float(q - 8), halfAt(b));
+  } else if constexpr (F == HELM_DTYPE_Q4_1) {
+    const uint8_t *b = row + g * 20;
+    const int q = l < 16 ? (b[4 + l] & 0xF) : (b[4 + l - 16] >> 4);
+    return __fadd_rn(__fmul_rn(float(q), halfAt(b)), halfAt(b + 2));
+  } else if constexpr (F == HELM_DTYPE_Q4_K) {
+    // Sub-block `sub` of super-block g / 8: qs bytes 32 * (sub / 2) .., low nibbles for even
+    // sub-blocks, high nibbles for odd ones.
+    const uint8_t *b = row + (g / 8) * 144;
+    const int sub = int(g % 8);
+    int sc, mc;
+    scaleMin(b + 4, sub, sc, mc);
+    const float scale = __fmul_rn(halfAt(b), float(sc)),
+                offset = __fmul_rn(halfAt(b + 2), float(mc));
+    const int q = (b[16 + 32 * (sub / 2) + l] >> ((sub % 2) * 4)) & 0xF;
+    return __fsub_rn(__fmul_rn(scale, float(q)), offset);
+  } else if constexpr (F == HELM_DTYPE_Q5_K) {
+    const uint8_t *b = row + (g / 8) * 176;
+    const int sub = int(g % 8);
+    int sc, mc;
+    scaleMin(b + 4, sub, sc, mc);
+    const float scale = __fmul_rn(halfAt(b), float(sc)),
+                offset = __fmul_rn(halfAt(b + 2), float(mc));
+    const int q = ((b[48 + 32 * (sub / 2) + l] >> ((sub % 2) * 4)) & 0xF) |
+                  (((b[16 + l] >> sub) & 1) << 4);
+    return __fsub_rn(__fmul_rn(scale, float(q)), offset);
+  } else {
+    // q6_k: group t of the super-block is quarter t % 4 of half t / 4 (128 weights each): its
+    // low 4 bits are ql's low (quarters 0, 1) or high (2, 3) nibbles of bytes l or l + 32, its
+    // high 2 bits qh's bits 2 * quarter, its scale scales[8 * half + 2 * quarter + l / 16];
+    // x = (d * scale) * (q - 32).
+    const uint8_t *b = row + (g / 8) * 210;
+    const int t = int(g % 8), half = t / 4, quarter = t % 4;
+    const int low = (b[64 * half + (quarter % 2) * 32 + l] >> ((quarter / 2) * 4)) & 0xF;
+    const int high = (b[128 + 32 * half + l] >> (2 * quarter)) & 3;
+    const float scale = float(int8_t(b[192 + 8 * half + 2 * quarter + l / 16]));
+    return __fmul_rn(__fmul_rn(halfAt(b + 208), scale), float((low | (high << 4)) - 32));
+  }
+}
+
+/// Runs FN<F>() for the block dtype code `format` (the host checked it).
+#define HELM_CUDA_FOR_FORMAT(format, CALL)                                                         \
+  switch (format) {                                                                                \
+  case HELM_DTYPE_Q8_0: CALL(HELM_DTYPE_Q8_0); break;                                              \
+  case HELM_DTYPE_Q4_0: CALL(HELM_DTYPE_Q4_0); break;                                              \
+  case HELM_DTYPE_Q4_1: CALL(HELM_DTYPE_Q4_1); break;                                              \
+  case HELM_DTYPE_Q4_K: CALL(HELM_DTYPE_Q4_K); break;                                              \
+  case HELM_DTYPE_Q5_K: CALL(HELM_DTYPE_Q5_K); break;                                              \
+  default: CALL(HELM_DTYPE_Q6_K); break;                                                           \
+  }
+
+/// One thread per weight, in order: neighbouring threads read neighbouring codes and write
+/// neighbouring floats.
+template <int F>
+__device__ void dequantizeRows(const uint8_t *w, float *out, int64_t rows, int64_t k) {
+  const int64_t bytes = rowBytes<F>(k);
+  for (int64_t i = gridStart(); i < rows * k; i += gridStride()) {
+    const int64_t r = i / k, c = i % k;
+    out[i] = weightAt<F>(w + r * bytes, c / 32, int(c % 32));
+  }
+}
+
+/// One thread block per output row j (grid-strided): its warps take the row's groups in turn
+/// (warp w: groups w, w + warps, ...), lane l weight l of each, multiplied into every row of x
+/// (coalesced 128-byte reads of x); the partial sums are added by blockSum. Splitting a row over
+/// the block's warps keeps many loads in flight: one warp walking a whole row waited on each
+/// group's bytes in turn.
+template <int F>
+__device__ void qgemv(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k,
+                      int64_t n) {
+  const int lane = int(threadIdx.x & 31u);
+  const int64_t warp = threadIdx.x >> 5, warps = blockDim.x >> 5, groups = k / 32,
+                bytes = rowBytes<F>(k);
+  for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
+    const uint8_t *row = w + j * bytes;
+    float acc[kQgemvMaxRows];
+#pragma unroll
+    for (int i = 0; i < kQgemvMaxRows; ++i)
+      acc[i] = 0.0f;
+#pragma unroll 2
+    for (int64_t g = warp; g < groups; g += warps) {
+      const float v = weightAt<F>(row, g, lane);
+      const float *xg = x + g * 32 + lane;
+#pragma unroll
+      for (int i = 0; i < kQgemvMaxRows; ++i)
+        if (i < m)
+          acc[i] += v * xg[i * k];
+    }
+    for (int i = 0; i < kQgemvMaxRows && i < m; ++i) {
+      const float total = blockSum(acc[i]);
+      if (threadIdx.x == 0)
+        y[i * n + j] = total;
+    }
+  }
+}
+
+/// One thread block per picked row, threads over its weights.
+template <typename T, int F>
+__device__ void embedBlocksOf(const uint8_t *table, const int64_t *ids, T *y, int64_t rows,
+                              int64_t vocab, int64_t width) {
+  const int64_t bytes = rowBytes<F>(width);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t id = min(max(ids[r], int64_t(0)), vocab - 1);
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x)
+      store(y + r * width + c, weightAt<F>(table + id * bytes, c / 32, int(c % 32)));
+  }
+}
+
+template <typename T>
+__device__ void embedBlocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
+                            int64_t rows, int64_t vocab, int64_t width) {
+#define HELM_EMBED_BLOCKS_CALL(F) embedBlocksOf<T, F>(table, ids, y, rows, vocab, width)
+  HELM_CUDA_FOR_FORMAT(format, HELM_EMBED_BLOCKS_CALL)
+#undef HELM_EMBED_BLOCKS_CALL
+}
+
+} // namespace helm_cuda
+
+extern "C" __global__ void helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out,
+                                                     int64_t rows, int64_t k) {
+#define HELM_DEQUANTIZE_CALL(F) helm_cuda::dequantizeRows<F>(w, out, rows, k)
+  HELM_CUDA_FOR_FORMAT(format, HELM_DEQUANTIZE_CALL)
+#undef HELM_DEQUANTIZE_CALL
+}
+
+extern "C" __global__ void helm_cuda_qgemv(const float *x, const uint8_t *w, int32_t format,
+                                           float *y, int64_t m, int64_t k, int64_t n) {
+#define HELM_QGEMV_CALL(F) helm_cuda::qgemv<F>(x, w, y, m, k, n)
+  HELM_CUDA_FOR_FORMAT(format, HELM_QGEMV_CALL)
+#undef HELM_QGEMV_CALL
+}
+
+#define HELM_EMBED_BLOCKS_PARAMS(T)                                                                \
+  (const uint8_t *table, int32_t format, const int64_t *ids, T *y, int64_t rows, int64_t vocab,    \
+   int64_t width)
+HELM_CUDA_TYPED_KERNELS(helm_cuda_embed_blocks, helm_cuda::embedBlocks, HELM_EMBED_BLOCKS_PARAMS,
+                        (table, format, ids, y, rows, vocab, width))
