@@ -1,0 +1,150 @@
+//===- HostDeviceOpsTest.cpp - the cpu/emu device ops on weights in blocks --------------===//
+//
+// The kernel form of a GPU stage runs on emu through these ops. For weights in blocks they must
+// do what the CPU stage does: the embedding returns quant::dequantizeRow's values of the picked
+// rows (clamped ids), and the linear is x . dequant(W)^T with x quantized to 8 bits per block of
+// 32 as the CPU's GEMV does it (re-implemented here) up to 8 rows, f32 x beyond, plus the bias.
+// References: kernels/quant's scalar quantizer and dequantizer, sums in double.
+//
+//===----------------------------------------------------------------------===//
+#include "contract/helm_contract.h"
+#include "kernels/cpu/Numeric.h"
+#include "kernels/quant/BlockFormats.h"
+#include "runtime/device/DeviceOps.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace helm::rt;
+using helm::kernels::DType;
+namespace quant = helm::quant;
+
+namespace {
+
+std::vector<float> randomFloats(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(lo, hi);
+  std::vector<float> values(n);
+  for (float &v : values)
+    v = uniform(rng);
+  return values;
+}
+
+int32_t codeOf(quant::BlockFormat format) {
+  for (int32_t code = 0; code < 64; ++code)
+    if (quant::blockFormatOfDtype(code) == format)
+      return code;
+  return -1;
+}
+
+/// `rows` rows of `width` random weights in `format`, and what they decode to.
+void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
+               std::vector<uint8_t> &blocks, std::vector<float> &values) {
+  const int64_t rowBytes = *quant::rowBytes(format, width);
+  blocks.assign(size_t(rows * rowBytes), 0);
+  values.assign(size_t(rows * width), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
+    ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, blocks.data() + r * rowBytes).ok());
+    ASSERT_TRUE(quant::dequantizeRow(format, blocks.data() + r * rowBytes, width,
+                                     values.data() + r * width)
+                    .ok());
+  }
+}
+
+std::string errorText(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
+
+TEST(HostDeviceOps, EmbedBlocksGivesTheDequantizedRows) {
+  auto ops = createHostDeviceOps();
+  const int64_t vocab = 4, width = 512;
+  const std::vector<int64_t> ids = {2, -3, 9, 0, 2};
+  for (const quant::BlockFormatInfo &info : quant::allBlockFormats()) {
+    std::vector<uint8_t> table;
+    std::vector<float> values;
+    blockRows(info.format, vocab, width, 11, table, values);
+    for (DType out : {DType::f32, DType::f16, DType::bf16}) {
+      std::vector<char> y(ids.size() * size_t(width) * 4, 0x7f);
+      ASSERT_FALSE(bool(ops->embedBlocks(ids.data(), table.data(), codeOf(info.format), y.data(),
+                                         out, int64_t(ids.size()), vocab, width)))
+          << info.name;
+      for (size_t r = 0; r < ids.size(); ++r) {
+        const int64_t row = std::clamp<int64_t>(ids[r], 0, vocab - 1);
+        for (int64_t c = 0; c < width; ++c) {
+          const float want = helm::kernels::roundTo(values[size_t(row * width + c)], out);
+          const float got = helm::kernels::loadAs(y.data(), out, int64_t(r) * width + c);
+          ASSERT_EQ(std::memcmp(&got, &want, 4), 0)
+              << info.name << " row " << r << " column " << c << ": " << got << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
+TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
+  auto ops = createHostDeviceOps();
+  const int64_t k = 512, n = 24;
+  for (const quant::BlockFormatInfo &info : quant::allBlockFormats())
+    for (int64_t m : {1, 3, 8, 20}) { // up to 8 rows: the integer GEMV; beyond: f32 tiles
+      std::vector<uint8_t> w;
+      std::vector<float> wf;
+      blockRows(info.format, n, k, 100 + uint32_t(m), w, wf);
+      const std::vector<float> x = randomFloats(size_t(m * k), -2, 2, 7 + uint32_t(m));
+      const std::vector<float> bias = randomFloats(size_t(n), -1, 1, 9);
+      std::vector<float> y(size_t(m * n), 1e30f);
+      ASSERT_FALSE(bool(ops->linearBlocks(x.data(), DType::f32, w.data(), codeOf(info.format),
+                                          bias.data(), y.data(), DType::f32, m, k, n)))
+          << info.name;
+      // Up to 8 rows the CPU quantizes x per block of 32 (QuantGemvImpl.h: d = amax / 127 in
+      // f32, codes nearbyint(clamp(x / d, -127, 127))), re-done here; more rows keep f32 x.
+      std::vector<double> xq(x.begin(), x.end());
+      if (m <= 8)
+        for (size_t b = 0; b < xq.size() / 32; ++b) {
+          float amax = 0;
+          for (size_t c = 32 * b; c < 32 * b + 32; ++c)
+            amax = std::max(amax, std::fabs(x[c]));
+          const float d = amax / 127.0f;
+          for (size_t c = 32 * b; c < 32 * b + 32; ++c)
+            xq[c] = d == 0 ? 0.0
+                           : double(std::nearbyint(std::clamp(x[c] / d, -127.0f, 127.0f))) * d;
+        }
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, magnitude = 0;
+          for (int64_t c = 0; c < k; ++c) {
+            want += xq[size_t(r * k + c)] * wf[size_t(j * k + c)];
+            magnitude += std::fabs(xq[size_t(r * k + c)] * wf[size_t(j * k + c)]);
+          }
+          want = float(want) + bias[size_t(j)];
+          // f32 products and sums in another order, then the bias's rounding.
+          const double allowed = 2e-6 * magnitude + 1e-6 * std::fabs(want) + 1e-7;
+          EXPECT_NEAR(y[size_t(r * n + j)], want, allowed)
+              << info.name << " m " << m << " row " << r << " column " << j;
+        }
+    }
+}
+
+TEST(HostDeviceOps, BlockCallsRefuseWhatIsNotBlocks) {
+  auto ops = createHostDeviceOps();
+  std::vector<char> buf(1 << 16);
+  const auto *ids = reinterpret_cast<const int64_t *>(buf.data());
+  EXPECT_EQ(errorText(ops->linearBlocks(buf.data(), DType::f32, buf.data(), HELM_DTYPE_F16,
+                                        nullptr, buf.data(), DType::f32, 1, 32, 2)),
+            "linear: not a block dtype");
+  EXPECT_EQ(errorText(ops->linearBlocks(buf.data(), DType::f32, buf.data(), HELM_DTYPE_Q4_K,
+                                        nullptr, buf.data(), DType::f32, 1, 96, 2)),
+            "linear: bad sizes for q4_k blocks");
+  EXPECT_EQ(errorText(ops->embedBlocks(ids, buf.data(), HELM_DTYPE_BF16, buf.data(), DType::f32, 1,
+                                       4, 32)),
+            "embed: not a block dtype");
+  EXPECT_EQ(errorText(ops->embedBlocks(ids, buf.data(), HELM_DTYPE_Q8_0, buf.data(), DType::f32, 1,
+                                       0, 32)),
+            "embed: bad sizes for q8_0 blocks");
+}
+
+} // namespace
