@@ -21,6 +21,13 @@
 
 #include <stdint.h>
 
+/* The header's inline helpers are callable from CUDA device code too (kernels/cuda). */
+#ifdef __CUDACC__
+#define HELM_CONTRACT_INLINE __host__ __device__ static inline
+#else
+#define HELM_CONTRACT_INLINE static inline
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,7 +49,7 @@ enum helm_dtype {
 };
 
 /* Weights per block of a block dtype; 0 for the element dtypes. */
-static inline int64_t helm_dtype_block_weights(int32_t dtype) {
+HELM_CONTRACT_INLINE int64_t helm_dtype_block_weights(int32_t dtype) {
   switch (dtype) {
   case HELM_DTYPE_Q8_0: case HELM_DTYPE_Q4_0: case HELM_DTYPE_Q4_1: return 32;
   case HELM_DTYPE_Q4_K: case HELM_DTYPE_Q5_K: case HELM_DTYPE_Q6_K: return 256;
@@ -51,7 +58,7 @@ static inline int64_t helm_dtype_block_weights(int32_t dtype) {
 }
 
 /* Bytes per block of a block dtype (ggml's block_q8_0 ... block_q6_K); 0 for the element dtypes. */
-static inline int64_t helm_dtype_block_bytes(int32_t dtype) {
+HELM_CONTRACT_INLINE int64_t helm_dtype_block_bytes(int32_t dtype) {
   switch (dtype) {
   case HELM_DTYPE_Q8_0: return 34;
   case HELM_DTYPE_Q4_0: return 18;

@@ -31,8 +31,20 @@
 #include "Common.cuh"
 
 #include "contract/helm_contract.h"
+#include "kernels/quant/BlockFormats.h"
+
+#include <cstddef>
+#include <type_traits>
 
 namespace helm_cuda {
+
+// The byte layouts are BlockFormats.h's structs, read as raw bytes (offsetof / sizeof).
+using helm::quant::BlockQ4_0;
+using helm::quant::BlockQ4_1;
+using helm::quant::BlockQ4K;
+using helm::quant::BlockQ5K;
+using helm::quant::BlockQ6K;
+using helm::quant::BlockQ8_0;
 
 /// Rows of x one helm_cuda_qgemv launch multiplies (its per-thread accumulators).
 constexpr int kQgemvMaxRows = 8;
@@ -42,20 +54,9 @@ __device__ __forceinline__ float halfAt(const uint8_t *p) {
   return __half2float(__ushort_as_half(bits));
 }
 
-/// Bytes of a block (32 or 256 weights) of format F, and weights per block.
-template <int F> __host__ __device__ constexpr int blockBytes() {
-  return F == HELM_DTYPE_Q8_0   ? 34
-         : F == HELM_DTYPE_Q4_0 ? 18
-         : F == HELM_DTYPE_Q4_1 ? 20
-         : F == HELM_DTYPE_Q4_K ? 144
-         : F == HELM_DTYPE_Q5_K ? 176
-                                : 210;
-}
-template <int F> __host__ __device__ constexpr int blockWeights() {
-  return F == HELM_DTYPE_Q8_0 || F == HELM_DTYPE_Q4_0 || F == HELM_DTYPE_Q4_1 ? 32 : 256;
-}
+/// Bytes of a row of k weights of format F (the contract's block table).
 template <int F> __device__ __forceinline__ int64_t rowBytes(int64_t k) {
-  return k / blockWeights<F>() * blockBytes<F>();
+  return k / helm_dtype_block_weights(F) * helm_dtype_block_bytes(F);
 }
 
 /// q4_k / q5_k sub-block j's 6-bit scale and min codes (quant::unpackScaleMin).
@@ -74,49 +75,45 @@ __device__ __forceinline__ void scaleMin(const uint8_t *packed, int j, int &scal
 template <int F>
 __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) {
   if constexpr (F == HELM_DTYPE_Q8_0) {
-    const uint8_t *b = row + g * 34;
-    return __fmul_rn(float(int8_t(b[2 + l])), halfAt(b));
+    const uint8_t *b = row + g * sizeof(BlockQ8_0);
+    return __fmul_rn(float(int8_t(b[offsetof(BlockQ8_0, qs) + l])), halfAt(b));
   } else if constexpr (F == HELM_DTYPE_Q4_0) {
     // Byte j holds weight j (low nibble) and weight j + 16 (high nibble).
-    const uint8_t *b = row + g * 18;
-    const int q = l < 16 ? (b[2 + l] & 0xF) : (b[2 + l - 16] >> 4);
+    const uint8_t *b = row + g * sizeof(BlockQ4_0), *qs = b + offsetof(BlockQ4_0, qs);
+    const int q = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
     return __fmul_rn(float(q - 8), halfAt(b));
   } else if constexpr (F == HELM_DTYPE_Q4_1) {
-    const uint8_t *b = row + g * 20;
-    const int q = l < 16 ? (b[4 + l] & 0xF) : (b[4 + l - 16] >> 4);
-    return __fadd_rn(__fmul_rn(float(q), halfAt(b)), halfAt(b + 2));
-  } else if constexpr (F == HELM_DTYPE_Q4_K) {
+    const uint8_t *b = row + g * sizeof(BlockQ4_1), *qs = b + offsetof(BlockQ4_1, qs);
+    const int q = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
+    return __fadd_rn(__fmul_rn(float(q), halfAt(b)), halfAt(b + offsetof(BlockQ4_1, m)));
+  } else if constexpr (F == HELM_DTYPE_Q4_K || F == HELM_DTYPE_Q5_K) {
     // Sub-block `sub` of super-block g / 8: qs bytes 32 * (sub / 2) .., low nibbles for even
-    // sub-blocks, high nibbles for odd ones.
-    const uint8_t *b = row + (g / 8) * 144;
+    // sub-blocks, high nibbles for odd ones; q5_k adds bit `sub` of qh[l] as the fifth bit.
+    using Block = std::conditional_t<F == HELM_DTYPE_Q4_K, BlockQ4K, BlockQ5K>;
+    const uint8_t *b = row + (g / 8) * sizeof(Block);
     const int sub = int(g % 8);
     int sc, mc;
-    scaleMin(b + 4, sub, sc, mc);
-    const float scale = __fmul_rn(halfAt(b), float(sc)),
-                offset = __fmul_rn(halfAt(b + 2), float(mc));
-    const int q = (b[16 + 32 * (sub / 2) + l] >> ((sub % 2) * 4)) & 0xF;
-    return __fsub_rn(__fmul_rn(scale, float(q)), offset);
-  } else if constexpr (F == HELM_DTYPE_Q5_K) {
-    const uint8_t *b = row + (g / 8) * 176;
-    const int sub = int(g % 8);
-    int sc, mc;
-    scaleMin(b + 4, sub, sc, mc);
-    const float scale = __fmul_rn(halfAt(b), float(sc)),
-                offset = __fmul_rn(halfAt(b + 2), float(mc));
-    const int q = ((b[48 + 32 * (sub / 2) + l] >> ((sub % 2) * 4)) & 0xF) |
-                  (((b[16 + l] >> sub) & 1) << 4);
+    scaleMin(b + offsetof(Block, scales), sub, sc, mc);
+    const float scale = __fmul_rn(halfAt(b + offsetof(Block, d)), float(sc)),
+                offset = __fmul_rn(halfAt(b + offsetof(Block, dmin)), float(mc));
+    int q = (b[offsetof(Block, qs) + 32 * (sub / 2) + l] >> ((sub % 2) * 4)) & 0xF;
+    if constexpr (F == HELM_DTYPE_Q5_K)
+      q |= ((b[offsetof(BlockQ5K, qh) + l] >> sub) & 1) << 4;
     return __fsub_rn(__fmul_rn(scale, float(q)), offset);
   } else {
     // q6_k: group t of the super-block is quarter t % 4 of half t / 4 (128 weights each): its
     // low 4 bits are ql's low (quarters 0, 1) or high (2, 3) nibbles of bytes l or l + 32, its
     // high 2 bits qh's bits 2 * quarter, its scale scales[8 * half + 2 * quarter + l / 16];
     // x = (d * scale) * (q - 32).
-    const uint8_t *b = row + (g / 8) * 210;
+    const uint8_t *b = row + (g / 8) * sizeof(BlockQ6K);
     const int t = int(g % 8), half = t / 4, quarter = t % 4;
-    const int low = (b[64 * half + (quarter % 2) * 32 + l] >> ((quarter / 2) * 4)) & 0xF;
-    const int high = (b[128 + 32 * half + l] >> (2 * quarter)) & 3;
-    const float scale = float(int8_t(b[192 + 8 * half + 2 * quarter + l / 16]));
-    return __fmul_rn(__fmul_rn(halfAt(b + 208), scale), float((low | (high << 4)) - 32));
+    const int low =
+        (b[offsetof(BlockQ6K, ql) + 64 * half + (quarter % 2) * 32 + l] >> ((quarter / 2) * 4)) & 0xF;
+    const int high = (b[offsetof(BlockQ6K, qh) + 32 * half + l] >> (2 * quarter)) & 3;
+    const float scale =
+        float(int8_t(b[offsetof(BlockQ6K, scales) + 8 * half + 2 * quarter + l / 16]));
+    return __fmul_rn(__fmul_rn(halfAt(b + offsetof(BlockQ6K, d)), scale),
+                     float((low | (high << 4)) - 32));
   }
 }
 

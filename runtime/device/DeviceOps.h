@@ -32,11 +32,13 @@
 #define HELM_RUNTIME_DEVICE_DEVICEOPS_H
 
 #include "kernels/cpu/Numeric.h"
+#include "kernels/quant/BlockFormats.h"
 
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace helm::rt {
 
@@ -57,6 +59,24 @@ struct DeviceAttentionCall {
   const int32_t *sequence = nullptr; // host: the KV slot of each batch row
   const int64_t *past = nullptr;     // host: tokens already cached for each batch row
 };
+
+/// The format of a linearBlocks / embedBlocks call on rows of `rowLength` weights, or why every
+/// device refuses it (one line, without the op's name): a code that is not a block format, or rows
+/// that are not whole blocks.
+inline llvm::Expected<quant::BlockFormat> blockFormatOfCall(int32_t code, int64_t rowLength) {
+  std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(code);
+  if (!format)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "unsupported block dtype code " + std::to_string(code));
+  if (!quant::rowBytes(*format, rowLength)) {
+    const quant::BlockFormatInfo &info = quant::blockFormatInfo(*format);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   std::to_string(rowLength) + " weights per row are not whole " +
+                                       std::string(info.name) + " blocks of " +
+                                       std::to_string(info.weightsPerBlock));
+  }
+  return *format;
+}
 
 class DeviceOps {
 public:

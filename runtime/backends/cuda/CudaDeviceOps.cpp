@@ -29,7 +29,6 @@
 
 #if HELM_HAVE_CUDA
 #include "kernels/cuda/KernelParams.h"
-#include "kernels/quant/BlockFormats.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/kv/KvCache.h"
 
@@ -510,13 +509,9 @@ constexpr int64_t kDequantizedPanelBytes = int64_t(64) << 20;
 constexpr uint32_t kBlockThreads = 256;
 
 llvm::Expected<quant::BlockFormat> blockFormat(llvm::StringRef op, int32_t code, int64_t k) {
-  std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(code);
+  auto format = blockFormatOfCall(code, k);
   if (!format)
-    return opError(op, llvm::formatv("unsupported block dtype code {0}", code));
-  if (!quant::rowBytes(*format, k))
-    return opError(op, llvm::formatv("{0} weights per row are not whole {1} blocks of {2}", k,
-                                     quant::blockFormatInfo(*format).name,
-                                     quant::blockFormatInfo(*format).weightsPerBlock));
+    return opError(op, llvm::toString(format.takeError()));
   return *format;
 }
 } // namespace

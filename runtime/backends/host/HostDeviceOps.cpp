@@ -11,7 +11,6 @@
 #include "runtime/device/DeviceOps.h"
 
 #include "contract/helm_contract.h"
-#include "kernels/quant/BlockFormats.h"
 #include "runtime/kv/HostAttention.h"
 
 #include <algorithm>
@@ -87,12 +86,10 @@ public:
   llvm::Error linearBlocks(const void *x, DType xdt, const void *w, int32_t wBlockDtype,
                            const void *bias, void *y, DType ydt, int64_t m, int64_t k,
                            int64_t n) override {
-    std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(wBlockDtype);
-    if (!format)
-      return fail("linear: not a block dtype");
-    if (m < 0 || n < 0 || !quant::rowBytes(*format, k))
-      return fail("linear: bad sizes for " + llvm::Twine(quant::blockFormatInfo(*format).name) +
-                  " blocks");
+    if (auto format = blockFormatOfCall(wBlockDtype, k); !format)
+      return fail("linear: " + llvm::toString(format.takeError()));
+    if (m < 0 || n < 0)
+      return fail("linear: bad sizes");
     helm_k_linear(x, int32_t(xdt), w, wBlockDtype, 0, y, int32_t(ydt), m, k, n);
     addBias(bias, y, ydt, m, n);
     return llvm::Error::success();
@@ -101,12 +98,10 @@ public:
   llvm::Error embedBlocks(const int64_t *ids, const void *table, int32_t tableBlockDtype,
                           void *out, DType outDtype, int64_t rows, int64_t vocab,
                           int64_t width) override {
-    std::optional<quant::BlockFormat> format = quant::blockFormatOfDtype(tableBlockDtype);
-    if (!format)
-      return fail("embed: not a block dtype");
-    if (rows < 0 || vocab <= 0 || !quant::rowBytes(*format, width))
-      return fail("embed: bad sizes for " + llvm::Twine(quant::blockFormatInfo(*format).name) +
-                  " blocks");
+    if (auto format = blockFormatOfCall(tableBlockDtype, width); !format)
+      return fail("embed: " + llvm::toString(format.takeError()));
+    if (rows < 0 || vocab <= 0)
+      return fail("embed: bad sizes");
     helm_k_embed_blocks(ids, table, tableBlockDtype, out, int32_t(outDtype), rows, vocab, width);
     return llvm::Error::success();
   }

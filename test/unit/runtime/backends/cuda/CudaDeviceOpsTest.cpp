@@ -22,7 +22,7 @@
 #include "runtime/kv/PagedKvCache.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 
-#include "test/unit/CudaTestSupport.h"
+#include "test/unit/DeviceTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +34,8 @@
 #include <random>
 
 using namespace helm::rt;
+using helm::test::blockDtypeCode;
+using helm::test::blockRows;
 using helm::test::errorText;
 using helm::test::randomFloats;
 using helm::kernels::DType;
@@ -478,27 +480,6 @@ TEST_F(CudaDeviceOpsTest, LinearMatchesTheRoundedReference) {
 // The reference is kernels/quant's scalar code: quantizeRow makes the blocks, dequantizeRow (the
 // format's definition, itself checked against ggml's layouts in the quant tests) decodes them.
 
-/// `rows` rows of `width` random weights quantized to `format`, and their dequantized values.
-void makeBlockRows(helm::quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
-                   std::vector<char> &blocks, std::vector<float> &values) {
-  const int64_t rowBytes = *helm::quant::rowBytes(format, width);
-  blocks.assign(size_t(rows * rowBytes), 0);
-  values.assign(size_t(rows * width), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
-    auto *dst = reinterpret_cast<uint8_t *>(blocks.data()) + r * rowBytes;
-    ASSERT_TRUE(helm::quant::quantizeRow(format, row.data(), width, dst).ok());
-    ASSERT_TRUE(helm::quant::dequantizeRow(format, dst, width, values.data() + r * width).ok());
-  }
-}
-
-int32_t blockDtypeCode(helm::quant::BlockFormat format) {
-  for (int32_t code = 0; code < 64; ++code)
-    if (helm::quant::blockFormatOfDtype(code) == format)
-      return code;
-  return -1;
-}
-
 TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
   const int64_t vocab = 6, width = 512;
   const std::vector<int64_t> ids = {3, 0, 5, -4, 9, 3}; // out-of-range ids read the nearest row
@@ -507,7 +488,7 @@ TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
   for (const helm::quant::BlockFormatInfo &info : helm::quant::allBlockFormats()) {
     std::vector<char> blocks;
     std::vector<float> values;
-    makeBlockRows(info.format, vocab, width, seed += 10, blocks, values);
+    blockRows(info.format, vocab, width, seed += 10, blocks, values);
     const void *table = upload(blocks);
     for (DType out : kAllTypes) {
       const std::string what = "embed " + std::string(info.name) + " -> " + dtypeName(out);
@@ -547,7 +528,7 @@ TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) {
                                dtypeName(c.x) + " y " + dtypeName(c.y) + (c.bias ? " bias" : "");
       std::vector<char> blocks;
       std::vector<float> w;
-      makeBlockRows(info.format, c.n, c.k, seed += 100, blocks, w);
+      blockRows(info.format, c.n, c.k, seed += 100, blocks, w);
       std::vector<float> x = rounded(c.x, randomFloats(size_t(c.m * c.k), -1, 1, ++seed));
       std::vector<float> bias = rounded(c.y, randomFloats(size_t(c.n), -2, 2, ++seed));
       std::vector<double> want(size_t(c.m * c.n)), allowed(want.size());

@@ -16,7 +16,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include "test/unit/CudaTestSupport.h"
+#include "test/unit/DeviceTestSupport.h"
 
 #include <gtest/gtest.h>
 

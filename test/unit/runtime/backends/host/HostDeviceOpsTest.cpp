@@ -12,6 +12,8 @@
 #include "kernels/quant/BlockFormats.h"
 #include "runtime/device/DeviceOps.h"
 
+#include "test/unit/DeviceTestSupport.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -23,54 +25,25 @@
 
 using namespace helm::rt;
 using helm::kernels::DType;
+using helm::test::blockDtypeCode;
+using helm::test::blockRows;
+using helm::test::errorText;
+using helm::test::randomFloats;
 namespace quant = helm::quant;
 
 namespace {
-
-std::vector<float> randomFloats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(lo, hi);
-  std::vector<float> values(n);
-  for (float &v : values)
-    v = uniform(rng);
-  return values;
-}
-
-int32_t codeOf(quant::BlockFormat format) {
-  for (int32_t code = 0; code < 64; ++code)
-    if (quant::blockFormatOfDtype(code) == format)
-      return code;
-  return -1;
-}
-
-/// `rows` rows of `width` random weights in `format`, and what they decode to.
-void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
-               std::vector<uint8_t> &blocks, std::vector<float> &values) {
-  const int64_t rowBytes = *quant::rowBytes(format, width);
-  blocks.assign(size_t(rows * rowBytes), 0);
-  values.assign(size_t(rows * width), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
-    ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, blocks.data() + r * rowBytes).ok());
-    ASSERT_TRUE(quant::dequantizeRow(format, blocks.data() + r * rowBytes, width,
-                                     values.data() + r * width)
-                    .ok());
-  }
-}
-
-std::string errorText(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
 
 TEST(HostDeviceOps, EmbedBlocksGivesTheDequantizedRows) {
   auto ops = createHostDeviceOps();
   const int64_t vocab = 4, width = 512;
   const std::vector<int64_t> ids = {2, -3, 9, 0, 2};
   for (const quant::BlockFormatInfo &info : quant::allBlockFormats()) {
-    std::vector<uint8_t> table;
+    std::vector<char> table;
     std::vector<float> values;
     blockRows(info.format, vocab, width, 11, table, values);
     for (DType out : {DType::f32, DType::f16, DType::bf16}) {
       std::vector<char> y(ids.size() * size_t(width) * 4, 0x7f);
-      ASSERT_FALSE(bool(ops->embedBlocks(ids.data(), table.data(), codeOf(info.format), y.data(),
+      ASSERT_FALSE(bool(ops->embedBlocks(ids.data(), table.data(), blockDtypeCode(info.format), y.data(),
                                          out, int64_t(ids.size()), vocab, width)))
           << info.name;
       for (size_t r = 0; r < ids.size(); ++r) {
@@ -91,13 +64,13 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
   const int64_t k = 512, n = 24;
   for (const quant::BlockFormatInfo &info : quant::allBlockFormats())
     for (int64_t m : {1, 3, 8, 20}) { // up to 8 rows: the integer GEMV; beyond: f32 tiles
-      std::vector<uint8_t> w;
+      std::vector<char> w;
       std::vector<float> wf;
       blockRows(info.format, n, k, 100 + uint32_t(m), w, wf);
       const std::vector<float> x = randomFloats(size_t(m * k), -2, 2, 7 + uint32_t(m));
       const std::vector<float> bias = randomFloats(size_t(n), -1, 1, 9);
       std::vector<float> y(size_t(m * n), 1e30f);
-      ASSERT_FALSE(bool(ops->linearBlocks(x.data(), DType::f32, w.data(), codeOf(info.format),
+      ASSERT_FALSE(bool(ops->linearBlocks(x.data(), DType::f32, w.data(), blockDtypeCode(info.format),
                                           bias.data(), y.data(), DType::f32, m, k, n)))
           << info.name;
       // Up to 8 rows the CPU quantizes x per block of 32 (QuantGemvImpl.h: d = amax / 127 in
@@ -135,16 +108,19 @@ TEST(HostDeviceOps, BlockCallsRefuseWhatIsNotBlocks) {
   const auto *ids = reinterpret_cast<const int64_t *>(buf.data());
   EXPECT_EQ(errorText(ops->linearBlocks(buf.data(), DType::f32, buf.data(), HELM_DTYPE_F16,
                                         nullptr, buf.data(), DType::f32, 1, 32, 2)),
-            "linear: not a block dtype");
+            "linear: unsupported block dtype code 1");
   EXPECT_EQ(errorText(ops->linearBlocks(buf.data(), DType::f32, buf.data(), HELM_DTYPE_Q4_K,
                                         nullptr, buf.data(), DType::f32, 1, 96, 2)),
-            "linear: bad sizes for q4_k blocks");
+            "linear: 96 weights per row are not whole q4_k blocks of 256");
   EXPECT_EQ(errorText(ops->embedBlocks(ids, buf.data(), HELM_DTYPE_BF16, buf.data(), DType::f32, 1,
                                        4, 32)),
-            "embed: not a block dtype");
+            "embed: unsupported block dtype code 2");
   EXPECT_EQ(errorText(ops->embedBlocks(ids, buf.data(), HELM_DTYPE_Q8_0, buf.data(), DType::f32, 1,
                                        0, 32)),
-            "embed: bad sizes for q8_0 blocks");
+            "embed: bad sizes");
+  EXPECT_EQ(errorText(ops->embedBlocks(ids, buf.data(), HELM_DTYPE_Q8_0, buf.data(), DType::f32, 1,
+                                       4, 48)),
+            "embed: 48 weights per row are not whole q8_0 blocks of 32");
 }
 
 } // namespace

@@ -1,17 +1,21 @@
-//===- CudaTestSupport.h - helpers shared by the GPU-only test suites -----------------===//
+//===- DeviceTestSupport.h - helpers shared by the device test suites -----------------===//
 //
-// test/unit/runtime/backends/cuda/CudaDeviceTest.cpp (the CUDA device and kernels) and
-// test/unit/runtime/backends/cuda/CudaDeviceOpsTest.cpp (the runtime's CUDA device ops) check
-// llvm::Error and llvm::Expected results and draw random inputs the same way.
+// test/unit/runtime/backends/cuda/CudaDeviceTest.cpp (the CUDA device and kernels),
+// test/unit/runtime/backends/cuda/CudaDeviceOpsTest.cpp (the runtime's CUDA device ops) and
+// test/unit/runtime/backends/host/HostDeviceOpsTest.cpp (the host device ops) check llvm::Error
+// and llvm::Expected results, draw random inputs and make weights in blocks the same way.
 //
 //===----------------------------------------------------------------------===//
-#ifndef HELM_TEST_UNIT_CUDATESTSUPPORT_H
-#define HELM_TEST_UNIT_CUDATESTSUPPORT_H
+#ifndef HELM_TEST_UNIT_DEVICETESTSUPPORT_H
+#define HELM_TEST_UNIT_DEVICETESTSUPPORT_H
+
+#include "kernels/quant/BlockFormats.h"
 
 #include "llvm/Support/Error.h"
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -47,6 +51,29 @@ inline std::vector<float> randomFloats(size_t n, float lo, float hi, uint32_t se
   for (float &x : v)
     x = dist(rng);
   return v;
+}
+
+/// The contract's dtype code of a block format (the inverse of quant::blockFormatOfDtype).
+inline int32_t blockDtypeCode(quant::BlockFormat format) {
+  for (int32_t code = 0; code < 64; ++code)
+    if (quant::blockFormatOfDtype(code) == format)
+      return code;
+  return -1;
+}
+
+/// `rows` rows of `width` random weights in [-1, 1) quantized to `format` (quantizeRow), and
+/// their values decoded by dequantizeRow, the format's definition.
+inline void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
+                      std::vector<char> &blocks, std::vector<float> &values) {
+  const int64_t rowBytes = *quant::rowBytes(format, width);
+  blocks.assign(size_t(rows * rowBytes), 0);
+  values.assign(size_t(rows * width), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
+    auto *dst = reinterpret_cast<uint8_t *>(blocks.data()) + r * rowBytes;
+    ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, dst).ok());
+    ASSERT_TRUE(quant::dequantizeRow(format, dst, width, values.data() + r * width).ok());
+  }
 }
 
 } // namespace helm::test
