@@ -150,10 +150,19 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         auto zeroPoints = readOther(t.onnxBlocks.zeroPoints, zeroPointStorage);
         if (!zeroPoints)
           return zeroPoints.takeError();
-        if (llvm::Error e = repackOnnxBlocks(t.onnxName, t.shape[0], t.shape[1], t.onnxBlocks.bits,
-                                             t.onnxBlocks.blockSize, bytes, t.onnxBlocks.codeDtype, *scales,
-                                             t.onnxBlocks.scaleDtype,
-                                             *zeroPoints, t.onnxBlocks.zeroPointDtype, t.blockDtype, quantized))
+        OnnxBlockedSource source;
+        source.N = t.shape[0];
+        source.K = t.shape[1];
+        source.bits = t.onnxBlocks.bits;
+        source.blockSize = t.onnxBlocks.blockSize;
+        source.kMajor = t.onnxBlocks.kMajor;
+        source.codes = bytes;
+        source.codeDtype = t.onnxBlocks.codeDtype;
+        source.scales = *scales;
+        source.scaleDtype = t.onnxBlocks.scaleDtype;
+        source.zeroPoints = *zeroPoints;
+        source.zeroPointDtype = t.onnxBlocks.zeroPointDtype;
+        if (llvm::Error e = repackOnnxBlocks(t.onnxName, source, t.blockDtype, quantized))
           return llvm::createStringError(options.modelPath + ": " + llvm::toString(std::move(e)));
         bytes = llvm::ArrayRef<char>(quantized.data(), quantized.size());
         report.repackedTensors += 1;

@@ -75,22 +75,28 @@ llvm::Error quantizeWeight(llvm::StringRef name, llvm::ArrayRef<char> source, ll
   return llvm::Error::success();
 }
 
-llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t bits, int64_t blockSize,
-                             llvm::ArrayRef<char> codes, llvm::StringRef codeDtype, llvm::ArrayRef<char> scales,
-                             llvm::StringRef scaleDtype, llvm::ArrayRef<char> zeroPoints,
-                             llvm::StringRef zeroPointDtype, int32_t blockDtype, std::vector<char> &out) {
+llvm::Error repackOnnxBlocks(llvm::StringRef name, const OnnxBlockedSource &source, int32_t blockDtype,
+                             std::vector<char> &out) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError("cannot repack the blocks of weight '" + name + "': " + why);
   };
+  const int64_t N = source.N, K = source.K, bits = source.bits, blockSize = source.blockSize;
+  const bool kMajor = source.kMajor;
+  llvm::StringRef codeDtype = source.codeDtype, scaleDtype = source.scaleDtype,
+                  zeroPointDtype = source.zeroPointDtype;
   if (bits != 4 && bits != 8)
     return fail(llvm::formatv("{0}-bit codes (4 or 8 expected)", bits));
   std::optional<kernels::DType> scaleType = elementDtype(scaleDtype);
   if (!scaleType || *scaleType == kernels::DType::bf16)
     return fail("scales of dtype " + scaleDtype + " (f32 or f16 expected)");
   const bool byteCodes = codeDtype == "u8", signedCodes = codeDtype == "i4";
-  if (!byteCodes && !(bits == 4 && (signedCodes || codeDtype == "u4")))
-    return fail(llvm::formatv("{0}-bit codes of dtype {1} (u8, or i4 / u4 for 4 bits, expected)", bits, codeDtype));
-  const bool hasZeroPoints = !zeroPoints.empty();
+  const bool elementCodes = bits == 4 ? signedCodes || codeDtype == "u4" : codeDtype == "i8";
+  if (!byteCodes && !elementCodes)
+    return fail(llvm::formatv("{0}-bit codes of dtype {1} ({2} expected)", bits, codeDtype,
+                              bits == 4 ? "u8, i4 or u4" : "u8 or i8"));
+  if (kMajor && byteCodes)
+    return fail("K-major codes of dtype u8 (i4, u4 or i8 expected)");
+  const bool hasZeroPoints = !source.zeroPoints.empty();
   const bool rowPaddedZeroPoints = hasZeroPoints && zeroPointDtype == "u8" && byteCodes;
   const bool packedZeroPoints = hasZeroPoints && zeroPointDtype == codeDtype && !byteCodes;
   if (hasZeroPoints && !rowPaddedZeroPoints && !packedZeroPoints && zeroPointDtype != scaleDtype)
@@ -115,16 +121,17 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
   const int64_t blocks = (K + blockSize - 1) / blockSize, blob = blockSize * bits / 8;
   const int64_t scaleBytes = kernels::dtypeBytes(*scaleType);
   const int64_t zpBytes = rowPaddedZeroPoints ? N * ((blocks * bits + 7) / 8)
-                          : packedZeroPoints  ? (N * blocks + 1) / 2
+                          : packedZeroPoints  ? (N * blocks * bits + 7) / 8
                                               : N * blocks * scaleBytes;
-  if (int64_t(codes.size()) != N * blocks * blob)
-    return fail(llvm::formatv("{0} bytes of codes, {1} expected ({2} x {3} x {4})", codes.size(), N * blocks * blob,
-                              N, blocks, blob));
-  if (int64_t(scales.size()) != N * blocks * scaleBytes)
-    return fail(llvm::formatv("{0} bytes of scales, {1} expected ({2} x {3} {4})", scales.size(),
+  const int64_t codeBytes = byteCodes ? N * blocks * blob : (N * K * bits + 7) / 8;
+  if (int64_t(source.codes.size()) != codeBytes)
+    return fail(llvm::formatv("{0} bytes of codes, {1} expected ({2} x {3} {4}-bit codes in blocks of {5})",
+                              source.codes.size(), codeBytes, N, K, bits, blockSize));
+  if (int64_t(source.scales.size()) != N * blocks * scaleBytes)
+    return fail(llvm::formatv("{0} bytes of scales, {1} expected ({2} x {3} {4})", source.scales.size(),
                               N * blocks * scaleBytes, N, blocks, scaleDtype));
-  if (hasZeroPoints && int64_t(zeroPoints.size()) != zpBytes)
-    return fail(llvm::formatv("{0} bytes of zero points, {1} expected", zeroPoints.size(), zpBytes));
+  if (hasZeroPoints && int64_t(source.zeroPoints.size()) != zpBytes)
+    return fail(llvm::formatv("{0} bytes of zero points, {1} expected", source.zeroPoints.size(), zpBytes));
 
   const quant::BlockFormatInfo &info = quant::blockFormatInfo(*format);
   const int64_t perRow = K / 32;
@@ -136,44 +143,61 @@ llvm::Error repackOnnxBlocks(llvm::StringRef name, int64_t N, int64_t K, int64_t
     return kernels::floatToHalf(v);
   };
   auto nibble = [](const uint8_t *p, int64_t i) { return (p[i / 2] >> (4 * (i % 2))) & 0xF; };
-  const auto *codeBytes = reinterpret_cast<const uint8_t *>(codes.data());
-  const auto *zpData = reinterpret_cast<const uint8_t *>(zeroPoints.data());
+  const auto *codeData = reinterpret_cast<const uint8_t *>(source.codes.data());
+  const auto *zpData = reinterpret_cast<const uint8_t *>(source.zeroPoints.data());
+  // Code (n, k) as stored: MatMulNBits' padded rows of blocks, or an element of the [N, K] or
+  // (K-major) [K, N] tensor.
+  auto code = [&](int64_t n, int64_t k) -> int {
+    if (byteCodes) {
+      const uint8_t *blob0 = codeData + (n * blocks + k / blockSize) * blob;
+      return bits == 8 ? blob0[k % blockSize] : nibble(blob0, k % blockSize);
+    }
+    const int64_t e = kMajor ? k * N + n : n * K + k;
+    return bits == 8 ? codeData[e] : nibble(codeData, e);
+  };
+  // Scales and element-typed zero points: [N, blocks], or [blocks, N] when K-major.
+  auto blockIndex = [&](int64_t n, int64_t block) { return kMajor ? block * N + n : n * blocks + block; };
   auto *dst = reinterpret_cast<uint8_t *>(out.data());
-  for (int64_t n = 0; n < N; ++n) {
+  // Rows in groups, so that K-major codes are read a cache line per group rather than a byte per
+  // line (the same order for row-major codes costs nothing).
+  constexpr int64_t kGroup = 64;
+  for (int64_t n0 = 0; n0 < N; n0 += kGroup) {
+    const int64_t n1 = std::min(N, n0 + kGroup);
     for (int64_t j = 0; j < perRow; ++j) {
-      const int64_t k0 = j * 32, block = k0 / blockSize, within = k0 % blockSize;
-      const float scale = kernels::loadAs(scales.data(), *scaleType, n * blocks + block);
-      std::optional<uint16_t> d = toHalf(scale);
-      if (!d)
-        return fail(llvm::formatv("scale {0} of row {1}, block {2} does not fit f16", scale, n, block));
-      const uint8_t *blob0 = codeBytes + (n * blocks + block) * blob;
-      uint8_t *b = dst + (n * perRow + j) * info.bytesPerBlock;
-      std::memcpy(b, &*d, 2);
-      if (bits == 8) { // q8_0: int8 code q - 128 (flipping the top bit)
-        for (int i = 0; i < 32; ++i)
-          b[2 + i] = uint8_t(blob0[within + i] ^ 0x80);
-        continue;
-      }
-      // ONNX keeps element e of a block in byte e / 2 (low nibble for even e); ggml's byte i
-      // holds elements i (low nibble) and i + 16 (high nibble) of its block of 32.
-      auto code = [&](int64_t e) { return nibble(blob0, e) ^ codeShift; };
-      uint8_t *qs = b + (*format == quant::BlockFormat::q4_1 ? 4 : 2);
-      for (int i = 0; i < 16; ++i)
-        qs[i] = uint8_t(code(within + i) | (code(within + i + 16) << 4));
-      if (*format == quant::BlockFormat::q4_1) { // q d + m with m = -z s, in f32 then f16
-        float z = float(defaultZero);
-        if (rowPaddedZeroPoints)
-          z = float(nibble(zpData + n * ((blocks * bits + 7) / 8), block));
-        else if (packedZeroPoints)
-          z = float(signedCodes ? int(int8_t(uint8_t(nibble(zpData, n * blocks + block) << 4)) >> 4)
-                                : nibble(zpData, n * blocks + block));
-        else if (hasZeroPoints)
-          z = kernels::loadAs(zeroPoints.data(), *scaleType, n * blocks + block);
-        const float m = -(z + float(codeShift)) * scale;
-        std::optional<uint16_t> mh = toHalf(m);
-        if (!mh)
-          return fail(llvm::formatv("zero point times scale {0} of row {1}, block {2} does not fit f16", m, n, block));
-        std::memcpy(b + 2, &*mh, 2);
+      const int64_t k0 = j * 32, block = k0 / blockSize;
+      for (int64_t n = n0; n < n1; ++n) {
+        const float scale = kernels::loadAs(source.scales.data(), *scaleType, blockIndex(n, block));
+        std::optional<uint16_t> d = toHalf(scale);
+        if (!d)
+          return fail(llvm::formatv("scale {0} of row {1}, block {2} does not fit f16", scale, n, block));
+        uint8_t *b = dst + (n * perRow + j) * info.bytesPerBlock;
+        std::memcpy(b, &*d, 2);
+        if (bits == 8) { // q8_0: u8 code q - 128 (flipping the top bit), or an i8 code as it is
+          const uint8_t flip = byteCodes ? 0x80 : 0;
+          for (int i = 0; i < 32; ++i)
+            b[2 + i] = uint8_t(code(n, k0 + i) ^ flip);
+          continue;
+        }
+        // ggml's byte i holds elements i (low nibble) and i + 16 (high nibble) of its block of 32.
+        uint8_t *qs = b + (*format == quant::BlockFormat::q4_1 ? 4 : 2);
+        for (int i = 0; i < 16; ++i)
+          qs[i] = uint8_t((code(n, k0 + i) ^ codeShift) | ((code(n, k0 + i + 16) ^ codeShift) << 4));
+        if (*format == quant::BlockFormat::q4_1) { // q d + m with m = -z s, in f32 then f16
+          float z = float(defaultZero);
+          if (rowPaddedZeroPoints)
+            z = float(nibble(zpData + n * ((blocks * bits + 7) / 8), block));
+          else if (packedZeroPoints)
+            z = float(signedCodes ? int(int8_t(uint8_t(nibble(zpData, blockIndex(n, block)) << 4)) >> 4)
+                                  : nibble(zpData, blockIndex(n, block)));
+          else if (hasZeroPoints)
+            z = kernels::loadAs(source.zeroPoints.data(), *scaleType, blockIndex(n, block));
+          const float m = -(z + float(codeShift)) * scale;
+          std::optional<uint16_t> mh = toHalf(m);
+          if (!mh)
+            return fail(llvm::formatv("zero point times scale {0} of row {1}, block {2} does not fit f16", m, n,
+                                      block));
+          std::memcpy(b + 2, &*mh, 2);
+        }
       }
     }
   }

@@ -172,6 +172,7 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
     if (OnnxBlocksAttr onnx = decl.getOnnxBlocksAttr()) {
       t.onnxBlocks.bits = onnx.getBits();
       t.onnxBlocks.blockSize = onnx.getBlockSize();
+      t.onnxBlocks.kMajor = onnx.getKMajor();
       t.onnxBlocks.codeDtype = elementName(onnx.getCodeType());
       t.onnxBlocks.scales = onnx.getScales().str();
       t.onnxBlocks.scaleDtype = elementName(onnx.getScaleType());

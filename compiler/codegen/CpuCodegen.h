@@ -29,10 +29,12 @@ struct StageTensor {
   std::vector<int64_t> sourceShape;
   int64_t sourceBytes = 0;
   int64_t rowDim = 0;
-  /// A weight that arrives as ONNX blocked integers (MatMulNBits): the initializers the builder
-  /// repacks into blockDtype's blocks (onnxName is the codes'), `bits` 0 otherwise.
+  /// A weight that arrives as ONNX blocked integers (MatMulNBits, GatherBlockQuantized, a
+  /// block-wise DequantizeLinear): the initializers the builder repacks into blockDtype's blocks
+  /// (onnxName is the codes'), `bits` 0 otherwise.
   struct OnnxBlocks {
     int64_t bits = 0, blockSize = 0;
+    bool kMajor = false;
     std::string codeDtype, scales, scaleDtype, zeroPoints, zeroPointDtype;
   } onnxBlocks;
 };

@@ -388,11 +388,15 @@ ImportedModel Importer::run(const void *data, size_t size) {
     func.setResultAttr(i, HelmDialect::NameAttrHelper::getNameStr(), builder.getStringAttr(out.name()));
 
   builder.setInsertionPointToStart(entry);
-  // The quantized weight, scales and zero points of a MatMulNBits or GatherBlockQuantized stay weights however small:
-  // the package builder reads them by name to repack the blocks (docs/quantization.md).
+  // The quantized weight, scales and zero points of a MatMulNBits, GatherBlockQuantized or
+  // DequantizeLinear stay weights however small: the package builder reads them by name to repack
+  // the blocks (docs/quantization.md).
   for (const auto &node : graph.node())
     if (node.op_type() == "MatMulNBits" && node.domain() == "com.microsoft")
       for (int i = 1; i < std::min(node.input_size(), 4); ++i)
+        keepAsWeight.insert(node.input(i));
+    else if (node.op_type() == "DequantizeLinear" && (node.domain().empty() || node.domain() == "ai.onnx"))
+      for (int i = 0; i < std::min(node.input_size(), 3); ++i)
         keepAsWeight.insert(node.input(i));
     else if (node.op_type() == "GatherBlockQuantized" && node.domain() == "com.microsoft")
       for (int i = 0; i < std::min(node.input_size(), 4); ++i)

@@ -206,28 +206,37 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
 def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
   let summary = "A weight that arrives quantized in ONNX's blocked-integer form";
   let description = [{
-    On a `helm.weight_decl` raised from `com.microsoft::MatMulNBits` or
-    `com.microsoft::GatherBlockQuantized`: the weight [N, K] is not a float initializer but up to
-    three, named here by their ONNX names. `codes` holds the `bits`-bit codes of consecutive weights
-    of a row, `code_type` says how: ui8 (bytes; 4-bit codes two to a byte, low nibble first,
-    MatMulNBits' [N, ceil(K / block_size), block_size * bits / 8]), or ONNX's packed i4 / ui4.
-    `scales` holds N * ceil(K / block_size) values of `scale_type`, and `zero_points`, when present,
-    one per block: ui8 bytes (4-bit values two to a byte, each row padded to whole bytes, as
-    MatMulNBits), packed i4 / ui4 like the codes, or values of the scales' type. A weight is
-    (code - zero point) * scale; without zero points the zero point is 2^(bits-1) for ui8 codes
-    and 0 for i4 / ui4 codes. The declaration's `blocks` names the block format the package stores
-    it in (`getStorageFormat`: the one that holds the same codes); the package builder repacks the
-    codes and converts the scales (docs/quantization.md). Nothing is dequantized.
+    On a `helm.weight_decl` raised from `com.microsoft::MatMulNBits`,
+    `com.microsoft::GatherBlockQuantized` or a block-wise `DequantizeLinear` (opset 21) feeding a
+    MatMul, Gemm or Gather: the weight [N, K] is not a float initializer but up to three, named here
+    by their ONNX names. `codes` holds the `bits`-bit codes of consecutive weights of a row,
+    `code_type` says how: ui8 (bytes; 4-bit codes two to a byte, low nibble first, MatMulNBits'
+    [N, ceil(K / block_size), block_size * bits / 8]), ONNX's packed i4 / ui4, or i8 (one signed
+    code a byte, DequantizeLinear's int8). `scales` holds N * ceil(K / block_size) values of
+    `scale_type`, and `zero_points`, when present, one per block: ui8 bytes (4-bit values two to a
+    byte, each row padded to whole bytes, as MatMulNBits), packed i4 / ui4 like the codes, or values
+    of the scales' type. With `k_major` (a DequantizeLinear whose [K, N] output feeds a MatMul
+    directly) the three are laid out K-major instead: code (n, k) is element k * N + n of [K, N],
+    and the scale and zero point of block b of row n element b * N + n of [ceil(K / block_size), N].
+    A weight is (code - zero point) * scale; without zero points the zero point is 2^(bits-1) for ui8
+    codes and 0 for i4 / ui4 / i8 codes. The declaration's `blocks` names the block format the
+    package stores it in (`getStorageFormat`: the one that holds the same codes); the package builder
+    repacks the codes and converts the scales (docs/quantization.md). Nothing is dequantized.
   }];
   let parameters = (ins "int64_t":$bits, "int64_t":$block_size, StringRefParameter<"codes initializer">:$codes,
                         "mlir::Type":$code_type,
                         StringRefParameter<"scales initializer">:$scales, "mlir::Type":$scale_type,
                         StringRefParameter<"zero-points initializer or empty", "\"\"">:$zero_points,
-                        OptionalParameter<"mlir::Type", "zero points' element type">:$zero_point_type);
+                        OptionalParameter<"mlir::Type", "zero points' element type">:$zero_point_type,
+                        DefaultValuedParameter<"bool", "false", "codes, scales and zero points K-major">:$k_major);
   let extraClassDeclaration = [{
     /// The block format that holds these codes (q4_0, q4_1 or q8_0), or nullopt when none does
     /// (8-bit codes with zero points: code minus zero point spans -255..255).
     std::optional<BlockFormat> getStorageFormat() const;
+    /// The bytes of the codes of an [n, k] weight: MatMulNBits' rows padded to whole blocks, or
+    /// n * k packed codes for the element-typed (i4, ui4, i8) forms, whose rows are whole blocks
+    /// unless K-major.
+    int64_t getCodeBytes(int64_t n, int64_t k) const;
     /// The largest N, K and block size accepted: every size computed from them (N x blocks x bytes
     /// per block) stays far inside int64. Real models are orders of magnitude below.
     static constexpr int64_t kMaxDim = int64_t(1) << 30;

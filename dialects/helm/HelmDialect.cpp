@@ -238,19 +238,28 @@ int64_t BlocksAttr::getStoredBytes(RankedTensorType type) const {
 
 LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t blockSize, StringRef codes,
                                      Type codeType, StringRef scales, Type scaleType, StringRef zeroPoints,
-                                     Type zeroPointType) {
+                                     Type zeroPointType, bool kMajor) {
   if (bits != 4 && bits != 8)
     return emitError() << "onnx_blocks bits must be 4 or 8, got " << bits;
-  if (blockSize < 16 || blockSize > kMaxDim || (blockSize & (blockSize - 1)) != 0)
-    return emitError() << "onnx_blocks block_size must be a power of 2 from 16 to 2^30, got " << blockSize;
+  // MatMulNBits and GatherBlockQuantized blocks are powers of 2; a DequantizeLinear block may be
+  // any multiple of 32 (a whole row, for per-channel scales).
+  const bool powerOfTwo = (blockSize & (blockSize - 1)) == 0;
+  if (blockSize < 16 || blockSize > kMaxDim || !(powerOfTwo || blockSize % 32 == 0))
+    return emitError() << "onnx_blocks block_size must be a power of 2 or a multiple of 32, from 16 to 2^30, got "
+                       << blockSize;
   if (codes.empty() || scales.empty())
     return emitError() << "onnx_blocks needs the names of its codes and scales";
   auto isInt = [](Type t, unsigned width) { return t && t.isInteger(width); };
   const bool byteCodes = codeType && codeType.isUnsignedInteger(8);
-  if (!byteCodes && !isInt(codeType, 4))
-    return emitError() << "onnx_blocks code_type must be ui8, i4 or ui4, got " << codeType;
-  if (bits == 8 && !byteCodes)
-    return emitError() << "onnx_blocks 8-bit codes must be ui8, got " << codeType;
+  const bool signedBytes = codeType && codeType.isSignlessInteger(8);
+  if (!byteCodes && !signedBytes && !isInt(codeType, 4))
+    return emitError() << "onnx_blocks code_type must be ui8, i8, i4 or ui4, got " << codeType;
+  if (bits == 8 && !byteCodes && !signedBytes)
+    return emitError() << "onnx_blocks 8-bit codes must be ui8 or i8, got " << codeType;
+  if (bits == 4 && signedBytes)
+    return emitError() << "onnx_blocks i8 codes are 8-bit, got bits = 4";
+  if (kMajor && byteCodes)
+    return emitError() << "onnx_blocks K-major codes are element-typed (i4, ui4 or i8), got ui8";
   if (!scaleType || !(scaleType.isF32() || scaleType.isF16()))
     return emitError() << "onnx_blocks scale_type must be f32 or f16, got " << scaleType;
   if (zeroPoints.empty() != !zeroPointType)
@@ -259,6 +268,13 @@ LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t 
     return emitError() << "onnx_blocks zero_point_type must be the codes' or the scales' type, got "
                        << zeroPointType;
   return success();
+}
+
+int64_t OnnxBlocksAttr::getCodeBytes(int64_t n, int64_t k) const {
+  const int64_t bits = getBits(), bs = getBlockSize();
+  if (getCodeType().isUnsignedInteger(8))
+    return n * ((k + bs - 1) / bs) * (bs * bits / 8);
+  return (n * k * bits + 7) / 8;
 }
 
 std::optional<BlockFormat> OnnxBlocksAttr::getStorageFormat() const {

@@ -50,7 +50,7 @@ LogicalResult WeightDeclOp::verify() {
   int64_t bytes = storageBytes(type);
   int64_t length = getLengthAttr().getInt(), offset = getOffsetAttr().getInt();
   if (OnnxBlocksAttr onnx = getOnnxBlocksAttr()) {
-    // The bytes are the codes initializer's: [N, ceil(K / block_size), block_size * bits / 8].
+    // The bytes are the codes initializer's (OnnxBlocksAttr::getCodeBytes).
     BlocksAttr blocks = getBlocksAttr();
     if (!blocks || blocks.getRowDim() != 0 || type.getRank() != 2)
       return emitOpError("a weight from ONNX blocks must be [N, K] with blocks along its rows (row_dim 0)");
@@ -68,7 +68,10 @@ LogicalResult WeightDeclOp::verify() {
     int64_t n = type.getDimSize(0), k = type.getDimSize(1), bs = onnx.getBlockSize();
     if (n > OnnxBlocksAttr::kMaxDim || k > OnnxBlocksAttr::kMaxDim)
       return emitOpError("a weight from ONNX blocks is at most 2^30 x 2^30, got ") << type;
-    int64_t codes = n * ((k + bs - 1) / bs) * (bs * onnx.getBits() / 8);
+    int64_t codes = onnx.getCodeBytes(n, k);
+    if (!onnx.getKMajor() && !onnx.getCodeType().isUnsignedInteger(8) && k % bs != 0)
+      return emitOpError("element-typed ONNX blocks along rows need whole blocks: K ")
+             << k << " is not a multiple of block_size " << bs;
     if (length != codes)
       return emitOpError("length ") << length << " is not the " << codes << " bytes of the codes of " << type
                                     << " in " << onnx.getBits() << "-bit blocks of " << bs;

@@ -91,8 +91,10 @@ Value skipLayout(Value v) {
   return v;
 }
 
-WeightOp traceWeight(Value v, bool *transposed) {
-  bool flip = false;
+namespace {
+/// Follows `v` up through Cast, Identity and 2-D Transpose nodes; `flip` counts the transposes.
+Value skipCastsAndTransposes(Value v, bool &flip) {
+  flip = false;
   while (auto op = anyProducer(v)) {
     llvm::StringRef t = op.getOpType();
     if (!op.getDomain().empty())
@@ -109,10 +111,26 @@ WeightOp traceWeight(Value v, bool *transposed) {
       break;
     }
   }
+  return v;
+}
+} // namespace
+
+WeightOp traceWeight(Value v, bool *transposed) {
+  bool flip = false;
+  v = skipCastsAndTransposes(v, flip);
   auto w = v ? v.getDefiningOp<WeightOp>() : WeightOp();
   if (w && transposed)
     *transposed = flip;
   return w;
+}
+
+OnnxNodeOp traceDequantizeLinear(Value v, bool *transposed) {
+  bool flip = false;
+  v = skipCastsAndTransposes(v, flip);
+  OnnxNodeOp dq = v ? producer(v, "DequantizeLinear") : OnnxNodeOp();
+  if (dq && transposed)
+    *transposed = flip;
+  return dq;
 }
 
 Value parameterVector(Value v, int64_t width) {

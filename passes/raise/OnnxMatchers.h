@@ -44,6 +44,10 @@ mlir::Value skipLayout(mlir::Value v);
 /// 2-D transposes was crossed.
 WeightOp traceWeight(mlir::Value v, bool *transposed = nullptr);
 
+/// The DequantizeLinear behind `v` (through casts and 2-D transposes, like traceWeight), or null;
+/// `transposed` is set when an odd number of transposes was crossed.
+OnnxNodeOp traceDequantizeLinear(mlir::Value v, bool *transposed = nullptr);
+
 /// A 1-D parameter (a weight, or a constant for tiny models) behind `v` through Casts: a norm's gamma
 /// or a projection's bias. With `width` >= 0 it must have that many elements. Null when absent.
 mlir::Value parameterVector(mlir::Value v, int64_t width = -1);

@@ -1,4 +1,4 @@
-//===- RaiseLinear.cpp - MatMul/Gemm with a weight to helm.linear ----------------===//
+//===- RaiseLinear.cpp - MatMul/Gemm with a weight, and MatMulNBits, to helm.linear -===//
 #include "passes/raise/OnnxBlocks.h"
 #include "passes/raise/OnnxMatchers.h"
 #include "passes/raise/Passes.h"
@@ -47,7 +47,8 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
         nbits.push_back(op);
     });
     for (OnnxNodeOp op : candidates)
-      raise(op);
+      if (failed(raise(op)))
+        return signalPassFailure();
     for (OnnxNodeOp op : nbits)
       if (failed(raiseNBits(op)))
         return signalPassFailure();
@@ -94,31 +95,35 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     return success();
   }
 
-  void raise(OnnxNodeOp op) {
+  /// MatMul / Gemm with a weight: a float initializer, or a block-wise DequantizeLinear of one
+  /// (declareDequantizedWeight; its errors fail the pass). Anything else is left alone: attention's
+  /// products of activations are raised by other passes.
+  LogicalResult raise(OnnxNodeOp op) {
     bool gemm = op.is("Gemm");
     if (gemm && (op.getIntAttr("transA", 0) != 0 || op.getFloatAttr("alpha", 1.0) != 1.0 ||
                  op.getFloatAttr("beta", 1.0) != 1.0))
-      return;
+      return success();
     Value x = op.getInputs()[0];
     bool transposed = false;
-    WeightOp weight = traceWeight(op.getInputs()[1], &transposed);
-    if (!weight || shapeOf(weight).size() != 2)
-      return;
+    Value w = op.getInputs()[1];
+    WeightOp weight = traceWeight(w, &transposed);
+    OnnxNodeOp dequantize = weight ? OnnxNodeOp() : traceDequantizeLinear(w, &transposed);
+    ArrayRef<int64_t> wShape = weight ? shapeOf(weight) : dequantize ? shapeOf(dequantize.getInputs()[0]) : ArrayRef<int64_t>();
+    if (wShape.size() != 2)
+      return success();
     if (gemm && op.getIntAttr("transB", 0))
       transposed = !transposed;
-    auto wShape = shapeOf(weight);
     int64_t inFeatures = transposed ? wShape[1] : wShape[0];
     int64_t outFeatures = transposed ? wShape[0] : wShape[1];
     auto xType = dyn_cast<RankedTensorType>(x.getType());
     if (xType && (xType.getRank() < 2 || xType.getShape().back() != inFeatures))
-      return;
-
+      return success();
     Value bias;
     Operation *replaced = op;
     if (gemm && op.getInputs().size() > 2 && !isa<NoneType>(op.getInputs()[2].getType())) {
       bias = parameterVector(op.getInputs()[2], outFeatures);
       if (!bias)
-        return;
+        return success();
     } else if (op.getResult(0).hasOneUse()) {
       auto add = dyn_cast<OnnxNodeOp>(*op.getResult(0).user_begin());
       if (add && add.is("Add")) {
@@ -128,10 +133,21 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
       }
     }
 
+    if (dequantize) {
+      // The codes are [K, N] (K-major) when the product uses them as they are.
+      FailureOr<WeightDeclOp> decl = declareDequantizedWeight(dequantize, symbols(), /*kMajor=*/!transposed);
+      if (failed(decl))
+        return failure();
+      OpBuilder wb(op);
+      weight = WeightOp::create(wb, op.getLoc(), decl->getType(), FlatSymbolRefAttr::get(decl->getSymNameAttr()));
+      transposed = true;
+    }
+
     OpBuilder b(replaced);
     auto linear = LinearOp::create(b, op.getLoc(), linearResultType(x, outFeatures), x, weight.getResult(), bias,
                                    b.getBoolAttr(transposed));
     replaceValue(replaced->getResult(0), linear.getResult());
+    return success();
   }
 };
 } // namespace

@@ -1,4 +1,4 @@
-//===- RaiseQuantizedGather.cpp - GatherBlockQuantized to helm.embed on blocks ---------===//
+//===- RaiseQuantizedGather.cpp - quantized token tables to helm.embed on blocks -------===//
 #include "passes/raise/OnnxBlocks.h"
 #include "passes/raise/OnnxMatchers.h"
 #include "passes/raise/Passes.h"
@@ -18,17 +18,36 @@ namespace {
 
 struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuantizedGatherPass> {
   void runOnOperation() override {
-    SmallVector<OnnxNodeOp> gathers;
+    SmallVector<OnnxNodeOp> gathers, dequantized;
     getOperation().walk([&](OnnxNodeOp op) {
       if (op.is("GatherBlockQuantized", "com.microsoft"))
         gathers.push_back(op);
+      else if (op.is("Gather") && op.getInputs().size() == 2 && traceDequantizeLinear(op.getInputs()[0]))
+        dequantized.push_back(op);
     });
-    if (gathers.empty())
+    if (gathers.empty() && dequantized.empty())
       return;
     SymbolTable symbols(getOperation());
     for (OnnxNodeOp op : gathers)
       if (failed(raise(op, symbols)))
         return signalPassFailure();
+    for (OnnxNodeOp op : dequantized)
+      if (failed(raiseDequantized(op, symbols)))
+        return signalPassFailure();
+  }
+
+  /// Gather(DequantizeLinear(codes, scales, zero points?), ids) on axis 0: a token table stored as
+  /// blocks along each row (the DequantizeLinear's axis 1; axis 0 of a transposed table).
+  LogicalResult raiseDequantized(OnnxNodeOp op, SymbolTable &symbols) {
+    if (int64_t axis = op.getIntAttr("axis", 0); axis != 0)
+      return nodeError(op, "gathers a dequantized weight on axis " + Twine(axis) +
+                               " (0: rows of an embedding table)");
+    bool transposed = false;
+    OnnxNodeOp dq = traceDequantizeLinear(op.getInputs()[0], &transposed);
+    FailureOr<WeightDeclOp> decl = declareDequantizedWeight(dq, symbols, /*kMajor=*/transposed);
+    if (failed(decl))
+      return failure();
+    return replaceWithEmbed(op, op.getInputs()[1], *decl);
   }
 
   /// GatherBlockQuantized(data, indices, scales, zero_points?) with gather_axis 0 and quantize_axis
@@ -69,13 +88,18 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
     if (failed(decl))
       return failure();
 
-    Value ids = inputs[1];
+    return replaceWithEmbed(op, inputs[1], *decl);
+  }
+
+  /// Replaces the gather `op` by helm.embed of `ids` on the table `decl`.
+  LogicalResult replaceWithEmbed(OnnxNodeOp op, Value ids, WeightDeclOp decl) {
     auto idsType = dyn_cast<TensorType>(ids.getType());
     if (!idsType || !isa<IntegerType>(idsType.getElementType()))
       return nodeError(op, "indices must be integers");
-    auto tableType = cast<RankedTensorType>(decl->getType());
+    auto tableType = cast<RankedTensorType>(decl.getType());
+    const int64_t cols = tableType.getDimSize(1);
     OpBuilder b(op);
-    auto table = WeightOp::create(b, op.getLoc(), tableType, FlatSymbolRefAttr::get(decl->getSymNameAttr()));
+    auto table = WeightOp::create(b, op.getLoc(), tableType, FlatSymbolRefAttr::get(decl.getSymNameAttr()));
     RankedTensorType resultType;
     if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
       SmallVector<int64_t> shape(ranked.getShape());

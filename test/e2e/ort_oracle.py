@@ -52,13 +52,15 @@ class OracleError(RuntimeError):
 class OrtModel:
     """One onnxruntime CPU session plus what is needed to feed it (input names, KV layout)."""
 
-    def __init__(self, model_path: str, threads: int = 1):
+    def __init__(self, model_path: str, threads: int = 1, session_config: dict[str, str] | None = None):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        for key, value in (session_config or {}).items():
+            so.add_session_config_entry(key, value)
         self.path = model_path
         self.sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.sess.get_inputs()]
@@ -162,7 +164,7 @@ def generate_one(model: OrtModel, prompt: list[int], n_new: int, use_kv: bool | 
 
 
 def generate(model_path: str, prompt_ids: list[list[int]], n_new: int, use_kv: bool | None = None,
-             threads: int = 1, model: OrtModel | None = None):
+             threads: int = 1, model: OrtModel | None = None, session_config: dict[str, str] | None = None):
     """Greedy generation of n_new tokens for every prompt, each run independently at batch 1.
 
     Returns (ids, logits): ids[p] is the list of the n_new generated token ids of prompt p, logits[p]
@@ -171,7 +173,7 @@ def generate(model_path: str, prompt_ids: list[list[int]], n_new: int, use_kv: b
     sequence every step (also for KV graphs, with an empty past); True = require the cache.
     A runtime that decodes the prompts as one batch must give the same ids and logits as these
     independent runs: prompts of different lengths need no padding here."""
-    model = model or OrtModel(model_path, threads=threads)
+    model = model or OrtModel(model_path, threads=threads, session_config=session_config)
     all_ids, all_logits = [], []
     for p in prompt_ids:
         ids, logits = generate_one(model, [int(t) for t in p], n_new, use_kv)

@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
                                     .str()
                               : std::string();
       if (report.repackedTensors)
-        progress(formatv("repacked {0} weights from ONNX blocked integers (MatMulNBits) into block formats",
+        progress(formatv("repacked {0} weights from ONNX blocked integers (MatMulNBits, GatherBlockQuantized, DequantizeLinear) into block formats",
                          report.repackedTensors)
                      .str());
       if (report.quantizedTensors)

@@ -155,7 +155,7 @@ helm.weight_decl @n1 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, ro
 
 // -----
 
-// expected-error @+1 {{onnx_blocks block_size must be a power of 2 from 16 to 2^30, got 48}}
+// expected-error @+1 {{onnx_blocks block_size must be a power of 2 or a multiple of 32, from 16 to 2^30, got 48}}
 helm.weight_decl @n2 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 48, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
@@ -176,6 +176,29 @@ helm.weight_decl @n5 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, ro
 
 // -----
 
+// expected-error @+1 {{onnx_blocks i8 codes are 8-bit, got bits = 4}}
+helm.weight_decl @n8 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = i8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// A DequantizeLinear's K-major codes are element-typed, never MatMulNBits' bytes.
+// expected-error @+1 {{onnx_blocks K-major codes are element-typed (i4, ui4 or i8), got ui8}}
+helm.weight_decl @n9 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32, k_major = true>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// Element-typed codes along rows are N x K values, so the rows must be whole blocks (K-major ones
+// may end in a partial block: 8 x 96 int4 in blocks of 64 is 384 bytes).
+// expected-error @+1 {{'helm.weight_decl' op element-typed ONNX blocks along rows need whole blocks: K 96 is not a multiple of block_size 64}}
+helm.weight_decl @n10 : tensor<8x96xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 64, codes = "B", code_type = i4, scales = "S", scale_type = f32>, length = 384 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// expected-error @+1 {{'helm.weight_decl' op length 400 is not the 384 bytes of the codes of 'tensor<8x96xf32>' in 4-bit blocks of 64}}
+helm.weight_decl @n11 : tensor<8x96xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 64, codes = "B", code_type = i4, scales = "S", scale_type = f32, k_major = true>, length = 400 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
 // expected-error @+1 {{'helm.weight_decl' op 8-bit ONNX blocks with zero points have no block format}}
 helm.weight_decl @n6 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 8, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32, zero_points = "Z", zero_point_type = ui8>, length = 512 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
@@ -186,7 +209,7 @@ helm.weight_decl @n7 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, ro
 
 // -----
 
-// expected-error @+1 {{onnx_blocks 8-bit codes must be ui8, got 'i4'}}
+// expected-error @+1 {{onnx_blocks 8-bit codes must be ui8 or i8, got 'i4'}}
 helm.weight_decl @n8 : tensor<8x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 8, block_size = 32, codes = "B", code_type = i4, scales = "S", scale_type = f32>, length = 512 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
 
 // -----
