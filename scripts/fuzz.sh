@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [--minutes M] [--target NAME]... [--no-merge] [--jobs J]
 #
 #   --minutes M   time per target and round (default 10)
-#   --target NAME importer, package, tokenizer, profile, cli or helmc-cli (repeatable;
+#   --target NAME importer, package, gguf, tokenizer, profile, cli or helmc-cli (repeatable;
 #                 default all)
 #   --no-merge    keep the committed seed folders as they are (the importer's always are: its
 #                 merged corpus stays in .cache/fuzz/importer)
@@ -34,11 +34,11 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(importer package tokenizer profile cli helmc-cli)
+[ ${#targets[@]} -gt 0 ] || targets=(importer package gguf tokenizer profile cli helmc-cli)
 for t in "${targets[@]}"; do
   case "$t" in
-    importer|package|tokenizer|profile|cli|helmc-cli) ;;
-    *) echo "fuzz.sh: unknown target '$t' (importer, package, tokenizer, profile, cli, helmc-cli)" >&2; exit 1 ;;
+    importer|package|gguf|tokenizer|profile|cli|helmc-cli) ;;
+    *) echo "fuzz.sh: unknown target '$t' (importer, package, gguf, tokenizer, profile, cli, helmc-cli)" >&2; exit 1 ;;
   esac
 done
 
@@ -47,6 +47,7 @@ seeds_of() {
   case "$1" in
     importer) echo "test/fuzz/corpus test/fuzz/regressions/importer" ;;
     package) echo "test/fuzz/package-corpus test/fuzz/regressions/package" ;;
+    gguf) echo "test/fuzz/gguf-corpus test/fuzz/regressions/gguf" ;;
     tokenizer) echo "test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer test/unit/runtime/tokenizer/data" ;;
     profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
     cli) echo "test/fuzz/cli-corpus test/fuzz/regressions/cli" ;;

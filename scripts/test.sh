@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: build, then ctest (lit + GoogleTest + importer conformance + end-to-end
 # generation against ONNX Runtime + tokenizer against Hugging Face tokenizers), the unit tests again
-# under ASan+UBSan, and the fuzzers (importer, package reader, tokenizer.json, target profile, helm-rt and helmc command lines) for a
+# under ASan+UBSan, and the fuzzers (importer, package reader, GGUF reader, tokenizer.json, target profile, helm-rt and helmc command lines) for a
 # bounded time each. Exits non-zero on any failure.
 #   HELM_FUZZ_SECONDS  fuzzing time (default 60)
 #   HELM_SKIP_SANITIZERS=1 / HELM_SKIP_FUZZ=1  skip those stages (local iteration only; CI runs all)
@@ -47,10 +47,11 @@ if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
   }
   run_fuzzer importer helm-import-fuzzer test/fuzz/corpus test/fuzz/regressions/importer
   run_fuzzer package helm-package-fuzzer test/fuzz/package-corpus test/fuzz/regressions/package
+  run_fuzzer gguf helm-gguf-fuzzer test/fuzz/gguf-corpus test/fuzz/regressions/gguf
   run_fuzzer tokenizer helm-tokenizer-fuzzer test/fuzz/tokenizer-corpus test/fuzz/regressions/tokenizer \
     test/unit/runtime/tokenizer/data
   run_fuzzer profile helm-profile-fuzzer test/fuzz/profile-corpus test/fuzz/regressions/profile
   run_fuzzer helm-rt-cli helm-cli-fuzzer test/fuzz/cli-corpus test/fuzz/regressions/cli
   run_fuzzer helmc-cli helmc-cli-fuzzer test/fuzz/helmc-cli-corpus test/fuzz/regressions/helmc-cli
-  echo "fuzz: 6 passed, 0 failed"
+  echo "fuzz: 7 passed, 0 failed"
 fi

@@ -54,6 +54,10 @@ TEST(FuzzSeeds, PackageCorpusAndRegressions) {
   runAll({kFuzzDir / "package-corpus", kFuzzDir / "regressions" / "package"}, helm::fuzz::packageInput, 4);
 }
 
+TEST(FuzzSeeds, GgufCorpusAndRegressions) {
+  runAll({kFuzzDir / "gguf-corpus", kFuzzDir / "regressions" / "gguf"}, helm::fuzz::ggufInput, 3);
+}
+
 TEST(FuzzSeeds, TokenizerCorpusAndRegressions) {
   // The full-size tokenizers of the tokenizer tests are seeds too (read in place, not copied).
   runAll({kFuzzDir / "tokenizer-corpus", kFuzzDir / "regressions" / "tokenizer",

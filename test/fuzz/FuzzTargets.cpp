@@ -2,6 +2,7 @@
 #include "test/fuzz/FuzzTargets.h"
 
 #include "compiler/Pipeline.h"
+#include "compiler/gguf/GgufFile.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "runtime/package/Checksum.h"
@@ -104,6 +105,38 @@ void importerInput(const uint8_t *data, size_t size) {
     return;
   }
   llvm::consumeError(helm::raiseModule(*model->module, "fuzz.onnx"));
+}
+
+void ggufInput(const uint8_t *data, size_t size) {
+  auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(reinterpret_cast<const char *>(data), size),
+                                                 "fuzz.gguf", /*RequiresNullTerminator=*/false);
+  auto file = helm::gguf::File::parse(std::move(buffer), "fuzz.gguf");
+  if (!file) {
+    std::string message = llvm::toString(file.takeError());
+    if (!llvm::StringRef(message).starts_with("fuzz.gguf: ") || message.find('\n') != std::string::npos)
+      __builtin_trap(); // one line naming the file
+    return;
+  }
+  // Read everything the view claims to hold: ASan reports any byte outside the input.
+  volatile uint64_t sink = 0;
+  for (const auto &[key, value] : (*file)->metadata()) {
+    sink = sink + key.size() + uint64_t(value.asInt().value_or(0)) + uint64_t(value.asFloat().value_or(0) != 0) +
+           value.asString().value_or("").size();
+    for (uint64_t i = 0; i < value.count && value.type == helm::gguf::ValueType::Array; ++i) {
+      if (value.elementType == helm::gguf::ValueType::String) {
+        llvm::StringRef s = value.stringAt(i).value_or("");
+        sink = sink + s.size() + (s.empty() ? 0 : uint8_t(s.back()));
+      } else {
+        sink = sink + uint64_t(value.intAt(i).value_or(0)) + uint64_t(value.floatAt(i).value_or(0) != 0);
+      }
+    }
+  }
+  for (const helm::gguf::TensorInfo &t : (*file)->tensors()) {
+    if (t.data.size() != t.bytes || !t.typeInfo || (*file)->findTensor(t.name) != &t)
+      __builtin_trap();
+    if (!t.data.empty())
+      sink = sink + t.data.front() + t.data.back();
+  }
 }
 
 void tokenizerInput(const uint8_t *data, size_t size) {

@@ -16,6 +16,10 @@ void importerInput(const uint8_t *data, size_t size);
 /// error naming the file. Each input also runs with its checksums recomputed.
 void packageInput(const uint8_t *data, size_t size);
 
+/// Arbitrary bytes as a GGUF file: a view whose every value, array element and tensor lies inside
+/// the input (each is read), or a one-line error "fuzz.gguf: ...".
+void ggufInput(const uint8_t *data, size_t size);
+
 /// Arbitrary bytes as a Hugging Face tokenizer.json: a tokenizer or an error; a tokenizer encodes
 /// and decodes a fixed text of mixed scripts without crashing.
 void tokenizerInput(const uint8_t *data, size_t size);

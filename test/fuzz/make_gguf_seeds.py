@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the GGUF reader's fuzzing seeds (test/fuzz/gguf-corpus/), small files written by the
+`gguf` package's GGUFWriter:
+
+  synthetic-v3.gguf, synthetic-a64.gguf   every metadata value type and array, tensors of eight ggml
+                                          types (test/gguf/check_gguf_reader.py's file), alignment 32
+                                          and 64
+  llama-tiny.gguf                         a llama-shaped model: the architecture keys, a 64-token
+                                          gpt2-style tokenizer (tokens, token_type, merges, scores,
+                                          special ids, chat template) and one block of Q8_0 / Q4_1 /
+                                          Q4_K / F32 tensors
+  no-tensors.gguf                         metadata only (like llama.cpp's vocabulary files)
+
+  .venv/bin/python test/fuzz/make_gguf_seeds.py
+"""
+import os
+import pathlib
+import sys
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+
+ROOT = pathlib.Path(__file__).resolve().parent
+OUT = ROOT / "gguf-corpus"
+sys.path.insert(0, str(ROOT.parent / "gguf"))
+import check_gguf_reader  # noqa: E402
+
+
+def llama_tiny(path, tensors=True):
+    rng = np.random.default_rng(3)
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_context_length(128)
+    w.add_embedding_length(256)
+    w.add_feed_forward_length(512)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    tokens = [f"t{i}" for i in range(60)] + ["<s>", "</s>", "Ġa", "Ġb"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("llama-bpe")
+    w.add_token_list(tokens)
+    w.add_token_types([1] * 60 + [3, 3, 1, 1])
+    w.add_token_scores([float(-i) for i in range(64)])
+    w.add_token_merges(["Ġ a", "Ġ b", "t 1"])
+    w.add_bos_token_id(60)
+    w.add_eos_token_id(61)
+    w.add_add_bos_token(True)
+    w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    if tensors:
+        def add(name, ttype, shape):
+            x = rng.standard_normal(shape).astype(np.float32)
+            if ttype == T.F32:
+                w.add_tensor(name, x)
+            elif ttype == T.Q4_K:  # gguf-py has no k-quant quantizer: random blocks
+                block, size = gguf.GGML_QUANT_SIZES[ttype]
+                raw = rng.integers(0, 256, size=(shape[0], shape[1] // block * size), dtype=np.uint8)
+                w.add_tensor(name, raw, raw_dtype=ttype)
+            else:
+                w.add_tensor(name, gguf.quants.quantize(x, ttype), raw_dtype=ttype)
+        add("token_embd.weight", T.Q8_0, (64, 256))
+        add("blk.0.attn_norm.weight", T.F32, (256,))
+        add("blk.0.attn_q.weight", T.Q4_1, (256, 256))
+        add("blk.0.ffn_down.weight", T.Q4_K, (32, 512))
+        add("output_norm.weight", T.F32, (256,))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    check_gguf_reader.write_synthetic(str(OUT / "synthetic-v3.gguf"), None)
+    check_gguf_reader.write_synthetic(str(OUT / "synthetic-a64.gguf"), 64)
+    llama_tiny(OUT / "llama-tiny.gguf")
+    llama_tiny(OUT / "no-tensors.gguf", tensors=False)
+    for f in sorted(OUT.iterdir()):
+        print(f"{f.name}: {f.stat().st_size // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()
