@@ -41,9 +41,18 @@ float *scratch(std::vector<float> &buffer, int64_t n) {
     buffer.resize(size_t(n));
   return buffer.data();
 }
-/// Rows of x up to which the integer path runs (decode); more rows (prefill) amortize
-/// dequantizing the weight over the rows, and the f32 kernels (oneDNN's GEMM) take them.
-constexpr int64_t kIntegerPathMaxRows = 8;
+/// Rows of x up to which the integer path runs on the dequantize prefill path: a decode step's.
+constexpr int64_t kDecodeRows = 8;
+
+/// The process's prefill path: HELM_QUANT_PREFILL=dequantize, or integer (measured faster:
+/// docs/quantization.md).
+quant::PrefillPath prefillPathFromEnvironment() {
+  static const quant::PrefillPath path = [] {
+    const char *v = std::getenv("HELM_QUANT_PREFILL");
+    return v && std::string(v) == "dequantize" ? quant::PrefillPath::dequantize : quant::PrefillPath::integer;
+  }();
+  return path;
+}
 
 /// Below this many weights a tile is dequantized on the calling thread: waking the pool costs more.
 constexpr int64_t kParallelMinWeights = int64_t(1) << 16;
@@ -95,6 +104,11 @@ bool dequantizedLinear(quant::BlockFormat format, const float *x, int64_t M, int
 
 void quant::linearBlocks(const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y, int32_t yDtype,
                          int64_t M, int64_t K, int64_t N) {
+  linearBlocksWith(prefillPathFromEnvironment(), x, xDtype, w, wDtype, y, yDtype, M, K, N);
+}
+
+void quant::linearBlocksWith(PrefillPath path, const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y,
+                             int32_t yDtype, int64_t M, int64_t K, int64_t N) {
   BlockFormat format = formatOf("helm_k_linear", wDtype);
   kernels::DType xd = elementDtypeOf("helm_k_linear", xDtype), yd = elementDtypeOf("helm_k_linear", yDtype);
   if (M <= 0 || N <= 0)
@@ -108,7 +122,7 @@ void quant::linearBlocks(const void *x, int32_t xDtype, const void *w, int32_t w
   }
   float *yf = yd == kernels::DType::f32 ? static_cast<float *>(y) : scratch(yBuffer, M * N);
   std::string error;
-  if (M > kIntegerPathMaxRows || exactArithmetic()) {
+  if ((path == PrefillPath::dequantize && M > kDecodeRows) || exactArithmetic()) {
     if (!dequantizedLinear(format, xf, M, K, w, N, yf, &error))
       invalidCall("helm_k_linear", error);
   } else if (!quantLinear(format, xf, M, K, w, N, yf, &error)) {

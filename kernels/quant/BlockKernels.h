@@ -18,6 +18,14 @@ namespace helm::quant {
 void linearBlocks(const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y, int32_t yDtype,
                   int64_t M, int64_t K, int64_t N);
 
+/// How linearBlocks computes more rows of x than a decode step has (prefill): `integer` quantizes
+/// them per block of 32 and runs quantLinear (the default, as llama.cpp does); `dequantize`
+/// dequantizes W in tiles for the f32 kernels and keeps x in f32. HELM_QUANT_PREFILL=dequantize
+/// selects the latter for a process; HELM_QUANT_EXACT=1 dequantizes every call.
+enum class PrefillPath { integer, dequantize };
+void linearBlocksWith(PrefillPath path, const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y,
+                      int32_t yDtype, int64_t M, int64_t K, int64_t N);
+
 } // namespace helm::quant
 
 #endif

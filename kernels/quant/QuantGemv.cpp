@@ -338,9 +338,15 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
   kernels.quantizeX(x, q);
 
   const auto *weights = static_cast<const uint8_t *>(w);
+  // More rows of x than one kernel call takes (prefill): W in tiles of about 256 KiB, every group of
+  // rows of x over a tile while it is in L2, so W streams from memory once rather than once per
+  // group. Each output is one kernel call's whatever the tiling, so the bits do not depend on it.
+  const int64_t rowBytes = K / weightsPerBlock * blockFormatInfo(wFormat).bytesPerBlock;
+  const int64_t tileRows = M <= kMaxRowsOfX ? N : std::max<int64_t>(kRowGrain, (int64_t(256) << 10) / rowBytes);
   auto run = [&](int64_t n0, int64_t n1) {
-    for (int64_t m0 = 0; m0 < M; m0 += kMaxRowsOfX)
-      kernels.rows(wFormat, q, m0, std::min(kMaxRowsOfX, M - m0), weights, n0, n1, y, N);
+    for (int64_t t0 = n0; t0 < n1; t0 += tileRows)
+      for (int64_t m0 = 0; m0 < M; m0 += kMaxRowsOfX)
+        kernels.rows(wFormat, q, m0, std::min(kMaxRowsOfX, M - m0), weights, t0, std::min(n1, t0 + tileRows), y, N);
   };
   kernels::ThreadPool &threads = kernels::pool();
   if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {

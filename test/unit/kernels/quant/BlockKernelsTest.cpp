@@ -1,8 +1,8 @@
 //===- BlockKernelsTest.cpp - the contract's kernels on weights in block formats ------===//
 //
-// helm_k_linear with a block-dtype weight takes the integer path (quantLinear) for up to 8 rows of x
-// and dequantizes the weight for the f32 kernels beyond; helm_k_embed_blocks returns dequantized
-// table rows. Each is checked against the library pieces it is built from, bit for bit: the glue
+// helm_k_linear with a block-dtype weight takes the integer path (quantLinear) for any number of rows
+// of x (prefill's in tiles of W); on the dequantize prefill path (linearBlocksWith) more than 8 rows
+// dequantize the weight for the f32 kernels; helm_k_embed_blocks returns dequantized table rows. Each is checked against the library pieces it is built from, bit for bit: the glue
 // (dtype codes, conversions of x and y, tiling of the dequantized weight, row addressing) is what
 // is under test here; the pieces have their own tests.
 //===------------------------------------------------------------------------------===//
@@ -10,6 +10,7 @@
 #include "contract/manifest_schema.h"
 #include "kernels/cpu/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/quant/BlockKernels.h"
 #include "kernels/quant/QuantGemv.h"
 
 #include <gtest/gtest.h>
@@ -87,6 +88,29 @@ TEST(BlockKernels, ManyRowsRunTheF32KernelsOnTheDequantizedWeight) {
                       HELM_DTYPE_F32, M, K, rows);
         for (int64_t m = 0; m < M; ++m)
           std::memcpy(expected.data() + m * N + n0, part.data() + m * rows, size_t(rows) * sizeof(float));
+      }
+      q::linearBlocksWith(q::PrefillPath::dequantize, x.data(), HELM_DTYPE_F32, w.data(), c.code, got.data(),
+                          HELM_DTYPE_F32, M, K, N);
+      EXPECT_EQ(0, std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)))
+          << q::blockFormatInfo(c.format).name << " M=" << M;
+    }
+}
+
+TEST(BlockKernels, ManyRowsTakeTheIntegerPathInTilesOfTheWeight) {
+  // Prefill's rows through quantLinear with W in tiles (N = 4099 rows of K = 256 is several tiles
+  // and a partial one): each group of 8 rows of x must be exactly what a decode-sized call gives,
+  // which covers W in one pass.
+  const int64_t K = 256, N = 4096 + 3;
+  for (const Case &c : kCases)
+    for (int64_t M : {9, 40}) {
+      auto w = quantizedRows(c.format, randomFloats(size_t(N * K), 5), N, K);
+      auto x = randomFloats(size_t(M * K), 6);
+      std::vector<float> expected(size_t(M * N)), got(size_t(M * N));
+      for (int64_t m0 = 0; m0 < M; m0 += 8) {
+        std::string error;
+        ASSERT_TRUE(q::quantLinear(c.format, x.data() + m0 * K, std::min<int64_t>(8, M - m0), K, w.data(), N,
+                                   expected.data() + m0 * N, &error))
+            << error;
       }
       helm_k_linear(x.data(), HELM_DTYPE_F32, w.data(), c.code, 1, got.data(), HELM_DTYPE_F32, M, K, N);
       EXPECT_EQ(0, std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)))

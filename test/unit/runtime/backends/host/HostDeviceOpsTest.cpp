@@ -63,7 +63,7 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
   auto ops = createHostDeviceOps();
   const int64_t k = 512, n = 24;
   for (const quant::BlockFormatInfo &info : quant::allBlockFormats())
-    for (int64_t m : {1, 3, 8, 20}) { // up to 8 rows: the integer GEMV; beyond: f32 tiles
+    for (int64_t m : {1, 3, 8, 20}) { // every row count: the integer path (prefill's too)
       std::vector<char> w;
       std::vector<float> wf;
       blockRows(info.format, n, k, 100 + uint32_t(m), w, wf);
@@ -73,19 +73,17 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
       ASSERT_FALSE(bool(ops->linearBlocks(x.data(), DType::f32, w.data(), blockDtypeCode(info.format),
                                           bias.data(), y.data(), DType::f32, m, k, n)))
           << info.name;
-      // Up to 8 rows the CPU quantizes x per block of 32 (QuantGemvImpl.h: d = amax / 127 in
-      // f32, codes nearbyint(clamp(x / d, -127, 127))), re-done here; more rows keep f32 x.
+      // The CPU quantizes x per block of 32 (QuantGemvImpl.h: d = amax / 127 in f32, codes
+      // nearbyint(clamp(x / d, -127, 127))), re-done here.
       std::vector<double> xq(x.begin(), x.end());
-      if (m <= 8)
-        for (size_t b = 0; b < xq.size() / 32; ++b) {
-          float amax = 0;
-          for (size_t c = 32 * b; c < 32 * b + 32; ++c)
-            amax = std::max(amax, std::fabs(x[c]));
-          const float d = amax / 127.0f;
-          for (size_t c = 32 * b; c < 32 * b + 32; ++c)
-            xq[c] = d == 0 ? 0.0
-                           : double(std::nearbyint(std::clamp(x[c] / d, -127.0f, 127.0f))) * d;
-        }
+      for (size_t b = 0; b < xq.size() / 32; ++b) {
+        float amax = 0;
+        for (size_t c = 32 * b; c < 32 * b + 32; ++c)
+          amax = std::max(amax, std::fabs(x[c]));
+        const float d = amax / 127.0f;
+        for (size_t c = 32 * b; c < 32 * b + 32; ++c)
+          xq[c] = d == 0 ? 0.0 : double(std::nearbyint(std::clamp(x[c] / d, -127.0f, 127.0f))) * d;
+      }
       for (int64_t r = 0; r < m; ++r)
         for (int64_t j = 0; j < n; ++j) {
           double want = 0, magnitude = 0;
