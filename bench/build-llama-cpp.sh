@@ -5,7 +5,8 @@
 #
 #   llama_cpp_python-<v>.tar.gz   the sdist (pip download --no-binary :all:)
 #   src/                          it, unpacked; src/vendor/llama.cpp is the llama.cpp tree
-#   build/bin/                    llama-bench, libllama.so, libggml*.so (Release, GGML_NATIVE=ON,
+#   build/bin/                    llama-bench, llama-quantize, llama-tokenize, libllama.so,
+#                                 libggml*.so (Release, GGML_NATIVE=ON,
 #                                 CPU only: no CUDA, no OpenSSL, no tests/examples/server)
 #   bin/llama-greedy              bench/llama_greedy.c linked against that libllama
 #
@@ -54,11 +55,12 @@ flags=(
 build="$dir/build"
 stamp="$build/.helm-stamp"
 want="$version ${flags[*]}"
-if [ ! -x "$build/bin/llama-bench" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+if [ ! -x "$build/bin/llama-bench" ] || [ ! -x "$build/bin/llama-quantize" ] || [ ! -x "$build/bin/llama-tokenize" ] \
+   || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[llama.cpp] configuring and building llama-bench (waits for $lock)"
   flock "$lock" cmake -S "$tree" -B "$build" "${flags[@]}" > "$dir/cmake.log"
   grep -E "GGML_|CPU|x86|AVX|OpenMP" "$dir/cmake.log" | sed 's/^/[llama.cpp]   /' | head -20 || true
-  flock "$lock" cmake --build "$build" --target llama-bench -j "$jobs"
+  flock "$lock" cmake --build "$build" --target llama-bench llama-quantize llama-tokenize -j "$jobs"
   echo "$want" > "$stamp"
 fi
 

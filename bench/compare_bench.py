@@ -26,7 +26,10 @@ bench/e2e_bench.py):
   llama-1b     Llama-3.2-1B's configuration (16 layers, hidden 2048, 32/8 heads, head_dim 64,
                intermediate 8192, vocab 128256, tied) without its llama3 RoPE scaling, which helmc
                refuses
-dtypes: fp16, fp32, bf16 (bf16: the fp32 model cast to bf16; rows a system cannot run say n/a + why).
+dtypes: fp16, fp32, bf16 (bf16: the fp32 model cast to bf16; rows a system cannot run say n/a + why);
+        q8_0, q4_0, q4_k_m: the fp16 model quantized by each system's own tool (QUANT below:
+        helmc --quantize, llama-quantize [--pure] on the f16 GGUF, ONNX Runtime's
+        MatMulNBitsQuantizer), their roofline from the quantized bytes (the package's weights).
 
 The same weights reach llama.cpp this way: the seeded transformers model, in the row's dtype, is
 written with save_pretrained together with a tokenizer made from llama.cpp's own vocabulary file of the
@@ -83,6 +86,16 @@ MODELS = {
                                tie=True)),
 }
 DTYPES = {"fp16": ("float16", "f16", 2), "fp32": ("float32", "f32", 4), "bf16": ("bfloat16", "bf16", 2)}
+# Quantized rows, all from the fp16 model: helmc --quantize=<name> on its ONNX; llama-quantize on its
+# f16 GGUF (type, and --pure for the single-format rows: every tensor, the tied table included, in
+# that format, as helmc does; Q4_K_M keeps llama.cpp's own mix, which helmc's q4_k_m follows); ONNX
+# Runtime's MatMulNBitsQuantizer on its ONNX (bits, block, symmetric: 4-bit with zero points stands
+# in for q4_k_m, which ONNX has no form of).
+QUANT = {"q8_0": dict(llama_type="Q8_0", pure=True, ort=(8, 32, True)),
+         "q4_0": dict(llama_type="Q4_0", pure=True, ort=(4, 32, True)),
+         "q4_k_m": dict(llama_type="Q4_K_M", pure=False, ort=(4, 32, False))}
+ALL_DTYPES = list(DTYPES) + list(QUANT)
+LLAMA_QUANTIZE = LLAMA_DIR / "build" / "bin" / "llama-quantize"
 SYSTEMS = ("helm", "llama.cpp", "ort")
 SYSTEM_NAMES = {"helm": "helm-rt", "llama.cpp": "llama.cpp", "ort": "ONNX Runtime"}
 
@@ -220,11 +233,97 @@ def package_ok(helm_rt, pkg):
     return subprocess.run([helm_rt, str(pkg), "--info"], capture_output=True).returncode == 0
 
 
+def package_weight_bytes(helm_rt, pkg):
+    """The bytes of weights in a package (`helm-rt --info`: "weights: N tensors, B bytes, ...")."""
+    r = subprocess.run([helm_rt, str(pkg), "--info"], capture_output=True, text=True)
+    m = re.search(r"^weights:\s+\d+ tensors, (\d+) bytes", r.stdout, re.M)
+    return int(m.group(1)) if m else None
+
+
+def ensure_quantized(model, quant, systems, helmc, helm_rt, lock, rebuild):
+    """The quantized row's artifacts, made from the fp16 model's (ensure_model(..., "fp16")):
+    model-<quant>.helmpkg (helmc --quantize), model-<quant>.gguf (llama-quantize) and
+    model-<quant>.onnx (MatMulNBitsQuantizer)."""
+    spec = QUANT[quant]
+    base = ensure_model(model, "fp16", [s for s in systems if s != "helm"] + (["onnx"] if "helm" in systems else []),
+                        helmc, helm_rt, lock, rebuild)
+    d = model_dir(model, "fp16")
+    res = {"onnx": None, "gguf": None, "package": None, "helmc": None, "weight_bytes": None}
+    if "helm" in systems:
+        pkg = d / f"model-{quant}.helmpkg"
+        stale = pkg.is_file() and (pkg.stat().st_mtime < pathlib.Path(helmc).stat().st_mtime
+                                   or not package_ok(helm_rt, pkg))
+        if rebuild or not pkg.is_file() or stale:
+            log(f"{model} {quant}: helmc model.onnx --quantize={quant} --target=host -o {pkg.name}")
+            with lock.held(f"{model} {quant} helmc"):
+                t0 = time.time()
+                r = subprocess.run([helmc, str(d / "model.onnx"), f"--quantize={quant}", "--target=host",
+                                    "--emit=package", "-q", "-o", str(pkg)], capture_output=True, text=True)
+                secs = time.time() - t0
+            if r.returncode != 0:
+                res["package"] = "n/a (helmc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160] + ")"
+                log(f"{model} {quant}: {res['package']}")
+            else:
+                res["helmc"] = {"wall_s": secs}
+                log(f"{model} {quant}: package {pkg.stat().st_size / 1e9:.2f} GB in {secs:.0f} s")
+        if pkg.is_file() and res["package"] is None:
+            res["package"] = pkg
+            res["weight_bytes"] = package_weight_bytes(helm_rt, pkg)
+    if "llama.cpp" in systems and base["gguf"]:
+        gguf = d / f"model-{quant}.gguf"
+        if not gguf.is_file():
+            tmp = d / f"model-{quant}.gguf.tmp"
+            cmd = [str(LLAMA_QUANTIZE)] + (["--pure"] if spec["pure"] else []) + [
+                str(base["gguf"]), str(tmp), spec["llama_type"]]
+            log(f"{model} {quant}: " + " ".join(os.path.basename(c) for c in cmd))
+            with lock.held(f"{model} {quant} llama-quantize"):
+                r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"llama-quantize failed: {r.stderr.strip()[-2000:]}")
+            os.replace(tmp, gguf)
+        res["gguf"] = gguf
+    if "ort" in systems and base["onnx"]:
+        onnx_q = d / f"model-{quant}.onnx"
+        if not onnx_q.is_file():
+            log(f"{model} {quant}: ONNX Runtime MatMulNBitsQuantizer {spec['ort']} on model.onnx")
+            with lock.held(f"{model} {quant} MatMulNBits"):
+                r = subprocess.run([sys.executable, __file__, "--ort-quantize-worker", str(d / "model.onnx"),
+                                    str(onnx_q), ",".join(map(str, spec["ort"]))])
+            if r.returncode != 0:
+                sys.exit(f"{model} {quant}: the MatMulNBits quantization failed")
+        res["onnx"] = onnx_q
+    return res
+
+
+def ort_quantize_worker(src, out, settings):
+    """In a subprocess: src (ONNX) with every MatMul weight as com.microsoft::MatMulNBits."""
+    import logging
+
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as mnb
+    from onnxruntime.quantization import quant_utils
+
+    bits, block, symmetric = settings.split(",")
+    logging.disable(logging.INFO)
+    config = mnb.DefaultWeightOnlyQuantConfig(block_size=int(block), is_symmetric=symmetric == "True",
+                                              bits=int(bits), quant_format=quant_utils.QuantFormat.QOperator,
+                                              op_types_to_quantize=("MatMul",), quant_axes=(("MatMul", 0),))
+    quantizer = mnb.MatMulNBitsQuantizer(onnx.load(src), algo_config=config)
+    quantizer.process()
+    tmp = out + ".tmp"
+    onnx.save(quantizer.model.model, tmp, save_as_external_data=True, all_tensors_to_one_file=True,
+              location=os.path.basename(out) + ".data")
+    os.replace(tmp, out)
+
+
 def ensure_model(model, dtype, systems, helmc, helm_rt, lock, rebuild):
-    """Creates what the selected systems need; returns {onnx, package, gguf, helmc_s} (paths or None)."""
+    """Creates what the selected systems need; returns {onnx, package, gguf, helmc_s} (paths or None).
+    A system "onnx" asks for the ONNX export alone (the quantized rows' source)."""
+    if dtype in QUANT:
+        return ensure_quantized(model, dtype, systems, helmc, helm_rt, lock, rebuild)
     d = model_dir(model, dtype)
     onnx_path, pkg, gguf = d / "model.onnx", d / "model.helmpkg", d / "model.gguf"
-    need_onnx = ("helm" in systems or "ort" in systems) and not e2e.model_ready(d)
+    need_onnx = ("helm" in systems or "ort" in systems or "onnx" in systems) and not e2e.model_ready(d)
     need_gguf = "llama.cpp" in systems and not gguf.is_file()
     if need_onnx or need_gguf:
         what = " and ".join(x for x, w in (("the ONNX export", need_onnx), ("the GGUF", need_gguf)) if w)
@@ -478,7 +577,9 @@ def parse_list(s, allowed, what):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
-    ap.add_argument("--dtypes", default="fp16,fp32,bf16", help="comma-separated: fp16, fp32, bf16")
+    ap.add_argument("--dtypes", default="fp16,fp32,bf16",
+                    help="comma-separated: fp16, fp32, bf16, q8_0, q4_0, q4_k_m (the quantized rows are made "
+                         "from the fp16 model)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--systems", default="helm,llama.cpp,ort", help="comma-separated: helm, llama.cpp, ort")
     ap.add_argument("--runs", type=int, default=5)
@@ -488,6 +589,8 @@ def main(argv=None):
                     help="1 run, qwen3-0.6b fp16 unless --models/--dtypes say otherwise, short GEMV")
     ap.add_argument("--no-gemv", action="store_true", help="skip the triad/GEMV part (and the roofline)")
     ap.add_argument("--rebuild-packages", action="store_true", help="run helmc even if the package is fresh")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="make the models, packages and GGUF files the run needs, then stop (no measurement)")
     ap.add_argument("--helmc", default=str(ROOT / "build" / "bin" / "helmc"))
     ap.add_argument("--helm-rt", default=str(ROOT / "build" / "bin" / "helm-rt"))
     ap.add_argument("--gemv-bench", default=str(ROOT / "build" / "bin" / "helm-gemv-bench"))
@@ -497,7 +600,11 @@ def main(argv=None):
                          "first file's GEMV part and header)")
     ap.add_argument("--prepare-worker", nargs=2, metavar=("MODEL", "DTYPE"), help=argparse.SUPPRESS)
     ap.add_argument("--want", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--ort-quantize-worker", nargs=3, metavar=("SRC", "OUT", "SETTINGS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.ort_quantize_worker:
+        ort_quantize_worker(*args.ort_quantize_worker)
+        return 0
     if args.prepare_worker:
         want = args.want.split(",")
         prepare_worker(*args.prepare_worker, "onnx" in want, "gguf" in want)
@@ -536,7 +643,7 @@ def main(argv=None):
         if "--dtypes" not in given:
             args.dtypes = "fp16"
     models = parse_list(args.models, MODELS, "models")
-    dtypes = parse_list(args.dtypes, DTYPES, "dtypes")
+    dtypes = parse_list(args.dtypes, ALL_DTYPES, "dtypes")
     systems = parse_list(args.systems, SYSTEMS, "systems")
     threads = [int(x) for x in parse_list(args.threads, [str(i) for i in range(1, 1025)], "threads")]
     runs = max(1, args.runs)
@@ -547,6 +654,8 @@ def main(argv=None):
         tools.append(args.gemv_bench)
     if "llama.cpp" in systems:
         tools += [str(LLAMA_BENCH), str(LLAMA_GREEDY)]
+        if any(d in QUANT for d in dtypes):
+            tools.append(str(LLAMA_QUANTIZE))
     for tool in tools:
         if not os.access(tool, os.X_OK):
             hint = ("scripts/install-deps.sh --bench" if "llama.cpp" in tool
@@ -562,10 +671,17 @@ def main(argv=None):
         sd = sorted(LLAMA_DIR.glob("llama_cpp_python-*.tar.gz"))
         res["versions"]["llama-cpp-python"] = sd[-1].name[len("llama_cpp_python-"):-len(".tar.gz")] if sd else "?"
 
-    if not args.no_gemv:
+    if not args.no_gemv and not args.prepare_only:
         res["gemv"] = gemv_bench(args.gemv_bench, threads, args.quick, lock)
         for t in threads:
             log(f"triad {t} thread(s): {res['gemv']['triad'][str(t)]['triad_gbs']:.1f} GB/s")
+
+    if args.prepare_only:
+        for model in models:
+            for dtype in dtypes:
+                art = ensure_model(model, dtype, systems, args.helmc, args.helm_rt, lock, args.rebuild_packages)
+                log(f"{model} {dtype}: ready: " + ", ".join(f"{k} {v}" for k, v in art.items() if v))
+        return 0
 
     t_start = time.time()
     with tempfile.TemporaryDirectory(prefix="helm-compare-bench-") as work:
@@ -574,8 +690,13 @@ def main(argv=None):
             prompt = prompt_ids(spec["base"]["vocab"], args.prompt_len)
             for dtype in dtypes:
                 art = ensure_model(model, dtype, systems, args.helmc, args.helm_rt, lock, args.rebuild_packages)
-                elem = DTYPES[dtype][2]
-                gbt = weight_bytes_per_token(spec["base"], elem) / 1e9
+                if dtype in QUANT:
+                    # The quantized bytes one token reads: the package's weights (every linear and
+                    # the tied table, which is the head), or the GGUF's size without the package.
+                    wb = art.get("weight_bytes") or (art["gguf"].stat().st_size if art["gguf"] else None)
+                    gbt = wb / 1e9 if wb else weight_bytes_per_token(spec["base"], 0.5) / 1e9
+                else:
+                    gbt = weight_bytes_per_token(spec["base"], DTYPES[dtype][2]) / 1e9
                 ids = {}
                 for t in threads:
                     # helm-rt may be rebuilt between cells on a shared machine: record which one ran
