@@ -303,6 +303,12 @@ ImportedModel Importer::run(const void *data, size_t size) {
     fail("file is empty, not an ONNX model");
     return result;
   }
+  // llama.cpp's format, which users hold often: say so rather than "protobuf parse failed".
+  if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) {
+    fail("a GGUF file (llama.cpp's format), not an ONNX model: helmc does not compile GGUF files yet; "
+         "helm-gguf-dump shows what it holds (docs/gguf.md)");
+    return result;
+  }
   if (int64_t(size) > options.maxModelBytes) {
     fail("file is " + llvm::Twine(int64_t(size)) + " bytes, over the " +
          llvm::Twine(options.maxModelBytes) + "-byte limit of an ONNX protobuf (use external data)");
