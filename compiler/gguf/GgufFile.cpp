@@ -369,7 +369,13 @@ llvm::Error File::read() {
       return in.error("tensor " + nameText + " (" + t.typeInfo->name + ") has rows of " + llvm::Twine(t.dims[0]) +
                           ", not a multiple of its block of " + llvm::Twine(blockWeights),
                       at);
-    t.bytes = elements / blockWeights * uint64_t(t.typeInfo->blockBytes);
+    // Bytes up to 2^62 too (8-byte elements would otherwise wrap around at 2^61 of them).
+    const uint64_t blocks = elements / blockWeights, blockBytes = uint64_t(t.typeInfo->blockBytes);
+    if (blocks > (uint64_t(1) << 62) / blockBytes)
+      return in.error("tensor " + nameText + " (" + t.typeInfo->name + ", " + llvm::Twine(elements) +
+                          " elements) is over 2^62 bytes",
+                      at);
+    t.bytes = blocks * blockBytes;
     auto offset = in.read<uint64_t>("the offset of tensor " + nameText);
     if (!offset)
       return offset.takeError();

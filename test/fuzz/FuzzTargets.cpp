@@ -134,6 +134,13 @@ void ggufInput(const uint8_t *data, size_t size) {
   for (const helm::gguf::TensorInfo &t : (*file)->tensors()) {
     if (t.data.size() != t.bytes || !t.typeInfo || (*file)->findTensor(t.name) != &t)
       __builtin_trap();
+    // The byte count is the shape's, computed without wrapping around.
+    unsigned __int128 elements = 1;
+    for (uint64_t d : t.dims)
+      elements *= d;
+    if (elements != t.elements ||
+        elements / uint64_t(t.typeInfo->blockWeights) * uint64_t(t.typeInfo->blockBytes) != t.bytes)
+      __builtin_trap();
     if (!t.data.empty())
       sink = sink + t.data.front() + t.data.back();
   }

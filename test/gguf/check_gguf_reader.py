@@ -11,7 +11,8 @@
      gguf-py's GGUFReader reads them.
   3. Corrupt files made from (1): truncated at many points, a bad magic, version 1, 4 and
      big-endian, counts beyond the file, a string longer than the file, an unknown value type, an
-     array of arrays, a duplicate key and tensor, 0 and 5 dimensions, an unknown ggml type, rows
+     array of arrays, a duplicate key and tensor, 0 and 5 dimensions, more than 2^62 elements or
+     bytes, an unknown ggml type, rows
      not whole blocks, a misaligned offset, overlapping tensors, a general.alignment of 0, 48 or
      type f32: each exits 1 with
      one line naming the file and the problem, never crashes.
@@ -259,6 +260,9 @@ def check_corrupt(tool: str, base: str, work: str, tally: Tally) -> None:
         ("zero dimension", patched(dims_at + 4, "<Q", 0), "has dimension 0 = 0"),
         ("huge dimension", patched(dims_at + 4, "<Q", 2**63), "over 2^62 elements in all"),
         ("unknown ggml type", patched(type_at, "<I", 99), "has unknown ggml type 99"),
+        # 2^61 - 2^5 elements fit the element limit; as F64 (8 bytes each) they do not fit 2^62 bytes.
+        ("bytes over 2^62", patched(type_at, "<I", 28)[:dims_at + 4] + struct.pack("<QQ", 2**61 - 32, 1)
+         + patched(type_at, "<I", 28)[dims_at + 20:], "(F64, 2305843009213693920 elements) is over 2^62 bytes"),
         ("rows not whole blocks", patched(dims_at + 4, "<Q", 65), "(Q8_0) has rows of 65, not a multiple of its block of 32"),
         ("misaligned offset", patched(offset_at, "<Q", 16), "has offset 16, not a multiple of the alignment 32"),
         ("offset past the end", patched(offset_at, "<Q", 2**40), "runs past the end of the"),
