@@ -392,6 +392,8 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     OpBuilder b(outProj);
     Value q3 = rebuildChain(b, q, headDim, core, true), k3 = rebuildChain(b, k, headDim, core, true),
           v3 = rebuildChain(b, v, headDim, core, false);
+    if (!elementTypeOf(q3))
+      return nodeError(anchor, "the query is not a tensor");
     Type resultType = activationType(elementTypeOf(q3), heads * headDim);
     SmallVector<Type> presentTypes;
     if (pastKey) {

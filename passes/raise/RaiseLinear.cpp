@@ -17,7 +17,8 @@ using namespace helm;
 
 namespace {
 
-/// A linear's result: x's shape with the last dimension `outFeatures`, in x's element type.
+/// A linear's result: x's shape with the last dimension `outFeatures`, in x's element type (x must
+/// be a tensor: the callers check).
 RankedTensorType linearResultType(Value x, int64_t outFeatures) {
   Type element = elementTypeOf(x);
   auto xType = dyn_cast<RankedTensorType>(x.getType());
@@ -75,6 +76,8 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
     if (codes && !cast<RankedTensorType>(codes.getType()).getElementType().isUnsignedInteger(8))
       return nodeError(op, "B must be uint8");
     Value x = inputs[0];
+    if (!elementTypeOf(x))
+      return nodeError(op, "A is not a tensor");
     auto xType = dyn_cast<RankedTensorType>(x.getType());
     if (xType && (xType.getRank() < 2 || (!xType.isDynamicDim(xType.getRank() - 1) && xType.getShape().back() != K)))
       return nodeError(op, "A's last dimension is not K = " + Twine(K));
@@ -104,6 +107,8 @@ struct RaiseLinearPass : helm::impl::RaiseLinearBase<RaiseLinearPass> {
                  op.getFloatAttr("beta", 1.0) != 1.0))
       return success();
     Value x = op.getInputs()[0];
+    if (!elementTypeOf(x)) // not a tensor: left for helm-check-raised to name
+      return success();
     bool transposed = false;
     Value w = op.getInputs()[1];
     WeightOp weight = traceWeight(w, &transposed);

@@ -31,7 +31,7 @@ void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int
     if (auto arg = dyn_cast<BlockArgument>(cur)) {
       auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
       auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), HelmDialect::NameAttrHelper::getNameStr()) : StringAttr();
-      if (name && name.getValue().contains("position") && isa<IntegerType>(elementTypeOf(cur)))
+      if (name && name.getValue().contains("position") && isa_and_nonnull<IntegerType>(elementTypeOf(cur)))
         positions = cur;
       continue;
     }
@@ -44,9 +44,9 @@ void findRotarySources(Value v, std::optional<SmallVector<double>> &invFreq, int
                     : shapeOf(cur).size() == 1 ? weightValues(cast<WeightOp>(def), 1024)
                                                : std::nullopt;
       if (!values && unreadable && isa<WeightOp>(def) && shapeOf(cur).size() == 1 &&
-          isa<FloatType>(elementTypeOf(cur)))
+          isa_and_nonnull<FloatType>(elementTypeOf(cur)))
         *unreadable = shapeOf(cur)[0];
-      if (!invFreq && values && values->size() >= 2 && isa<FloatType>(elementTypeOf(cur)) &&
+      if (!invFreq && values && values->size() >= 2 && isa_and_nonnull<FloatType>(elementTypeOf(cur)) &&
           std::fabs((*values)[0] - 1.0) < 1e-6 && (*values)[1] < (*values)[0])
       {
         invFreq = values;
