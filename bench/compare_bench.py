@@ -240,6 +240,30 @@ def package_weight_bytes(helm_rt, pkg):
     return int(m.group(1)) if m else None
 
 
+def ensure_package(what, onnx_path, pkg, extra, helmc, helm_rt, lock, rebuild):
+    """`pkg` compiled from `onnx_path` (helmc --target=host plus `extra`) unless it is there and newer
+    than helmc and helm-rt --info reads it; returns (the package path or "n/a (helmc: why)", helmc's
+    wall time or None)."""
+    stale = pkg.is_file() and (pkg.stat().st_mtime < pathlib.Path(helmc).stat().st_mtime
+                               or not package_ok(helm_rt, pkg))
+    if not rebuild and pkg.is_file() and not stale:
+        return pkg, None
+    log(f"{what}: helmc {onnx_path.name} {' '.join(extra + ['--target=host'])} -o {pkg.name}"
+        f"{' (helmc is newer than the package, or helm-rt --info refuses it)' if stale else ''}")
+    with lock.held(f"{what} helmc"):
+        t0 = time.time()
+        # helmc writes the package only on success (temporary file + rename)
+        r = subprocess.run([helmc, str(onnx_path), *extra, "--target=host", "--emit=package", "-q", "-o", str(pkg)],
+                           capture_output=True, text=True)
+        secs = time.time() - t0
+    if r.returncode != 0:
+        na = "n/a (helmc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160] + ")"
+        log(f"{what}: {na}")
+        return na, None
+    log(f"{what}: package {pkg.stat().st_size / 1e9:.2f} GB in {secs:.0f} s")
+    return pkg, {"wall_s": secs}
+
+
 def ensure_quantized(model, quant, systems, helmc, helm_rt, lock, rebuild):
     """The quantized row's artifacts, made from the fp16 model's (ensure_model(..., "fp16")):
     model-<quant>.helmpkg (helmc --quantize), model-<quant>.gguf (llama-quantize) and
@@ -251,23 +275,9 @@ def ensure_quantized(model, quant, systems, helmc, helm_rt, lock, rebuild):
     res = {"onnx": None, "gguf": None, "package": None, "helmc": None, "weight_bytes": None}
     if "helm" in systems:
         pkg = d / f"model-{quant}.helmpkg"
-        stale = pkg.is_file() and (pkg.stat().st_mtime < pathlib.Path(helmc).stat().st_mtime
-                                   or not package_ok(helm_rt, pkg))
-        if rebuild or not pkg.is_file() or stale:
-            log(f"{model} {quant}: helmc model.onnx --quantize={quant} --target=host -o {pkg.name}")
-            with lock.held(f"{model} {quant} helmc"):
-                t0 = time.time()
-                r = subprocess.run([helmc, str(d / "model.onnx"), f"--quantize={quant}", "--target=host",
-                                    "--emit=package", "-q", "-o", str(pkg)], capture_output=True, text=True)
-                secs = time.time() - t0
-            if r.returncode != 0:
-                res["package"] = "n/a (helmc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160] + ")"
-                log(f"{model} {quant}: {res['package']}")
-            else:
-                res["helmc"] = {"wall_s": secs}
-                log(f"{model} {quant}: package {pkg.stat().st_size / 1e9:.2f} GB in {secs:.0f} s")
-        if pkg.is_file() and res["package"] is None:
-            res["package"] = pkg
+        res["package"], res["helmc"] = ensure_package(f"{model} {quant}", d / "model.onnx", pkg, [f"--quantize={quant}"],
+                                                      helmc, helm_rt, lock, rebuild)
+        if not isinstance(res["package"], str):
             res["weight_bytes"] = package_weight_bytes(helm_rt, pkg)
     if "llama.cpp" in systems and base["gguf"]:
         gguf = d / f"model-{quant}.gguf"
@@ -336,25 +346,8 @@ def ensure_model(model, dtype, systems, helmc, helm_rt, lock, rebuild):
     res = {"onnx": onnx_path if onnx_path.is_file() else None, "gguf": gguf if gguf.is_file() else None,
            "package": None, "helmc": None}
     if "helm" in systems:
-        stale = pkg.is_file() and (pkg.stat().st_mtime < pathlib.Path(helmc).stat().st_mtime
-                                   or not package_ok(helm_rt, pkg))
-        if rebuild or not pkg.is_file() or stale:
-            log(f"{model} {dtype}: helmc {onnx_path.name} --target=host -o {pkg.name}"
-                f"{' (helmc is newer than the package, or helm-rt --info refuses it)' if stale else ''}")
-            with lock.held(f"{model} {dtype} helmc"):
-                t0 = time.time()
-                # helmc writes the package only on success (temporary file + rename)
-                r = subprocess.run([helmc, str(onnx_path), "--target=host", "--emit=package", "-q",
-                                    "-o", str(pkg)], capture_output=True, text=True)
-                secs = time.time() - t0
-            if r.returncode != 0:
-                res["package"] = "n/a (helmc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:160] + ")"
-                log(f"{model} {dtype}: {res['package']}")
-            else:
-                res["helmc"] = {"wall_s": secs}
-                log(f"{model} {dtype}: package {pkg.stat().st_size / 1e9:.2f} GB in {secs:.0f} s")
-        if pkg.is_file() and res["package"] is None:
-            res["package"] = pkg
+        res["package"], res["helmc"] = ensure_package(f"{model} {dtype}", onnx_path, pkg, [], helmc, helm_rt, lock,
+                                                      rebuild)
     return res
 
 
