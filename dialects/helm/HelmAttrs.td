@@ -236,7 +236,12 @@ def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
     /// The bytes of the codes of an [n, k] weight: MatMulNBits' rows padded to whole blocks, or
     /// n * k packed codes for the element-typed (i4, ui4, i8) forms, whose rows are whole blocks
     /// unless K-major.
-    int64_t getCodeBytes(int64_t n, int64_t k) const;
+    int64_t getCodeBytes(int64_t n, int64_t k) const {
+      return codeBytes(getCodeType(), getBits(), getBlockSize(), n, k);
+    }
+    /// The same for codes of `codeType` before the attribute exists (the raising checks the
+    /// initializer's length with it).
+    static int64_t codeBytes(mlir::Type codeType, int64_t bits, int64_t blockSize, int64_t n, int64_t k);
     /// The largest N, K and block size accepted: every size computed from them (N x blocks x bytes
     /// per block) stays far inside int64. Real models are orders of magnitude below.
     static constexpr int64_t kMaxDim = int64_t(1) << 30;

@@ -270,10 +270,9 @@ LogicalResult OnnxBlocksAttr::verify(EmitError emitError, int64_t bits, int64_t 
   return success();
 }
 
-int64_t OnnxBlocksAttr::getCodeBytes(int64_t n, int64_t k) const {
-  const int64_t bits = getBits(), bs = getBlockSize();
-  if (getCodeType().isUnsignedInteger(8))
-    return n * ((k + bs - 1) / bs) * (bs * bits / 8);
+int64_t OnnxBlocksAttr::codeBytes(Type codeType, int64_t bits, int64_t blockSize, int64_t n, int64_t k) {
+  if (codeType.isUnsignedInteger(8))
+    return n * ((k + blockSize - 1) / blockSize) * (blockSize * bits / 8);
   return (n * k * bits + 7) / 8;
 }
 

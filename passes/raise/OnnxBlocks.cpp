@@ -49,12 +49,12 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
   // block * bits / 8 bytes; or element-typed int4 / uint4 / int8 (DequantizeLinear's, or
   // GatherBlockQuantized's 4-bit types), N x K packed values. The declaration's length is its type's
   // packed size (its verifier), so this checks the shape.
-  const int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
+  const int64_t blocks = (K + bs - 1) / bs;
   auto codesType = cast<RankedTensorType>(codes.getType());
   Type codeElement = codesType.getElementType();
   const bool byteCodes = codeElement.isUnsignedInteger(8) && !w.dequantizeLinear;
   const bool elementCodes = bits == 4 ? codeElement.isInteger(4) : w.dequantizeLinear && codeElement.isSignlessInteger(8);
-  const int64_t codeBytes = byteCodes ? N * blocks * blob : (N * K * bits + 7) / 8;
+  const int64_t codeBytes = OnnxBlocksAttr::codeBytes(codeElement, bits, bs, N, K);
   if ((!byteCodes && !elementCodes) || int64_t(codes.getLength()) != codeBytes) {
     std::string types = w.dequantizeLinear ? (bits == 4 ? "int4 or uint4" : "int8")
                                            : (bits == 4 ? "uint8, int4 or uint4" : "uint8");
