@@ -165,6 +165,16 @@ std::optional<int64_t> Value::asInt() const {
 std::optional<double> Value::asFloat() const {
   return type == ValueType::Array || type == ValueType::String ? std::nullopt : loadFloat(type, data);
 }
+std::optional<uint64_t> Value::asU64() const {
+  if (type != ValueType::U64)
+    return std::nullopt;
+  return load<uint64_t>(data);
+}
+std::optional<uint64_t> Value::u64At(uint64_t i) const {
+  if (type != ValueType::Array || elementType != ValueType::U64 || i >= count)
+    return std::nullopt;
+  return load<uint64_t>(data + i * 8);
+}
 std::optional<bool> Value::asBool() const {
   if (type != ValueType::Bool)
     return std::nullopt;

@@ -60,6 +60,8 @@ public:
   std::optional<int64_t> asInt() const;
   /// A f32 / f64 scalar, or an integer one.
   std::optional<double> asFloat() const;
+  /// A u64 scalar, all of its range (asInt refuses the half above INT64_MAX).
+  std::optional<uint64_t> asU64() const;
   std::optional<bool> asBool() const;
   std::optional<llvm::StringRef> asString() const;
 
@@ -67,6 +69,7 @@ public:
   /// Element i of an array of integers / bools, floats, or strings.
   std::optional<int64_t> intAt(uint64_t i) const;
   std::optional<double> floatAt(uint64_t i) const;
+  std::optional<uint64_t> u64At(uint64_t i) const;
   std::optional<llvm::StringRef> stringAt(uint64_t i) const;
 
 private:

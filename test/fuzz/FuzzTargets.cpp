@@ -121,13 +121,14 @@ void ggufInput(const uint8_t *data, size_t size) {
   volatile uint64_t sink = 0;
   for (const auto &[key, value] : (*file)->metadata()) {
     sink = sink + key.size() + uint64_t(value.asInt().value_or(0)) + uint64_t(value.asFloat().value_or(0) != 0) +
-           value.asString().value_or("").size();
+           value.asString().value_or("").size() + value.asU64().value_or(0);
     for (uint64_t i = 0; i < value.count && value.type == helm::gguf::ValueType::Array; ++i) {
       if (value.elementType == helm::gguf::ValueType::String) {
         llvm::StringRef s = value.stringAt(i).value_or("");
         sink = sink + s.size() + (s.empty() ? 0 : uint8_t(s.back()));
       } else {
-        sink = sink + uint64_t(value.intAt(i).value_or(0)) + uint64_t(value.floatAt(i).value_or(0) != 0);
+        sink = sink + uint64_t(value.intAt(i).value_or(0)) + uint64_t(value.floatAt(i).value_or(0) != 0) +
+               value.u64At(i).value_or(0);
       }
     }
   }

@@ -37,9 +37,9 @@ static json::Value element(const g::Value &v, uint64_t i) {
     return v.intAt(i).value_or(0) != 0;
   if (v.elementType == g::ValueType::F32 || v.elementType == g::ValueType::F64)
     return v.floatAt(i).value_or(0.0);
-  if (std::optional<int64_t> n = v.intAt(i))
+  if (std::optional<uint64_t> n = v.u64At(i))
     return *n;
-  return json::fixUTF8(formatv("{0}", v.floatAt(i).value_or(0.0)).str()); // a u64 above INT64_MAX
+  return v.intAt(i).value_or(0);
 }
 
 static json::Value scalar(const g::Value &v) {
@@ -47,10 +47,8 @@ static json::Value scalar(const g::Value &v) {
   case g::ValueType::String: return json::fixUTF8(v.asString().value_or(""));
   case g::ValueType::Bool: return v.asBool().value_or(false);
   case g::ValueType::F32: case g::ValueType::F64: return v.asFloat().value_or(0.0);
-  default:
-    if (std::optional<int64_t> n = v.asInt())
-      return *n;
-    return formatv("{0}", v.asFloat().value_or(0.0)).str(); // a u64 above INT64_MAX
+  case g::ValueType::U64: return v.asU64().value_or(0);
+  default: return v.asInt().value_or(0);
   }
 }
 
