@@ -3,12 +3,13 @@
  * llama.cpp's own tools take text prompts; the benchmark feeds every system the same token ids and
  * compares the greedy ids they produce, so this program does only that:
  *
- *   llama-greedy model.gguf 1,2,3 N THREADS
+ *   llama-greedy model.gguf 1,2,3 N THREADS [LOGITS.f32]
  *
  * decodes the prompt in one batch, then N-1 single-token steps, taking the argmax of the last
  * logits each time (no sampler, no special handling of end-of-sequence). Prints one JSON line:
  *   {"ids": [...], "prefill_ms": ..., "decode_ms": ..., "top2_gap": [...]}
  * with llama.cpp's default context parameters otherwise (f16 KV cache, flash attention auto).
+ * LOGITS.f32, when given, receives every step's logits (n_vocab f32 each), the prefill's first. 
  * Built by bench/build-llama-cpp.sh against the libllama it builds. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, strdup */
 #include "llama.h"
@@ -48,8 +49,8 @@ static int argmax(const float *row, int n, float *gap) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: llama-greedy model.gguf ID,ID,... N THREADS\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: llama-greedy model.gguf ID,ID,... N THREADS [LOGITS.f32]\n");
     return 1;
   }
   int n_new = atoi(argv[3]), threads = atoi(argv[4]);
@@ -93,6 +94,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "llama-greedy: prefill failed\n");
     return 1;
   }
+  FILE *logits = argc == 6 ? fopen(argv[5], "wb") : NULL;
+  if (argc == 6 && !logits) {
+    fprintf(stderr, "llama-greedy: cannot write %s\n", argv[5]);
+    return 1;
+  }
+  if (logits)
+    fwrite(llama_get_logits_ith(ctx, -1), sizeof(float), (size_t)n_vocab, logits);
   out[0] = argmax(llama_get_logits_ith(ctx, -1), n_vocab, &gaps[0]);
   double t1 = now_ms();
   for (int i = 1; i < n_new; ++i) {
@@ -100,7 +108,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "llama-greedy: decode step %d failed\n", i);
       return 1;
     }
+    if (logits)
+      fwrite(llama_get_logits_ith(ctx, -1), sizeof(float), (size_t)n_vocab, logits);
     out[i] = argmax(llama_get_logits_ith(ctx, -1), n_vocab, &gaps[i]);
+  }
+  if (logits && fclose(logits) != 0) {
+    fprintf(stderr, "llama-greedy: cannot write %s\n", argv[5]);
+    return 1;
   }
   double t2 = now_ms();
 

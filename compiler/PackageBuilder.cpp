@@ -47,19 +47,25 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
   // Tokenizer first: a bad file should fail before minutes of code generation.
   std::string tokenizerText;
   llvm::json::Object tokenizerManifest;
+  std::string tokenizerName = options.tokenizerPath;
   if (!options.tokenizerPath.empty()) {
     auto buffer = llvm::MemoryBuffer::getFile(options.tokenizerPath);
     if (!buffer) {
       return llvm::createStringError(options.tokenizerPath + ": cannot read: " + buffer.getError().message());
     }
     tokenizerText = (*buffer)->getBuffer().str();
-    auto tok = tok::Tokenizer::fromJson(tokenizerText, options.tokenizerPath);
+  } else if (!options.tokenizerJson.empty()) {
+    tokenizerText = options.tokenizerJson;
+    tokenizerName = options.modelPath + " (its tokenizer metadata)";
+  }
+  if (!tokenizerText.empty()) {
+    auto tok = tok::Tokenizer::fromJson(tokenizerText, tokenizerName);
     if (!tok) {
       return tok.takeError();
     }
     if (int64_t((*tok)->vocabSize()) > config.vocabSize) {
       return llvm::createStringError(llvm::formatv("{0}: tokenizer has {1} tokens but the model's vocabulary is {2}",
-                            options.tokenizerPath, (*tok)->vocabSize(), config.vocabSize));
+                            tokenizerName, (*tok)->vocabSize(), config.vocabSize));
     }
     tokenizerManifest[HELM_MANIFEST_TOKENIZER_SECTION] = "tokenizer";
     if (auto bos = (*tok)->bosId())
@@ -166,6 +172,9 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
           return llvm::createStringError(options.modelPath + ": " + llvm::toString(std::move(e)));
         bytes = llvm::ArrayRef<char>(quantized.data(), quantized.size());
         report.repackedTensors += 1;
+      } else if (t.prepacked) {
+        // Already the blocks the kernels read (a GGUF tensor): the file's bytes, unchanged.
+        report.prepackedTensors += 1;
       } else if (t.blockDtype) {
         // Quantized here, one tensor at a time: the peak is one tensor's blocks, not the model's.
         if (llvm::Error e = quantizeWeight(t.onnxName, bytes, t.sourceDtype, t.sourceShape, t.rowDim,

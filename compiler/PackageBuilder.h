@@ -4,7 +4,7 @@
 
 #include "compiler/ModelConfig.h"
 #include "compiler/codegen/CpuCodegen.h"
-#include "compiler/onnx/OnnxImporter.h"
+#include "compiler/WeightSource.h"
 #include "passes/plan/TargetProfile.h"
 
 #include <functional>
@@ -17,7 +17,9 @@ namespace helm {
 struct PackageOptions {
   std::string outputPath;
   std::string modelPath;
-  std::string tokenizerPath;                // empty: no tokenizer section
+  std::string tokenizerPath;                // empty: tokenizerJson, if any
+  /// tokenizer.json text the model file carries (a GGUF file's metadata), used without a path.
+  std::string tokenizerJson;
   int64_t maxContext = 4096;                // longest sequence the runtime accepts
   std::optional<TargetProfile> target;      // the planned target, if any
   CpuCodegenTarget cpu;                     // ISA of the CPU stage
@@ -37,6 +39,8 @@ struct PackageReport {
   uint64_t quantizedTensors = 0, quantizedSourceBytes = 0, quantizedBytes = 0;
   /// Weights that arrived as ONNX blocked integers, repacked into block formats.
   uint64_t repackedTensors = 0;
+  /// Weights whose source bytes already were blocks (GGUF), copied unchanged.
+  uint64_t prepackedTensors = 0;
   /// Every tensor written, and their weights (elements): bits per weight = 8 weightBytes / this.
   uint64_t tensors = 0, weightElements = 0;
   /// The tensors stored in each block format ("q4_k" -> count).

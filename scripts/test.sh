@@ -11,6 +11,11 @@ cd "$here"
 [ -x .venv/bin/python ] || scripts/install-deps.sh
 jobs="${HELM_JOBS:-2}"
 
+# llama.cpp, the reference for GGUF files (e2e-gguf), built once from the llama-cpp-python sdist
+# on PyPI into bench/.cache/llama.cpp/ (idempotent: a second run only checks its stamp).
+echo "== llama.cpp (the GGUF reference)"
+bench/build-llama-cpp.sh
+
 echo "== build (default preset)"
 cmake --preset default >/dev/null
 cmake --build build -j "$jobs"
@@ -21,7 +26,7 @@ if [ "${HELM_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== unit tests under ASan+UBSan"
   cmake --preset asan >/dev/null
   cmake --build build-asan -j "$jobs" --target helm-unit-tests
-  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance|e2e-generation|e2e-quantized|e2e-onnx-quantized|e2e-perplexity|e2e-split-emu|e2e-kv-offload|tokenizer-vs-hf)$' --output-on-failure
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance|e2e-generation|e2e-quantized|e2e-onnx-quantized|e2e-perplexity|e2e-split-emu|e2e-kv-offload|e2e-gguf|tokenizer-vs-hf)$' --output-on-failure
 fi
 
 if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then

@@ -168,6 +168,7 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
       t.dtype = helm_dtype_name(t.blockDtype);
       t.shape = {type.getDimSize(t.rowDim), type.getDimSize(1 - t.rowDim)};
       t.bytes = decl.getStoredBytes();
+      t.prepacked = decl.getPrepacked();
     }
     if (OnnxBlocksAttr onnx = decl.getOnnxBlocksAttr()) {
       t.onnxBlocks.bits = onnx.getBits();

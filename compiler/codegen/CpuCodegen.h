@@ -29,6 +29,8 @@ struct StageTensor {
   std::vector<int64_t> sourceShape;
   int64_t sourceBytes = 0;
   int64_t rowDim = 0;
+  /// The source bytes already are the blocks (a GGUF tensor): copied as they are.
+  bool prepacked = false;
   /// A weight that arrives as ONNX blocked integers (MatMulNBits, GatherBlockQuantized, a
   /// block-wise DequantizeLinear): the initializers the builder repacks into blockDtype's blocks
   /// (onnxName is the codes'), `bits` 0 otherwise.

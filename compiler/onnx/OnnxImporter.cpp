@@ -33,7 +33,9 @@ bool readTensorBytes(const onnx::TensorProto &tensor, const std::string &baseDir
                      std::vector<char> &bytes, std::string &error);
 } // namespace
 
-class WeightSource {
+/// The weights of an ONNX model: inline initializers in the parsed ModelProto (kept alive here),
+/// external data read from its files one tensor at a time.
+class OnnxWeightSource : public WeightSource {
 public:
   std::unique_ptr<onnx::ModelProto> model;
   std::string modelPath;
@@ -58,6 +60,9 @@ public:
     const onnx::TensorProto *tensor = find(onnxName);
     return tensor && readTensorBytes(*tensor, baseDir, bytes, error);
   }
+
+  llvm::Expected<llvm::ArrayRef<char>> bytes(llvm::StringRef onnxName,
+                                             std::vector<char> &storage) const override;
 };
 
 namespace {
@@ -305,8 +310,8 @@ ImportedModel Importer::run(const void *data, size_t size) {
   }
   // llama.cpp's format, which users hold often: say so rather than "protobuf parse failed".
   if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) {
-    fail("a GGUF file (llama.cpp's format), not an ONNX model: helmc does not compile GGUF files yet; "
-         "helm-gguf-dump shows what it holds (docs/gguf.md)");
+    fail("a GGUF file (llama.cpp's format), not an ONNX model: helmc reads it with its GGUF front end "
+         "(docs/gguf.md)");
     return result;
   }
   if (int64_t(size) > options.maxModelBytes) {
@@ -441,11 +446,11 @@ ImportedModel Importer::run(const void *data, size_t size) {
       return {};
     }
   }
-  result.weights = std::make_shared<WeightSource>();
-  result.weights->model = std::move(model);
-  result.weights->modelPath = display;
-  result.weights->baseDir = baseDir;
-  std::shared_ptr<WeightSource> source = result.weights;
+  auto source = std::make_shared<OnnxWeightSource>();
+  source->model = std::move(model);
+  source->modelPath = display;
+  source->baseDir = baseDir;
+  result.weights = source;
   ctx.getOrLoadDialect<HelmDialect>()->setWeightReader(
       [source](WeightDeclOp decl, std::vector<char> &bytes) {
         return source->read(decl.getOnnxName(), bytes);
@@ -828,17 +833,16 @@ llvm::Expected<ImportedModel> importOnnxFile(MLIRContext &ctx, const std::string
                          std::string(dir), options);
 }
 
-llvm::Expected<llvm::ArrayRef<char>> weightBytes(const WeightSource &source,
-                                                 llvm::StringRef onnxName,
-                                                 std::vector<char> &storage) {
-  const onnx::TensorProto *tensor = source.find(onnxName);
+llvm::Expected<llvm::ArrayRef<char>> OnnxWeightSource::bytes(llvm::StringRef onnxName,
+                                                            std::vector<char> &storage) const {
+  const onnx::TensorProto *tensor = find(onnxName);
   if (!tensor)
     return llvm::createStringError("no initializer named '" + onnxName + "'");
   // Inline raw data is already in memory (the parsed model): hand it out as it is.
   if (tensor->data_location() != onnx::TensorProto::EXTERNAL && tensor->has_raw_data())
     return llvm::ArrayRef<char>(tensor->raw_data().data(), tensor->raw_data().size());
   std::string error;
-  if (!readTensorBytes(*tensor, source.baseDir, storage, error))
+  if (!readTensorBytes(*tensor, baseDir, storage, error))
     return llvm::createStringError(error);
   return llvm::ArrayRef<char>(storage);
 }

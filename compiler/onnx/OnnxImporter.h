@@ -8,6 +8,8 @@
 #ifndef HELM_COMPILER_ONNX_ONNXIMPORTER_H
 #define HELM_COMPILER_ONNX_ONNXIMPORTER_H
 
+#include "compiler/WeightSource.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -30,15 +32,6 @@ struct ImportOptions {
   bool requireWeightData = true;
 };
 
-/// Source bytes of the weights of one imported model. The ModelProto (and the inline initializer
-/// bytes it owns) stays alive here; external-data files are only stat-ed, never read, by the import.
-class WeightSource;
-
-struct ImportedModel {
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::shared_ptr<WeightSource> weights;
-};
-
 /// Imports `path`. The error is a one-line message that names the file and the problem (node, op,
 /// sizes) without a trailing newline.
 llvm::Expected<ImportedModel> importOnnxFile(mlir::MLIRContext &ctx, const std::string &path,
@@ -49,14 +42,6 @@ llvm::Expected<ImportedModel> importOnnxBytes(mlir::MLIRContext &ctx, const void
                                               size_t size, const std::string &displayName,
                                               const std::string &baseDir,
                                               const ImportOptions &options);
-
-/// Little-endian bytes of the initializer (or Constant value) named `onnxName` of an imported model,
-/// without a copy where possible: the parsed model's inline raw data, or `storage` after reading
-/// external data or decoding typed fields into it (the view lives as long as both). An error names
-/// the tensor when there is no such tensor or its data cannot be read.
-llvm::Expected<llvm::ArrayRef<char>> weightBytes(const WeightSource &source,
-                                                 llvm::StringRef onnxName,
-                                                 std::vector<char> &storage);
 
 } // namespace helm
 

@@ -49,6 +49,8 @@ LogicalResult WeightDeclOp::verify() {
            << type.getElementType();
   int64_t bytes = storageBytes(type);
   int64_t length = getLengthAttr().getInt(), offset = getOffsetAttr().getInt();
+  if (getPrepacked() && getOnnxBlocksAttr())
+    return emitOpError("a weight is either prepacked blocks or ONNX blocks, not both");
   if (OnnxBlocksAttr onnx = getOnnxBlocksAttr()) {
     // The bytes are the codes initializer's (OnnxBlocksAttr::getCodeBytes).
     BlocksAttr blocks = getBlocksAttr();
@@ -75,6 +77,18 @@ LogicalResult WeightDeclOp::verify() {
     if (length != codes)
       return emitOpError("length ") << length << " is not the " << codes << " bytes of the codes of " << type
                                     << " in " << onnx.getBits() << "-bit blocks of " << bs;
+  } else if (getPrepacked()) {
+    BlocksAttr blocks = getBlocksAttr();
+    if (!blocks || blocks.getRowDim() != 0 || type.getRank() != 2)
+      return emitOpError("a prepacked weight must be [N, K] with blocks along its rows (row_dim 0)");
+    int64_t columns = type.getDimSize(1);
+    if (columns % blocks.getBlockWeights() != 0)
+      return emitOpError("blocks of ") << blocks.getBlockWeights() << " ("
+                                       << stringifyBlockFormat(blocks.getFormat()) << ") do not divide the "
+                                       << columns << " columns of " << type;
+    if (length != getStoredBytes())
+      return emitOpError("length ") << length << " is not the " << getStoredBytes() << " bytes of " << type
+                                    << " in " << stringifyBlockFormat(blocks.getFormat()) << " blocks";
   } else if (length != bytes)
     return emitOpError("length ") << length << " does not match " << type << " (" << bytes
                                   << " bytes)";

@@ -25,6 +25,9 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
     (set when raising MatMulNBits) says the weight arrives quantized as ONNX blocked integers;
     `onnx_name`, `location`, `offset` and `length` are then those of its codes initializer, the
     declared type [N, K] has the scales' element type, and `blocks` is always set.
+    `prepacked` (a GGUF tensor in a ggml block type) says the source bytes already are `blocks`'
+    rows, [N, K] with `row_dim` 0: `length` is the stored bytes and the package copies them as they
+    are; `location` is then the GGUF file and `offset` the tensor's byte in it.
 
     ```mlir
     helm.weight_decl @model_embed_tokens_weight : tensor<512x64xf32>
@@ -33,7 +36,8 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
                    StrAttr:$onnx_name, StrAttr:$location, I64Attr:$offset, I64Attr:$length,
-                   OptionalAttr<Helm_BlocksAttr>:$blocks, OptionalAttr<Helm_OnnxBlocksAttr>:$onnx_blocks);
+                   OptionalAttr<Helm_BlocksAttr>:$blocks, OptionalAttr<Helm_OnnxBlocksAttr>:$onnx_blocks,
+                   UnitAttr:$prepacked);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

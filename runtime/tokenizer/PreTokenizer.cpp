@@ -68,6 +68,8 @@ size_t matchAt(PatternKind kind, const std::vector<Ch> &c, size_t i) {
   auto isS = [&](size_t k) { return c[k].cls == kS; };
   auto isO = [&](size_t k) { return c[k].cls == 0; }; // [^\s\p{L}\p{N}]
   auto isNl = [&](size_t k) { return c[k].cp == '\r' || c[k].cp == '\n'; };
+  if (kind == PatternKind::Digits)
+    return isN(i) ? 1 : 0;
   auto run = [&](size_t k, auto pred) {
     size_t j = k;
     while (j < n && pred(j))

@@ -51,7 +51,8 @@ const ByteAlphabet &byteAlphabet();
 // Pre-tokenizer matching (PreTokenizer.cpp).
 
 /// The split patterns of the pre-tokenizers this tokenizer knows (recognised by their text).
-enum class PatternKind { Gpt2, Llama3, Qwen2 };
+/// Digits: every \p{N} character on its own (the Digits pre-tokenizer with individual_digits).
+enum class PatternKind { Gpt2, Llama3, Qwen2, Digits };
 
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 

@@ -404,6 +404,17 @@ llvm::Error TokenizerImpl::loadPreTokenizer(const json::Object &o, llvm::StringR
       return fail(path + ".behavior '" + *beh + "' is not a known split behavior");
     if (auto e = boolField("invert", p.invert))
       return e;
+  } else if (type == "Digits") {
+    // Only individual digits: the grouped form (runs of digits) appears in no tokenizer HELM
+    // has met, and a wrong guess would change the ids silently.
+    bool individual = false;
+    if (auto e = boolField("individual_digits", individual))
+      return e;
+    if (!individual)
+      return fail(path + ".individual_digits: only individual digits (true) are supported");
+    p.kind = PreTokenizer::Split;
+    p.pattern = PatternKind::Digits;
+    p.behavior = SplitBehavior::Isolated;
   } else if (type == "Metaspace") {
     p.kind = PreTokenizer::Metaspace;
     auto rep = o.getString("replacement");

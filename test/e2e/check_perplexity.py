@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Perplexity of the default model (a trained model) with quantized weights against fp32.
 
-Needs the default model that scripts/setup.sh fetches (models/default: SmolLM2-135M-Instruct, fp32,
+Needs the ONNX export of the default model (scripts/fetch-default-model.py, with the --corpus venv: models/default: SmolLM2-135M-Instruct, fp32,
 with its tokenizer); without it the test reports itself skipped (exit 77). `helm-rt --perplexity
 test/data/text/public-domain.txt` (about 1,100 tokens, windows of 512) on the fp32 package and on
 `helmc --quantize=` q8_0, q4_0 and q4_k_m packages: q8_0 must be within 1% of fp32 (8-bit weights
@@ -38,7 +38,7 @@ def main():
     tokenizer = os.path.join(args.root, "models", "default", "tokenizer.json")
     text = os.path.join(args.root, "test", "data", "text", "public-domain.txt")
     if not os.path.isfile(model):
-        print("skipped: the default model is not fetched (scripts/setup.sh fetches it into models/default)")
+        print("skipped: the default model is not fetched (scripts/install-deps.sh --corpus && .venv/bin/python scripts/fetch-default-model.py exports it into models/default)")
         return 77
     results = {}
     with tempfile.TemporaryDirectory(prefix="helm-ppl-") as work:

@@ -3,6 +3,8 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/gguf/GgufFile.h"
+#include "compiler/gguf/GgufImporter.h"
+#include "compiler/gguf/GgufTokenizer.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "runtime/package/Checksum.h"
@@ -144,6 +146,32 @@ void ggufInput(const uint8_t *data, size_t size) {
       __builtin_trap();
     if (!t.data.empty())
       sink = sink + t.data.front() + t.data.back();
+  }
+  // The tokenizer helmc builds from the metadata: valid JSON that loads, or a one-line refusal.
+  if ((*file)->find("tokenizer.ggml.model")) {
+    auto json = helm::tokenizerJsonFromGguf(**file);
+    if (!json) {
+      std::string message = llvm::toString(json.takeError());
+      if (!llvm::StringRef(message).starts_with("fuzz.gguf: ") || message.find('\n') != std::string::npos)
+        __builtin_trap();
+    } else if (auto tokenizer = helm::tok::Tokenizer::fromJson(*json, "fuzz.gguf")) {
+      sink = sink + (*tokenizer)->encode("Hello 123 world", true).size();
+    } else {
+      llvm::consumeError(tokenizer.takeError());
+    }
+  }
+  // The GGUF front end on the same bytes: a module that verifies, or one line naming the file.
+  mlir::MLIRContext ctx;
+  ctx.printOpOnDiagnostic(false);
+  auto imported = helm::importGgufBuffer(
+      ctx,
+      llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.gguf",
+                                       /*RequiresNullTerminator=*/false),
+      "fuzz.gguf");
+  if (!imported) {
+    std::string message = llvm::toString(imported.takeError());
+    if (!llvm::StringRef(message).starts_with("fuzz.gguf: ") || message.find('\n') != std::string::npos)
+      __builtin_trap();
   }
 }
 

@@ -4,12 +4,14 @@
 //   helm-gguf-dump model.gguf --json     the same as one JSON document
 //   helm-gguf-dump model.gguf --json --all-elements   every array element (tokenizer tables included)
 //   helm-gguf-dump model.gguf --json --hash           and each tensor's SHA-256 (reads the data)
+//   helm-gguf-dump model.gguf --tokenizer-json        the tokenizer.json helmc builds from the metadata
 //
 // Without --hash it reads only the header and tables (the tensor data is mapped, not read). A file the reader refuses
 // gives its one-line error and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gguf/GgufFile.h"
+#include "compiler/gguf/GgufTokenizer.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -27,6 +29,9 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.gguf>"), 
 static cl::opt<bool> asJson("json", cl::desc("Print one JSON document"), cl::cat(category));
 static cl::opt<bool> hashData("hash", cl::desc("With --json: each tensor's SHA-256 (reads every tensor)"),
                               cl::cat(category));
+static cl::opt<bool> tokenizerJson("tokenizer-json",
+                                   cl::desc("Print the tokenizer.json helmc builds from the tokenizer metadata"),
+                                   cl::cat(category));
 static cl::opt<bool> allElements("all-elements", cl::desc("Print every array element (default: the first 8)"),
                                  cl::cat(category));
 
@@ -62,6 +67,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   const g::File &f = **file;
+  if (tokenizerJson) {
+    auto json = helm::tokenizerJsonFromGguf(f);
+    if (!json) {
+      errs() << "helm-gguf-dump: " << toString(json.takeError()) << "\n";
+      return 1;
+    }
+    outs() << *json << "\n";
+    return 0;
+  }
   const uint64_t shown = allElements ? UINT64_MAX : 8;
   if (asJson) {
     json::Array metadata, tensors;

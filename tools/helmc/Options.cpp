@@ -17,10 +17,10 @@ cl::OptionCategory &category() {
   return helmcCategory;
 }
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(category()));
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx or model.gguf>"), cl::cat(category()));
 cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Helm),
                    cl::values(clEnumValN(Emit::OnnxMlir, "onnx-mlir",
-                                         "the imported graph: one generic helm.onnx op per node"),
+                                         "the imported ONNX graph: one generic helm.onnx op per node"),
                               clEnumValN(Emit::Helm, "helm",
                                          "HELM dialect: block-level ops grouped into partition units"),
                               clEnumValN(Emit::Config, "config",
@@ -100,7 +100,7 @@ namespace {
 Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErrors) {
   cl::ResetAllOptionOccurrences();
   if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX\n",
+                                   "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX or GGUF\n",
                                    &parseErrors))
     return createStringError(inconvertibleErrorCode(), "");
   Options o;
@@ -108,7 +108,7 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
   if (o.listTargets)
     return o;
   if (inputPath.empty())
-    return createStringError("no input model (usage: helmc model.onnx [options]; see --help)");
+    return createStringError("no input model (usage: helmc model.onnx|model.gguf [options]; see --help)");
   o.inputPath = inputPath;
   o.outputPath = outputPath;
   o.emit = emit;

@@ -5,10 +5,12 @@
 //   helmc model.onnx --emit=onnx-mlir the imported graph before raising
 //   helmc model.onnx --target=rtx3090 --emit=plan|plan-json [--plan-svg=plan.svg]
 //   helmc model.onnx [--target=host] [--tokenizer tokenizer.json] -o model.helmpkg
+//   helmc model.gguf ...              the same for a GGUF file (llama.cpp's), its tokenizer included
 //   helmc --list-targets
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ModelConfig.h"
+#include "compiler/gguf/GgufImporter.h"
 #include "tools/helmc/Options.h"
 #include "compiler/Pipeline.h"
 #include "compiler/PackageBuilder.h"
@@ -101,17 +103,35 @@ int main(int argc, char **argv) {
   helm::ImportOptions importOptions;
   // Planning reads shapes only: a model whose external weight files are absent still plans.
   importOptions.requireWeightData = !planning || packaging;
-  auto imported = helm::importOnnxFile(ctx, inputPath, importOptions);
-  if (!imported)
-    return fail(imported.takeError());
-  helm::ImportedModel model = std::move(*imported);
+  // Two front ends: a GGUF file arrives as block-level ops already (its tokenizer with it), an
+  // ONNX graph is raised to them.
+  const bool gguf = helm::isGgufFile(inputPath);
+  helm::ImportedModel model;
+  std::string ggufTokenizer;
+  if (gguf) {
+    if (emit == Emit::OnnxMlir)
+      return fail(inputPath + ": --emit=onnx-mlir shows an ONNX graph; this is a GGUF file (use --emit=helm)");
+    auto imported = helm::importGgufFile(ctx, inputPath);
+    if (!imported)
+      return fail(imported.takeError());
+    model = std::move(imported->model);
+    ggufTokenizer = std::move(imported->tokenizerJson);
+    if (packaging && tokenizerPath.empty() && !imported->tokenizerError.empty())
+      errs() << "helmc: warning: " << imported->tokenizerError
+             << "; the package gets no tokenizer (pass --tokenizer=tokenizer.json, or give helm-rt token ids)\n";
+  } else {
+    auto imported = helm::importOnnxFile(ctx, inputPath, importOptions);
+    if (!imported)
+      return fail(imported.takeError());
+    model = std::move(*imported);
+  }
 
   std::string text;
   raw_string_ostream os(text);
   if (emit == Emit::OnnxMlir) {
     model.module->print(os);
   } else {
-    if (Error e = helm::raiseModule(*model.module, inputPath))
+    if (Error e = gguf ? helm::formUnits(*model.module, inputPath) : helm::raiseModule(*model.module, inputPath))
       return fail(std::move(e));
     if (!opts.quantize.empty())
       if (Error e = helm::quantizeWeights(*model.module, opts.quantize, inputPath))
@@ -131,6 +151,7 @@ int main(int argc, char **argv) {
       options.outputPath = outputPath;
       options.modelPath = inputPath;
       options.tokenizerPath = tokenizerPath;
+      options.tokenizerJson = std::move(ggufTokenizer);
       options.maxContext = maxContext;
       if (gpuCode != "auto" && gpuCode != "host" && gpuCode != "kernels")
         return fail("--gpu-code must be auto, host or kernels, not '" + gpuCode + "'");
@@ -159,6 +180,8 @@ int main(int argc, char **argv) {
                                         report.gpuWeightBytes / 1048576.0)
                                     .str()
                               : std::string();
+      if (report.prepackedTensors)
+        progress(formatv("copied {0} weights in their GGUF blocks unchanged", report.prepackedTensors).str());
       if (report.repackedTensors)
         progress(formatv("repacked {0} weights from ONNX blocked integers (MatMulNBits, GatherBlockQuantized, DequantizeLinear) into block formats",
                          report.repackedTensors)

@@ -223,3 +223,30 @@ helm.weight_decl @n9 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, ro
 // N x K beyond 2^30: sizes computed from them could overflow int64.
 // expected-error @+1 {{'helm.weight_decl' op a weight from ONNX blocks is at most 2^30 x 2^30, got 'tensor<2147483648x64xf32>'}}
 helm.weight_decl @n10 : tensor<2147483648x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B"}
+
+// -----
+
+// A prepacked weight (a GGUF tensor): its bytes are already the blocks, [N, K] along rows.
+// expected-error @+1 {{'helm.weight_decl' op a prepacked weight must be [N, K] with blocks along its rows (row_dim 0)}}
+helm.weight_decl @p1 : tensor<8x64xf32> {length = 2048 : i64, location = "m.gguf", offset = 64 : i64, onnx_name = "blk.0.attn_q.weight", prepacked}
+
+// -----
+
+// expected-error @+1 {{'helm.weight_decl' op a prepacked weight must be [N, K] with blocks along its rows (row_dim 0)}}
+helm.weight_decl @p2 : tensor<64x8xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 1>, length = 288 : i64, location = "m.gguf", offset = 64 : i64, onnx_name = "w", prepacked}
+
+// -----
+
+// 8 rows of two q4_0 blocks (18 bytes each) are 288 bytes.
+// expected-error @+1 {{'helm.weight_decl' op length 256 is not the 288 bytes of 'tensor<8x64xf32>' in q4_0 blocks}}
+helm.weight_decl @p3 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, length = 256 : i64, location = "m.gguf", offset = 64 : i64, onnx_name = "w", prepacked}
+
+// -----
+
+// expected-error @+1 {{'helm.weight_decl' op blocks of 256 (q4_k) do not divide the 64 columns of 'tensor<8x64xf32>'}}
+helm.weight_decl @p4 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_k, row_dim = 0>, length = 288 : i64, location = "m.gguf", offset = 64 : i64, onnx_name = "w", prepacked}
+
+// -----
+
+// expected-error @+1 {{'helm.weight_decl' op a weight is either prepacked blocks or ONNX blocks, not both}}
+helm.weight_decl @p5 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B", prepacked}

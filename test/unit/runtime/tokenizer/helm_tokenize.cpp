@@ -2,7 +2,8 @@
 //
 //   helm-tokenize encode TOKENIZER.json TEXT_FILE [--special] [--whole]
 //       one line of space-separated ids per input line ('\n' separated, the newline not
-//       included); --whole: the whole file as one string instead.
+//       included); --whole: the whole file as one string instead; --separator S: the texts between
+//       occurrences of S instead (llama.cpp's vocabulary tests separate theirs that way).
 //   helm-tokenize decode TOKENIZER.json IDS_FILE [--skip-special] [--stream]
 //       IDS_FILE has one line of space-separated ids per text; prints each decoded text as a JSON
 //       string on its own line. --stream decodes through StreamDecoder (push each id, then flush).
@@ -40,9 +41,12 @@ int main(int argc, char **argv) {
     return die("usage: helm-tokenize encode|decode|info TOKENIZER.json [FILE] [flags]");
   llvm::StringRef mode = argv[1];
   bool special = false, whole = false, skipSpecial = false, stream = false;
+  std::string separator;
   for (int i = 4; i < argc; ++i) {
     llvm::StringRef f = argv[i];
-    if (f == "--special")
+    if (f == "--separator" && i + 1 < argc && argv[i + 1][0])
+      separator = argv[++i];
+    else if (f == "--special")
       special = true;
     else if (f == "--whole")
       whole = true;
@@ -82,6 +86,8 @@ int main(int argc, char **argv) {
     llvm::SmallVector<llvm::StringRef> lines;
     if (whole)
       lines.push_back(input);
+    else if (!separator.empty())
+      input.split(lines, separator);
     else {
       input.split(lines, '\n');
       if (!lines.empty() && lines.back().empty() && input.ends_with("\n"))

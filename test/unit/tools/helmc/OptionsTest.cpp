@@ -51,7 +51,7 @@ TEST(HelmcOptions, ChecksAndDefaultsAcrossRuns) {
             "--emit=package needs an output file (-o model.helmpkg)");
   EXPECT_EQ(parseError({"m.onnx", "--target=x", "--emit=plan", "--vram-reserve=1\n2"}),
             "--vram-reserve '1\\x0a2' is not a byte count (e.g. 1GiB, 512MiB)");
-  EXPECT_EQ(parseError({}), "no input model (usage: helmc model.onnx [options]; see --help)");
+  EXPECT_EQ(parseError({}), "no input model (usage: helmc model.onnx|model.gguf [options]; see --help)");
   EXPECT_EQ(parseError({"m.onnx", "--emit=nonsense"}).rfind("llvm::cl: ", 0), 0u);
 }
 

@@ -1,0 +1,459 @@
+//===- GgufImporter.cpp - a GGUF model straight into the raised helm dialect -------===//
+#include "compiler/gguf/GgufImporter.h"
+
+#include "compiler/gguf/GgufFile.h"
+#include "compiler/gguf/GgufTokenizer.h"
+#include "dialects/helm/HelmDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+
+namespace helm {
+
+namespace {
+
+/// The GGUF tensors' bytes: views of the mapped file.
+class GgufWeightSource : public WeightSource {
+public:
+  explicit GgufWeightSource(std::unique_ptr<gguf::File> file) : file(std::move(file)) {}
+  const gguf::File &gguf() const { return *file; }
+
+  llvm::Expected<llvm::ArrayRef<char>> bytes(llvm::StringRef name, std::vector<char> &) const override {
+    const gguf::TensorInfo *tensor = file->findTensor(name);
+    if (!tensor)
+      return llvm::createStringError("no tensor named '" + name + "'");
+    return llvm::ArrayRef<char>(reinterpret_cast<const char *>(tensor->data.data()), tensor->data.size());
+  }
+
+private:
+  std::unique_ptr<gguf::File> file;
+};
+
+/// What differs between the architectures HELM imports: all are Llama-shaped decoders (RMSNorm,
+/// grouped-query attention with rotary positions, SwiGLU MLP).
+struct Architecture {
+  llvm::StringRef name;
+  /// llama.cpp's converter permutes the q/k rows of `llama` so that its rope pairs adjacent
+  /// channels (LLAMA_ROPE_TYPE_NORM); Qwen keeps Hugging Face's halves (NEOX). HELM matches the
+  /// file with the rope form instead of undoing the permutation.
+  RopeStyle rope;
+  /// Qwen3: RMSNorm of every q and k head (attn_q_norm / attn_k_norm), required.
+  bool headNorm;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"llama", RopeStyle::interleaved, false},
+    {"qwen2", RopeStyle::half, false},
+    {"qwen3", RopeStyle::half, true},
+};
+
+std::optional<BlockFormat> blockFormatOf(llvm::StringRef ggmlType) {
+  return llvm::StringSwitch<std::optional<BlockFormat>>(ggmlType)
+      .Case("Q8_0", BlockFormat::q8_0)
+      .Case("Q4_0", BlockFormat::q4_0)
+      .Case("Q4_1", BlockFormat::q4_1)
+      .Case("Q4_K", BlockFormat::q4_k)
+      .Case("Q5_K", BlockFormat::q5_k)
+      .Case("Q6_K", BlockFormat::q6_k)
+      .Default(std::nullopt);
+}
+
+constexpr const char *kSupportedTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K";
+
+class Importer {
+public:
+  Importer(MLIRContext &ctx, const gguf::File &file) : ctx(ctx), file(file), b(&ctx) {}
+
+  llvm::Error run(ModuleOp module);
+
+private:
+  llvm::Error fail(const llvm::Twine &message) const {
+    return llvm::createStringError(file.name() + ": " + message);
+  }
+
+  /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
+  llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
+  llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
+
+  /// Declares tensor `name` (GGUF dims reversed: [rows, row length]) after checking its shape is
+  /// `shape` and its type one HELM computes with; returns a `helm.weight` of it at the builder.
+  llvm::Expected<Value> weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// The same for an optional tensor: a null Value when absent.
+  llvm::Expected<Value> optionalWeight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {
+    if (!file.findTensor(name))
+      return Value();
+    return weight(name, shape);
+  }
+
+  MLIRContext &ctx;
+  const gguf::File &file;
+  OpBuilder b;
+  const Architecture *arch = nullptr;
+  Block *declarations = nullptr;
+  llvm::StringMap<Value> weights; // per GGUF tensor, the helm.weight made for it
+  llvm::StringSet<> used;
+};
+
+llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int64_t> fallback) {
+  std::string full = (arch->name + "." + key).str();
+  const gguf::Value *value = file.find(full);
+  if (!value) {
+    if (fallback)
+      return *fallback;
+    return fail("the required key '" + full + "' is missing");
+  }
+  if (value->type == gguf::ValueType::Array)
+    return fail("'" + full + "' is an array (per-layer values), which HELM does not support");
+  std::optional<int64_t> v = value->type == gguf::ValueType::Bool ? std::nullopt : value->asInt();
+  if (!v)
+    return fail("'" + full + "' is a " + gguf::valueTypeName(value->type) + ", not an integer");
+  if (*v <= 0 || *v > (int64_t(1) << 30))
+    return fail(llvm::formatv("'{0}' is {1}, outside 1..2^30", full, *v).str());
+  return *v;
+}
+
+llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<double> fallback) {
+  std::string full = (arch->name + "." + key).str();
+  const gguf::Value *value = file.find(full);
+  if (!value) {
+    if (fallback)
+      return *fallback;
+    return fail("the required key '" + full + "' is missing");
+  }
+  std::optional<double> v = value->type == gguf::ValueType::Array ? std::nullopt : value->asFloat();
+  if (!v)
+    return fail("'" + full + "' is a " + gguf::valueTypeName(value->type) + ", not a number");
+  if (!std::isfinite(*v) || *v <= 0)
+    return fail(llvm::formatv("'{0}' is {1}, not a positive number", full, *v).str());
+  return *v;
+}
+
+llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {
+  auto known = weights.find(name);
+  const gguf::TensorInfo *tensor = file.findTensor(name);
+  if (!tensor)
+    return fail("the required tensor '" + name + "' is missing");
+  // GGUF lists dimensions innermost first: ne0 is the row length.
+  llvm::SmallVector<int64_t> dims;
+  for (uint64_t d : llvm::reverse(tensor->dims))
+    dims.push_back(int64_t(d));
+  auto shapeText = [](llvm::ArrayRef<int64_t> s) {
+    std::string text = "[";
+    for (int64_t d : llvm::reverse(s)) // printed in GGUF's order, as helm-gguf-dump does
+      text += (text.size() > 1 ? ", " : "") + std::to_string(d);
+    return text + "]";
+  };
+  if (llvm::ArrayRef<int64_t>(dims) != shape)
+    return fail("tensor '" + name + "' has shape " + shapeText(dims) + ", the configuration needs " +
+                shapeText(shape));
+  if (known != weights.end())
+    return known->second;
+
+  llvm::StringRef typeName = tensor->typeInfo->name;
+  Type element;
+  BlocksAttr blocks;
+  if (typeName == "F32") {
+    element = b.getF32Type();
+  } else if ((typeName == "F16" || typeName == "BF16") && shape.size() == 2) {
+    element = typeName == "F16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
+  } else if (std::optional<BlockFormat> format = blockFormatOf(typeName); format && shape.size() == 2) {
+    element = b.getF32Type(); // what the kernels compute with
+    blocks = BlocksAttr::get(&ctx, *format, 0);
+  } else if (shape.size() == 1) {
+    return fail("tensor '" + name + "' is " + typeName + "; HELM reads 1-D tensors (norms, biases) as F32 only");
+  } else {
+    return fail("tensor '" + name + "' has type " + typeName + ", which HELM does not compute with (" +
+                kSupportedTypes + ")");
+  }
+
+  std::string symbol;
+  for (char c : name)
+    symbol += llvm::isAlnum(c) ? c : '_';
+  auto type = RankedTensorType::get(shape, element);
+  OpBuilder declBuilder = OpBuilder::atBlockEnd(declarations);
+  auto decl = WeightDeclOp::create(declBuilder, b.getUnknownLoc(), symbol, type, name,
+                                   llvm::sys::path::filename(file.name()), int64_t(tensor->fileOffset),
+                                   int64_t(tensor->bytes), blocks, OnnxBlocksAttr(), bool(blocks));
+  (void)decl;
+  Value value = WeightOp::create(b, b.getUnknownLoc(), type, FlatSymbolRefAttr::get(&ctx, symbol));
+  weights[name] = value;
+  used.insert(name);
+  return value;
+}
+
+llvm::Error Importer::run(ModuleOp module) {
+  const gguf::Value *archValue = file.find("general.architecture");
+  if (!archValue)
+    return fail("the required key 'general.architecture' is missing");
+  std::optional<llvm::StringRef> archName = archValue->asString();
+  if (!archName)
+    return fail("'general.architecture' is a " + gguf::valueTypeName(archValue->type) + ", not a string");
+  for (const Architecture &a : kArchitectures)
+    if (a.name == *archName)
+      arch = &a;
+  if (!arch) {
+    std::string printable;
+    for (char c : archName->take_front(40))
+      printable += llvm::isPrint(c) ? c : '?';
+    return fail("architecture '" + printable + "' is not supported (llama, qwen2, qwen3)");
+  }
+
+  // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
+  auto layers = intKey("block_count");
+  auto hidden = layers ? intKey("embedding_length") : layers.takeError();
+  auto ffn = hidden ? intKey("feed_forward_length") : hidden.takeError();
+  auto heads = ffn ? intKey("attention.head_count") : ffn.takeError();
+  if (!heads)
+    return heads.takeError();
+  auto kvHeads = intKey("attention.head_count_kv", *heads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  if (*hidden % *heads != 0 && !file.find((arch->name + ".attention.key_length").str()))
+    return fail(llvm::formatv("embedding_length {0} is not a multiple of head_count {1}", *hidden, *heads).str());
+  auto headDim = intKey("attention.key_length", *hidden / *heads);
+  if (!headDim)
+    return headDim.takeError();
+  auto valueDim = intKey("attention.value_length", *headDim);
+  if (!valueDim)
+    return valueDim.takeError();
+  if (*valueDim != *headDim)
+    return fail(llvm::formatv("attention.value_length {0} differs from key_length {1}", *valueDim, *headDim).str());
+  if (*heads % *kvHeads != 0)
+    return fail(llvm::formatv("head_count {0} is not a multiple of head_count_kv {1}", *heads, *kvHeads).str());
+  auto rotaryDim = intKey("rope.dimension_count", *headDim);
+  if (!rotaryDim)
+    return rotaryDim.takeError();
+  if (*rotaryDim > *headDim || *rotaryDim % 2 != 0)
+    return fail(llvm::formatv("rope.dimension_count {0} must be even and at most the head size {1}", *rotaryDim,
+                              *headDim)
+                    .str());
+  auto theta = floatKey("rope.freq_base", 10000.0);
+  if (!theta)
+    return theta.takeError();
+  auto epsilon = floatKey("attention.layer_norm_rms_epsilon");
+  if (!epsilon)
+    return epsilon.takeError();
+  if (const gguf::Value *experts = file.find((arch->name + ".expert_count").str()))
+    if (experts->asInt().value_or(1) > 0)
+      return fail("'" + arch->name + ".expert_count' is set: mixture-of-experts models are not supported");
+  if (const gguf::Value *scaling = file.find((arch->name + ".rope.scaling.type").str())) {
+    llvm::StringRef kind = scaling->asString().value_or("?");
+    double factor = 1.0;
+    if (const gguf::Value *f = file.find((arch->name + ".rope.scaling.factor").str()))
+      factor = f->asFloat().value_or(0.0);
+    if (kind != "none" && factor != 1.0)
+      return fail("rope scaling '" + kind.take_front(20) + "' is not supported (only unscaled rotary positions)");
+  }
+  if (file.findTensor("rope_freqs.weight"))
+    return fail("tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not supported");
+
+  const int64_t H = *hidden, F = *ffn, hd = *headDim, nh = *heads, nkv = *kvHeads;
+  const int64_t qWidth = nh * hd, kvWidth = nkv * hd;
+
+  const gguf::TensorInfo *embedInfo = file.findTensor("token_embd.weight");
+  if (!embedInfo)
+    return fail("the required tensor 'token_embd.weight' is missing");
+  if (embedInfo->dims.size() != 2 || embedInfo->dims[1] > (uint64_t(1) << 30))
+    return fail("tensor 'token_embd.weight' must be 2-D [embedding_length, vocabulary]");
+  const int64_t vocab = int64_t(embedInfo->dims[1]);
+
+  module->setAttr(HelmDialect::SourceAttrHelper::getNameStr(), b.getStringAttr(file.name()));
+  std::string producer = "GGUF v" + std::to_string(file.version());
+  if (const gguf::Value *name = file.find("general.name"))
+    if (std::optional<llvm::StringRef> s = name->asString())
+      producer += ": " + s->take_front(80).str();
+  module->setAttr(HelmDialect::ProducerAttrHelper::getNameStr(), b.getStringAttr(producer));
+
+  declarations = module.getBody();
+  auto i64 = b.getI64Type();
+  auto ids = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64);
+  auto act = [&](int64_t width) {
+    return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, width}, b.getF32Type());
+  };
+  OpBuilder moduleBuilder = OpBuilder::atBlockBegin(module.getBody());
+  auto func = func::FuncOp::create(moduleBuilder, b.getUnknownLoc(), "main",
+                                   b.getFunctionType({ids, ids}, {act(vocab)}));
+  auto nameAttr = HelmDialect::NameAttrHelper::getNameStr();
+  func.setArgAttr(0, nameAttr, b.getStringAttr("input_ids"));
+  func.setArgAttr(1, nameAttr, b.getStringAttr("position_ids"));
+  func.setResultAttr(0, nameAttr, b.getStringAttr("logits"));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  Value inputIds = body->getArgument(0), positions = body->getArgument(1);
+  Location loc = b.getUnknownLoc();
+  auto eps = b.getF64FloatAttr(*epsilon);
+
+  auto table = weight("token_embd.weight", {vocab, H});
+  if (!table)
+    return table.takeError();
+  if (!cast<RankedTensorType>(table->getType()).getElementType().isF32())
+    return fail("tensor 'token_embd.weight' is " + llvm::Twine(embedInfo->typeInfo->name) +
+                "; HELM reads the token table as F32 or in a block type (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+  Value h = EmbedOp::create(b, loc, act(H), inputIds, *table);
+
+  auto linear = [&](Value x, llvm::StringRef name, int64_t in, int64_t out) -> llvm::Expected<Value> {
+    auto w = weight((name + ".weight").str(), {out, in});
+    if (!w)
+      return w.takeError();
+    auto bias = optionalWeight((name + ".bias").str(), {out});
+    if (!bias)
+      return bias.takeError();
+    return LinearOp::create(b, loc, act(out), x, *w, *bias, b.getBoolAttr(true)).getResult();
+  };
+  auto norm = [&](Value x, llvm::StringRef name, int64_t size) -> llvm::Expected<Value> {
+    auto gamma = weight((name + ".weight").str(), {size});
+    if (!gamma)
+      return gamma.takeError();
+    return RmsNormOp::create(b, loc, x.getType(), x, *gamma, eps).getResult();
+  };
+  // llama.cpp scales the scores by 1/sqrt(head size) computed in f32.
+  double scale = double(1.0f / std::sqrt(float(hd)));
+  auto style = RopeStyleAttr::get(&ctx, arch->rope);
+
+  for (int64_t layer = 0; layer < *layers; ++layer) {
+    std::string p = "blk." + std::to_string(layer) + ".";
+    auto x = norm(h, p + "attn_norm", H);
+    if (!x)
+      return x.takeError();
+    auto q = linear(*x, p + "attn_q", H, qWidth);
+    auto k = q ? linear(*x, p + "attn_k", H, kvWidth) : q.takeError();
+    auto v = k ? linear(*x, p + "attn_v", H, kvWidth) : k.takeError();
+    if (!v)
+      return v.takeError();
+    Value qv = *q, kv = *k;
+    if (arch->headNorm) {
+      auto qn = norm(qv, p + "attn_q_norm", hd);
+      auto kn = qn ? norm(kv, p + "attn_k_norm", hd) : qn.takeError();
+      if (!kn)
+        return kn.takeError();
+      qv = *qn;
+      kv = *kn;
+    }
+    qv = RopeOp::create(b, loc, qv.getType(), qv, positions, b.getI64IntegerAttr(hd),
+                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style);
+    kv = RopeOp::create(b, loc, kv.getType(), kv, positions, b.getI64IntegerAttr(hd),
+                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style);
+    auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
+                                         b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
+                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale), IntegerAttr());
+    auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);
+    if (!o)
+      return o.takeError();
+    h = AddOp::create(b, loc, h, *o);
+    auto y = norm(h, p + "ffn_norm", H);
+    if (!y)
+      return y.takeError();
+    auto gate = linear(*y, p + "ffn_gate", H, F);
+    auto up = gate ? linear(*y, p + "ffn_up", H, F) : gate.takeError();
+    if (!up)
+      return up.takeError();
+    Value s = SwigluOp::create(b, loc, *gate, *up);
+    auto down = linear(s, p + "ffn_down", F, H);
+    if (!down)
+      return down.takeError();
+    h = AddOp::create(b, loc, h, *down);
+  }
+  auto last = norm(h, "output_norm", H);
+  if (!last)
+    return last.takeError();
+  bool tied = !file.findTensor("output.weight");
+  Value headWeight = *table;
+  if (!tied) {
+    auto head = weight("output.weight", {vocab, H});
+    if (!head)
+      return head.takeError();
+    headWeight = *head;
+  }
+  Value logits = LmHeadOp::create(b, loc, act(vocab), *last, headWeight, b.getBoolAttr(true), b.getBoolAttr(tied));
+  func::ReturnOp::create(b, loc, logits);
+
+  // Every tensor must have a role: one HELM would ignore (a bias of a kind it does not apply, a
+  // scaling table) would silently change the model.
+  for (const gguf::TensorInfo &t : file.tensors())
+    if (!used.contains(t.name)) {
+      std::string printable;
+      for (char c : t.name.take_front(80))
+        printable += llvm::isPrint(c) ? c : '?';
+      return fail("tensor '" + printable + "' has no place in a " + arch->name +
+                  " model as HELM builds it (is the file a different architecture?)");
+    }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+bool isGgufFile(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, 4, 0);
+  return buffer && (*buffer)->getBufferSize() == 4 && std::memcmp((*buffer)->getBufferStart(), "GGUF", 4) == 0;
+}
+
+namespace {
+llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::unique_ptr<gguf::File>> opened) {
+  if (!opened)
+    return opened.takeError();
+  const std::string path = (*opened)->name().str();
+  auto source = std::make_shared<GgufWeightSource>(std::move(*opened));
+  const gguf::File &file = source->gguf();
+  ctx.getOrLoadDialect<HelmDialect>();
+  ctx.getOrLoadDialect<func::FuncDialect>();
+
+  GgufImport result;
+  result.model.module = ModuleOp::create(UnknownLoc::get(&ctx));
+  Importer importer(ctx, file);
+  if (llvm::Error e = importer.run(*result.model.module))
+    return std::move(e);
+  {
+    std::string first;
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (first.empty())
+        first = diag.str();
+      return success();
+    });
+    if (failed(mlir::verify(*result.model.module)))
+      return llvm::createStringError(path + ": the imported model does not verify: " + first);
+  }
+  result.model.weights = source;
+  ctx.getOrLoadDialect<HelmDialect>()->setWeightReader([source](WeightDeclOp decl, std::vector<char> &bytes) {
+    const gguf::TensorInfo *t = source->gguf().findTensor(decl.getOnnxName());
+    if (!t)
+      return false;
+    bytes.assign(reinterpret_cast<const char *>(t->data.data()),
+                 reinterpret_cast<const char *>(t->data.data()) + t->data.size());
+    return true;
+  });
+
+  if (const gguf::Value *tmpl = file.find("tokenizer.chat_template"))
+    result.chatTemplate = tmpl->asString().value_or("").str();
+  if (file.find("tokenizer.ggml.model")) {
+    auto json = tokenizerJsonFromGguf(file);
+    if (json)
+      result.tokenizerJson = std::move(*json);
+    else
+      result.tokenizerError = llvm::toString(json.takeError());
+  }
+  return result;
+}
+} // namespace
+
+llvm::Expected<GgufImport> importGgufFile(MLIRContext &ctx, const std::string &path) {
+  return importOpened(ctx, gguf::File::open(path));
+}
+
+llvm::Expected<GgufImport> importGgufBuffer(MLIRContext &ctx, std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                            llvm::StringRef name) {
+  return importOpened(ctx, gguf::File::parse(std::move(buffer), name));
+}
+
+} // namespace helm

@@ -1,0 +1,49 @@
+//===- GgufImporter.h - a GGUF model straight into the raised helm dialect ---------===//
+//
+// llama.cpp's converter has already done what the ONNX raising passes recover from a graph: a GGUF
+// file names its architecture, configuration and every tensor's role. The importer builds the
+// block-level ops (embed, rms_norm, linear, rope, attention, swiglu, add, lm_head) from the
+// metadata, declares each tensor where it lies in the mapped file (quantized tensors `prepacked` in
+// their ggml blocks, never requantized), and carries the tokenizer the metadata describes.
+// Architectures, types and keys: docs/gguf.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HELM_COMPILER_GGUF_GGUFIMPORTER_H
+#define HELM_COMPILER_GGUF_GGUFIMPORTER_H
+
+#include "compiler/WeightSource.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+#include <string>
+
+namespace helm {
+
+/// What a GGUF import yields besides the module: the tokenizer its metadata describes.
+struct GgufImport {
+  ImportedModel model;
+  /// The tokenizer as Hugging Face tokenizer.json text (empty when the file has none), and why it
+  /// could not be built when the file has one HELM cannot express (empty otherwise).
+  std::string tokenizerJson, tokenizerError;
+  /// `tokenizer.chat_template`, if any.
+  std::string chatTemplate;
+};
+
+/// Imports the GGUF file at `path` (mapped; only its header and tables are read). The module's
+/// `@main(input_ids, position_ids) -> logits` holds the raised ops, not yet grouped into units
+/// (formUnits does that). Errors are one line naming the file and the key, tensor or type.
+llvm::Expected<GgufImport> importGgufFile(mlir::MLIRContext &ctx, const std::string &path);
+
+/// The same on bytes in memory (the fuzz target); `name` stands for the path in errors.
+llvm::Expected<GgufImport> importGgufBuffer(mlir::MLIRContext &ctx, std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                            llvm::StringRef name);
+
+/// Whether the file at `path` starts with GGUF's magic (false when it cannot be read).
+bool isGgufFile(const std::string &path);
+
+} // namespace helm
+
+#endif

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""GGUF files through helmc and helm-rt against llama.cpp on the very same files.
+
+The reference is llama.cpp itself (bench/build-llama-cpp.sh builds it from the llama-cpp-python sdist
+on PyPI; scripts/test.sh runs that first):
+
+1. Tokenizer: the tokenizer.json helmc builds from a GGUF file's metadata (helm-gguf-dump
+   --tokenizer-json), run by HELM's tokenizer (helm-tokenize), gives the ids llama.cpp's vocabulary
+   tests expect (its models/ggml-vocab-*.gguf with their .inp texts and .out ids) for a SentencePiece
+   vocabulary (llama-spm) and three byte-level BPE ones (gpt-2, llama-bpe, qwen2).
+2. Models: llama, qwen2 and qwen3 files with random weights written by test/gguf/make_gguf_model.py
+   (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it Q8_0, Q4_0,
+   Q4_1 and Q4_K_M made by llama.cpp's llama-quantize; plus the default model's GGUF file when
+   scripts/setup.sh has fetched it. For each: first-step logits within a tolerance of llama.cpp's
+   (max |difference| over the largest |logit|), and greedy ids identical to llama.cpp's for 32
+   tokens, or up to a step where llama.cpp's own top two logits are closer than the two systems'
+   rounding can tell apart (a near-tie: either id is right). That margin is TIE (0.02) for F32
+   files; for quantized ones both systems round the activations to 8 bits, in different blocks
+   (HELM: 32 with an f32 scale; llama.cpp: 32 with an f16 scale, or 256 for the k-quants), so the
+   margin is twice the first-step logit difference measured on the same file. Every id before the
+   stop must match.
+3. The package stores every quantized tensor's bytes exactly as the file holds them.
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import gguf
+
+HERE = Path(__file__).resolve().parent
+TOKENS = 32
+# Relative first-step logit tolerance per weight type. F32: only the attention (llama.cpp keeps an
+# f16 KV cache) and summation order differ. Quantized: both quantize the activations to 8 bits
+# for the dot products, in blocks of different sizes and with different rounding.
+TOLERANCE = {"F32": 5e-3, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q4_K_M": 6e-2, "default": 6e-2}
+TIE = 0.02  # logits: a near-tie in llama.cpp's own ranking
+
+
+def run(cmd, **kw):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}): {r.stderr.strip()[-800:]}")
+    return r.stdout
+
+
+def check_tokenizers(a, vocab_dir, failures):
+    for name in ["llama-spm", "gpt-2", "llama-bpe", "qwen2"]:
+        base = vocab_dir / f"ggml-vocab-{name}.gguf"
+        texts = (base.parent / (base.name + ".inp")).read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
+        expected = (base.parent / (base.name + ".out")).read_text(encoding="utf-8").split("\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            tok = Path(tmp) / "tokenizer.json"
+            tok.write_text(run([a.helm_gguf_dump, base, "--tokenizer-json"]), encoding="utf-8")
+            sep = "\n__ggml_vocab_test__\n"
+            inp = Path(tmp) / "texts"
+            inp.write_bytes(sep.join(texts).encode("utf-8"))
+            got = run([a.helm_tokenize, "encode", tok, inp, "--separator", sep]).split("\n")
+        n = min(len(texts), len(expected))
+        bad = [i for i in range(n) if got[i].split() != expected[i].split()]
+        print(f"tokenizer {name}: {n - len(bad)}/{n} texts give llama.cpp's ids")
+        for i in bad[:3]:
+            failures.append(f"tokenizer {name}: text {i} {texts[i][:40]!r}: llama.cpp {expected[i][:80]}, helm {got[i][:80]}")
+
+
+def read_package_tensors(path):
+    """(manifest, {source name: bytes}) of a .helmpkg (docs/package-format.md)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"HELMPKG\0", "not a HELM package"
+    count, _, table = struct.unpack_from("<IIQ", data, 16)
+    sections = {}
+    for i in range(count):
+        kind, _, name, offset, size, _ = struct.unpack_from("<II32sQQQ", data, table + 64 * i)
+        sections[name.rstrip(b"\0").decode()] = (offset, size)
+    off, size = sections["manifest"]
+    manifest = json.loads(data[off:off + size])
+    tensors = {}
+    for t in manifest["tensors"]:
+        base = sections[t["section"]][0]
+        tensors[t["onnx_name"]] = (t["dtype"], data[base + t["offset"]: base + t["offset"] + t["bytes"]])
+    return manifest, tensors
+
+
+def check_bytes(label, gguf_path, package, failures):
+    reader = gguf.GGUFReader(gguf_path)
+    _, tensors = read_package_tensors(package)
+    checked = 0
+    for t in reader.tensors:
+        if t.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
+            continue
+        dtype, stored = tensors.get(t.name, (None, None))
+        if stored is None:
+            failures.append(f"{label}: tensor {t.name} is not in the package")
+        elif stored != bytes(t.data.tobytes()):
+            failures.append(f"{label}: the package's bytes of {t.name} ({dtype}) differ from the file's")
+        checked += 1
+    return checked
+
+
+def compare(a, label, path, prompt, tolerance, failures, exact=False, threads=2):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        package = tmp / "model.helmpkg"
+        run([a.helmc, path, "-o", package, "-q"])
+        blocks = check_bytes(label, path, package, failures)
+        helm_logits = tmp / "helm.f32"
+        out = run([a.helm_rt, package, "--prompt-ids", ",".join(map(str, prompt)), "-n", TOKENS,
+                   "--temperature", 0, "--emit-ids", "-q", "-t", threads, "--logits-out", helm_logits])
+        helm_ids = [int(x) for x in out.strip().splitlines()[-1].split(",")]
+        ref_logits = tmp / "llama.f32"
+        env = dict(os.environ, LD_LIBRARY_PATH=str(a.llama_dir / "build" / "bin"))
+        ref = json.loads(run([a.llama_dir / "bin" / "llama-greedy", path, ",".join(map(str, prompt)), TOKENS,
+                              threads, ref_logits], env=env).strip().splitlines()[-1])
+        vocab = np.fromfile(ref_logits, dtype=np.float32).size // TOKENS
+        ref0 = np.fromfile(ref_logits, dtype=np.float32)[:vocab]
+        helm0 = np.fromfile(helm_logits, dtype=np.float32)[:vocab]
+    diff = float(np.max(np.abs(helm0 - ref0)))
+    err = diff / float(np.max(np.abs(ref0)))
+    tie = TIE if exact else max(TIE, 2 * diff)
+    compared = TOKENS
+    for i in range(TOKENS):
+        if helm_ids[i] != ref["ids"][i] or ref["top2_gap"][i] < tie:
+            compared = i
+            break
+    near_tie = compared < TOKENS and ref["top2_gap"][compared] < tie
+    ok_ids = compared == TOKENS or near_tie
+    print(f"{label}: first-step logits {err:.2e} of the largest (tolerance {tolerance:.0e}); "
+          f"ids {compared}/{TOKENS} identical" + (f" (then a near-tie: gap {ref['top2_gap'][compared]:.3g} < {tie:.3g})" if near_tie else "")
+          + f"; {blocks} quantized tensors byte-identical in the package")
+    if err > tolerance:
+        failures.append(f"{label}: first-step logits differ by {err:.2e} of the largest, over {tolerance:.0e}")
+    if not ok_ids:
+        failures.append(f"{label}: greedy ids differ at step {compared}: llama.cpp {ref['ids'][:compared + 1]}, "
+                        f"helm {helm_ids[:compared + 1]} (llama.cpp's top-2 gap there {ref['top2_gap'][compared]:.3g})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for tool in ["helmc", "helm-rt", "helm-gguf-dump", "helm-tokenize"]:
+        ap.add_argument("--" + tool, required=True, type=Path)
+    ap.add_argument("--root", required=True, type=Path)
+    a = ap.parse_args()
+    a.llama_dir = a.root / "bench" / ".cache" / "llama.cpp"
+    vocab_dir = a.llama_dir / "src" / "vendor" / "llama.cpp" / "models"
+    quantize = a.llama_dir / "build" / "bin" / "llama-quantize"
+    for needed in [a.llama_dir / "bin" / "llama-greedy", quantize, vocab_dir / "ggml-vocab-gpt-2.gguf"]:
+        if not needed.exists():
+            print(f"check_gguf: {needed} is missing: llama.cpp, the reference, is not built "
+                  f"(bench/build-llama-cpp.sh; scripts/test.sh runs it)", file=sys.stderr)
+            return 1
+    failures = []
+    check_tokenizers(a, vocab_dir, failures)
+
+    env = dict(os.environ, LD_LIBRARY_PATH=str(a.llama_dir / "build" / "bin"))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # Prompt ids: real text of each vocabulary (llama.cpp's own tokenization of a sentence).
+        cases = [("llama", "llama-spm", [1, 450, 4996, 17354, 1701, 29916, 432, 17204, 975, 278, 17366, 11203]),
+                 ("qwen2", "gpt-2", [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13]),
+                 ("qwen3", "gpt-2", [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13])]
+        for arch, vocab, prompt in cases:
+            f32 = tmp / f"{arch}-f32.gguf"
+            run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", arch, "--out", f32,
+                 "--vocab", vocab_dir / f"ggml-vocab-{vocab}.gguf", "--untied", "--seed", "1"])
+            compare(a, f"{arch} F32", f32, prompt, TOLERANCE["F32"], failures, exact=True)
+            for qtype in ["Q8_0", "Q4_0", "Q4_1", "Q4_K_M"]:
+                q = tmp / f"{arch}-{qtype}.gguf"
+                run([quantize, f32, q, qtype], env=env)
+                compare(a, f"{arch} {qtype}", q, prompt, TOLERANCE[qtype], failures)
+                q.unlink()
+            f32.unlink()
+        # A tied table in blocks (the LM head reads the token table) at one bit width.
+        tied = tmp / "llama-tied.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,
+             "--vocab", vocab_dir / "ggml-vocab-gpt-2.gguf", "--type", "q8_0", "--seed", "2"])
+        compare(a, "llama tied Q8_0", tied, [464, 2068, 7586, 21831, 18045, 625, 262], TOLERANCE["Q8_0"], failures)
+
+    default = a.root / "models" / ".cache" / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if default.exists():
+        # "The capital of France is" and a chat-style opening, as llama.cpp tokenizes them.
+        compare(a, "default model (SmolLM2-135M Q4_1)", default, [504, 3575, 282, 4649, 314],
+                TOLERANCE["default"], failures)
+    else:
+        print(f"default model: {default} not fetched (scripts/setup.sh fetches it); not compared")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"check_gguf: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

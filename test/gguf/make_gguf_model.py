@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Writes a small GGUF model with random weights, laid out as llama.cpp's converter writes one.
+
+    make_gguf_model.py --arch llama|qwen2|qwen3 --out model.gguf [--type f32|f16|q8_0|q4_0|q4_1]
+                       [--vocab ggml-vocab-X.gguf] [--hidden 256 --ffn 512 --heads 4 --kv-heads 2
+                        --layers 2 --head-dim 64] [--untied] [--seed 0]
+                       [--drop KEY|TENSOR] [--set KEY=VALUE] [--extra-tensor NAME] [--tensor-type NAME=TYPE]
+
+The tensors are those of llama.cpp's LLM_ARCH_LLAMA / QWEN2 / QWEN3 (token_embd, blk.N.attn_*,
+ffn_*, output_norm, output): 2-D ones in --type (quantized with the gguf package's reference
+quantizers, which are ggml's), norms and biases in F32. The tokenizer metadata comes from --vocab
+(one of llama.cpp's ggml-vocab-*.gguf files) or, without it, a 64-token byte-level vocabulary. The
+weights are random but spread (not near-uniform logits), so that greedy decoding has clear winners
+to compare. --drop, --set, --extra-tensor and --tensor-type make the broken files the import tests
+refuse.
+"""
+import argparse
+import sys
+
+import numpy as np
+import gguf
+
+
+def copy_tokenizer(writer, vocab_path):
+    reader = gguf.GGUFReader(vocab_path)
+    n = 0
+    for field in reader.fields.values():
+        if not field.name.startswith("tokenizer."):
+            continue
+        types = field.types
+        if types[0] == gguf.GGUFValueType.ARRAY:
+            sub = types[1]
+            if sub == gguf.GGUFValueType.STRING:
+                value = [bytes(field.parts[i]) for i in field.data]
+            else:
+                value = [field.parts[i][0].item() for i in field.data]
+            writer.add_array(field.name, value)
+            if field.name == "tokenizer.ggml.tokens":
+                n = len(value)
+        elif types[0] == gguf.GGUFValueType.STRING:
+            writer.add_string(field.name, bytes(field.parts[-1]).decode("utf-8"))
+        else:
+            v = field.parts[-1][0].item()
+            add = {gguf.GGUFValueType.UINT32: writer.add_uint32, gguf.GGUFValueType.INT32: writer.add_int32,
+                   gguf.GGUFValueType.BOOL: writer.add_bool, gguf.GGUFValueType.FLOAT32: writer.add_float32,
+                   gguf.GGUFValueType.UINT64: writer.add_uint64, gguf.GGUFValueType.UINT8: writer.add_uint8}
+            add[types[0]](field.name, v)
+    return n
+
+
+def small_tokenizer(writer, n=64):
+    tokens = [bytes([0x21 + i]).decode() if i < 60 else f"<|s{i}|>" for i in range(n)]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * 60 + [3] * (n - 60))
+    writer.add_token_merges(["! \"", "# $"])
+    writer.add_bos_token_id(60)
+    writer.add_eos_token_id(61)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "gemma2"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--type", default="f32", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0"])
+    ap.add_argument("--vocab")
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--ffn", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--head-dim", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--untied", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--drop", action="append", default=[])
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--extra-tensor", action="append", default=[])
+    ap.add_argument("--tensor-type", action="append", default=[])
+    a = ap.parse_args()
+
+    rng = np.random.default_rng(a.seed)
+    hd = a.head_dim or a.hidden // a.heads
+    writer = gguf.GGUFWriter(a.out, a.arch)
+    meta = {
+        f"{a.arch}.block_count": ("u32", a.layers),
+        f"{a.arch}.context_length": ("u32", 4096),
+        f"{a.arch}.embedding_length": ("u32", a.hidden),
+        f"{a.arch}.feed_forward_length": ("u32", a.ffn),
+        f"{a.arch}.attention.head_count": ("u32", a.heads),
+        f"{a.arch}.attention.head_count_kv": ("u32", a.kv_heads),
+        f"{a.arch}.rope.freq_base": ("f32", 10000.0 if a.arch == "llama" else 1000000.0),
+        f"{a.arch}.attention.layer_norm_rms_epsilon": ("f32", 1e-6 if a.arch != "llama" else 1e-5),
+    }
+    if a.head_dim:
+        meta[f"{a.arch}.attention.key_length"] = ("u32", hd)
+        meta[f"{a.arch}.attention.value_length"] = ("u32", hd)
+    for kv in a.set:
+        key, value = kv.split("=", 1)
+        if value.startswith("str:"):
+            meta[key] = ("str", value[4:])
+        elif "." in value:
+            meta[key] = ("f32", float(value))
+        else:
+            meta[key] = ("u32", int(value))
+    writer.add_type("model")
+    writer.add_name(f"helm-test-{a.arch}")
+    for key, (kind, value) in meta.items():
+        if key in a.drop:
+            continue
+        {"u32": writer.add_uint32, "f32": writer.add_float32, "str": writer.add_string}[kind](key, value)
+    vocab = copy_tokenizer(writer, a.vocab) if a.vocab else small_tokenizer(writer)
+
+    forced = dict(kv.split("=", 1) for kv in a.tensor_type)
+    qtypes = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+              "q4_1": gguf.GGMLQuantizationType.Q4_1, "q5_0": gguf.GGMLQuantizationType.Q5_0,
+              "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16}
+
+    def add(name, shape, scale, kind="matrix"):
+        # shape in numpy order: [rows, row length]; GGUF lists it innermost first.
+        if name in a.drop:
+            return
+        if kind == "norm":
+            data = (1.0 + scale * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            data = (scale * rng.standard_normal(shape)).astype(np.float32)
+        t = forced.get(name, a.type if kind == "matrix" else "f32")
+        if t == "f32":
+            writer.add_tensor(name, data)
+        elif t == "f16":
+            writer.add_tensor(name, data.astype(np.float16))
+        else:
+            q = gguf.quants.quantize(data, qtypes[t])
+            writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtypes[t])
+
+    H, F, nh, nkv = a.hidden, a.ffn, a.heads, a.kv_heads
+    add("token_embd.weight", (vocab, H), 1.0)
+    for layer in range(a.layers):
+        p = f"blk.{layer}."
+        add(p + "attn_norm.weight", (H,), 0.1, "norm")
+        add(p + "attn_q.weight", (nh * hd, H), 1.0 / np.sqrt(H))
+        add(p + "attn_k.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
+        add(p + "attn_v.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
+        if a.arch == "qwen2":
+            add(p + "attn_q.bias", (nh * hd,), 0.5, "bias")
+            add(p + "attn_k.bias", (nkv * hd,), 0.5, "bias")
+            add(p + "attn_v.bias", (nkv * hd,), 0.5, "bias")
+        if a.arch == "qwen3":
+            add(p + "attn_q_norm.weight", (hd,), 0.1, "norm")
+            add(p + "attn_k_norm.weight", (hd,), 0.1, "norm")
+        add(p + "attn_output.weight", (H, nh * hd), 4.0 / np.sqrt(nh * hd))
+        add(p + "ffn_norm.weight", (H,), 0.1, "norm")
+        add(p + "ffn_gate.weight", (F, H), 1.0 / np.sqrt(H))
+        add(p + "ffn_up.weight", (F, H), 1.0 / np.sqrt(H))
+        add(p + "ffn_down.weight", (H, F), 4.0 / np.sqrt(F))
+    add("output_norm.weight", (H,), 0.1, "norm")
+    if a.untied:
+        add("output.weight", (vocab, H), 1.0 / np.sqrt(H) * 4)
+    for name in a.extra_tensor:
+        add(name, (H,), 0.1, "bias")
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
