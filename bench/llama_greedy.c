@@ -3,13 +3,15 @@
  * llama.cpp's own tools take text prompts; the benchmark feeds every system the same token ids and
  * compares the greedy ids they produce, so this program does only that:
  *
- *   llama-greedy model.gguf 1,2,3 N THREADS [LOGITS.f32]
+ *   llama-greedy model.gguf 1,2,3 N THREADS [LOGITS.f32 [f32-kv]]
  *
  * decodes the prompt in one batch, then N-1 single-token steps, taking the argmax of the last
  * logits each time (no sampler, no special handling of end-of-sequence). Prints one JSON line:
  *   {"ids": [...], "prefill_ms": ..., "decode_ms": ..., "top2_gap": [...]}
  * with llama.cpp's default context parameters otherwise (f16 KV cache, flash attention auto).
- * LOGITS.f32, when given, receives every step's logits (n_vocab f32 each), the prefill's first. 
+ * LOGITS.f32, when given, receives every step's logits (n_vocab f32 each), the prefill's first.
+ * f32-kv keeps the KV cache in f32 without flash attention (llama.cpp's f16 cache rounds K and V,
+ * which the end-to-end tests compare around: their reference is llama.cpp's arithmetic otherwise). 
  * Built by bench/build-llama-cpp.sh against the libllama it builds. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, strdup */
 #include "llama.h"
@@ -49,8 +51,8 @@ static int argmax(const float *row, int n, float *gap) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5 && argc != 6) {
-    fprintf(stderr, "usage: llama-greedy model.gguf ID,ID,... N THREADS [LOGITS.f32]\n");
+  if (argc < 5 || argc > 7 || (argc == 7 && strcmp(argv[6], "f32-kv") != 0)) {
+    fprintf(stderr, "usage: llama-greedy model.gguf ID,ID,... N THREADS [LOGITS.f32 [f32-kv]]\n");
     return 1;
   }
   int n_new = atoi(argv[3]), threads = atoi(argv[4]);
@@ -80,6 +82,10 @@ int main(int argc, char **argv) {
   cp.n_ctx = (uint32_t)(n_prompt + n_new + 16);
   cp.n_batch = cp.n_ubatch = (uint32_t)n_prompt;
   cp.n_threads = cp.n_threads_batch = threads;
+  if (argc == 7) {
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  }
   struct llama_context *ctx = llama_init_from_model(model, cp);
   if (!ctx) {
     fprintf(stderr, "llama-greedy: cannot create a context\n");
@@ -94,8 +100,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "llama-greedy: prefill failed\n");
     return 1;
   }
-  FILE *logits = argc == 6 ? fopen(argv[5], "wb") : NULL;
-  if (argc == 6 && !logits) {
+  FILE *logits = argc >= 6 ? fopen(argv[5], "wb") : NULL;
+  if (argc >= 6 && !logits) {
     fprintf(stderr, "llama-greedy: cannot write %s\n", argv[5]);
     return 1;
   }

@@ -70,10 +70,17 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
     tokenizerManifest[HELM_MANIFEST_TOKENIZER_SECTION] = "tokenizer";
     if (auto bos = (*tok)->bosId())
       tokenizerManifest[HELM_MANIFEST_TOKENIZER_BOS_ID] = int64_t(*bos);
+    std::vector<int32_t> eosIds = (*tok)->eosIds();
+    for (int32_t id : options.eosIds)
+      if (id >= 0 && size_t(id) < (*tok)->vocabSize() && !llvm::is_contained(eosIds, id))
+        eosIds.push_back(id);
+    llvm::sort(eosIds);
     llvm::json::Array eos;
-    for (int32_t id : (*tok)->eosIds())
+    for (int32_t id : eosIds)
       eos.push_back(int64_t(id));
     tokenizerManifest[HELM_MANIFEST_TOKENIZER_EOS_IDS] = std::move(eos);
+    if (!options.chatTemplate.empty())
+      tokenizerManifest[HELM_MANIFEST_TOKENIZER_CHAT_TEMPLATE] = llvm::json::fixUTF8(options.chatTemplate);
   }
 
   // The GPU stage's code: host code compiled for the emulated GPU ("host"), or host code that

@@ -20,6 +20,10 @@ struct PackageOptions {
   std::string tokenizerPath;                // empty: tokenizerJson, if any
   /// tokenizer.json text the model file carries (a GGUF file's metadata), used without a path.
   std::string tokenizerJson;
+  /// The model file's chat template (Jinja text, GGUF's tokenizer.chat_template), kept in the
+  /// manifest for chat use; and end-of-sequence ids it names, added to the tokenizer's guesses.
+  std::string chatTemplate;
+  std::vector<int32_t> eosIds;
   int64_t maxContext = 4096;                // longest sequence the runtime accepts
   std::optional<TargetProfile> target;      // the planned target, if any
   CpuCodegenTarget cpu;                     // ISA of the CPU stage

@@ -119,6 +119,7 @@
 #define HELM_MANIFEST_TOKENIZER_SECTION "section"
 #define HELM_MANIFEST_TOKENIZER_BOS_ID "bos_id"
 #define HELM_MANIFEST_TOKENIZER_EOS_IDS "eos_ids"
+#define HELM_MANIFEST_TOKENIZER_CHAT_TEMPLATE "chat_template"
 
 /* The one spelling of the contract's codes in the manifest (and in the IR's helm.stage): the
  * package builder writes these and the runtime reads them back through the same functions. */

@@ -298,9 +298,6 @@ llvm::Error Importer::run(ModuleOp module) {
   auto table = weight("token_embd.weight", {vocab, H});
   if (!table)
     return table.takeError();
-  if (!cast<RankedTensorType>(table->getType()).getElementType().isF32())
-    return fail("tensor 'token_embd.weight' is " + llvm::Twine(embedInfo->typeInfo->name) +
-                "; HELM reads the token table as F32 or in a block type (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
   Value h = EmbedOp::create(b, loc, act(H), inputIds, *table);
 
   auto linear = [&](Value x, llvm::StringRef name, int64_t in, int64_t out) -> llvm::Expected<Value> {
@@ -436,6 +433,10 @@ llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::un
 
   if (const gguf::Value *tmpl = file.find("tokenizer.chat_template"))
     result.chatTemplate = tmpl->asString().value_or("").str();
+  for (const char *key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const gguf::Value *id = file.find(key))
+      if (std::optional<int64_t> v = id->asInt(); v && *v >= 0 && *v < (int64_t(1) << 31))
+        result.eosIds.push_back(int32_t(*v));
   if (file.find("tokenizer.ggml.model")) {
     auto json = tokenizerJsonFromGguf(file);
     if (json)

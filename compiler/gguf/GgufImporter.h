@@ -28,8 +28,10 @@ struct GgufImport {
   /// The tokenizer as Hugging Face tokenizer.json text (empty when the file has none), and why it
   /// could not be built when the file has one HELM cannot express (empty otherwise).
   std::string tokenizerJson, tokenizerError;
-  /// `tokenizer.chat_template`, if any.
+  /// `tokenizer.chat_template`, if any, and the end-of-sequence ids the metadata names
+  /// (`eos_token_id`, `eot_token_id`, `eom_token_id`).
   std::string chatTemplate;
+  std::vector<int32_t> eosIds;
 };
 
 /// Imports the GGUF file at `path` (mapped; only its header and tables are read). The module's

@@ -220,8 +220,10 @@ LogicalResult EmbedOp::verify() {
   if (result.getShape().back() != table.getDimSize(1))
     return emitOpError("result hidden size ") << result.getShape().back()
                                               << " differs from the table's " << table.getDimSize(1);
-  if (result.getElementType() != table.getElementType())
-    return emitOpError("result element type must match the table's");
+  Type from = table.getElementType(), to = result.getElementType();
+  bool widening = to.isF32() && (from.isF16() || from.isBF16());
+  if (to != from && !widening)
+    return emitOpError("result element type must match the table's, or be f32 from an f16 or bf16 table");
   return success();
 }
 

@@ -116,6 +116,10 @@ def Helm_OnnxNodeOp : Helm_Op<"onnx", [Pure]> {
 
 def Helm_EmbedOp : Helm_Op<"embed", [Pure]> {
   let summary = "Embedding lookup: rows of the table gathered by token id";
+  let description = [{
+    The result has the table's element type, or f32 from an f16 / bf16 table (a GGUF file's 16-bit
+    token table feeding f32 activations): the rows are widened as they are gathered.
+  }];
   let arguments = (ins TensorOf<[AnySignlessInteger]>:$ids, AnyStaticShapeTensor:$table);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$ids `,` $table attr-dict `:` functional-type(operands, results)";

@@ -22,11 +22,13 @@ namespace helm::quant {
 
 using namespace detail;
 
+float detail::roundToHalf(float v) { return kernels::halfToFloat(kernels::floatToHalf(v)); }
+
 namespace {
 
 // ---- the scalar reference ----------------------------------------------------------------------
 
-void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum) {
+void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum, float &scaledSum) {
   uint32_t amaxBits = 0;
   for (int j = 0; j < kBlock; ++j) {
     uint32_t bits;
@@ -35,24 +37,27 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
   }
   sum = 0;
   if (amaxBits >= 0x7f800000u) { // an infinity or NaN: the whole row of y becomes NaN
-    scale = std::numeric_limits<float>::quiet_NaN();
+    scale = scaledSum = std::numeric_limits<float>::quiet_NaN();
     std::memset(codes, 0, kBlock);
     return;
   }
   float amax;
   std::memcpy(&amax, &amaxBits, sizeof amax);
   const float d = amax / 127.0f;
-  scale = d;
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  const bool coded = id <= std::numeric_limits<float>::max(); // 0 or a subnormal amax: no codes
   for (int j = 0; j < kBlock; ++j) {
     int c = 0;
-    if (d != 0.0f) {
-      // |x / d| exceeds 127 only by rounding (or, for a subnormal d, by d's own rounding): clamp.
-      const float v = std::min(std::max(xb[j] / d, -127.0f), 127.0f);
+    if (coded) {
+      // |x * id| exceeds 127 only by rounding: clamp.
+      const float v = std::min(std::max(xb[j] * id, -127.0f), 127.0f);
       c = int(std::nearbyint(v)); // the current rounding mode (nearest even), as cvtps2dq
     }
     codes[j] = int8_t(c);
     sum += c;
   }
+  scale = roundToHalf(d);
+  scaledSum = roundToHalf(d * float(sum));
 }
 
 void quantizeXScalar(const float *x, const QuantizedX &q) {
@@ -60,8 +65,7 @@ void quantizeXScalar(const float *x, const QuantizedX &q) {
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const int64_t i = m * q.paddedBlocks + b;
-      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i]);
-      q.scaledSum[i] = q.scale[i] * float(q.sum[i]);
+      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i]);
     }
 }
 

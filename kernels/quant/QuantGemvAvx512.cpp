@@ -45,28 +45,29 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
       const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
       const uint32_t amaxBits = _mm512_reduce_max_epu32(_mm512_max_epu32(
           _mm512_and_si512(_mm512_castps_si512(v0), absMask), _mm512_and_si512(_mm512_castps_si512(v1), absMask)));
-      float d = 0.0f;
+      float d = 0.0f, id = 0.0f;
       if (amaxBits >= 0x7f800000u) {
-        d = std::numeric_limits<float>::quiet_NaN();
+        d = id = std::numeric_limits<float>::quiet_NaN();
       } else {
         float amax;
         std::memcpy(&amax, &amaxBits, sizeof amax);
         d = amax / 127.0f;
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
       }
-      q.scale[i] = d;
-      if (d == 0.0f || d != d) { // zero or NaN: zero codes
+      if (!(id <= std::numeric_limits<float>::max())) { // NaN, or 0 / a subnormal amax: no codes
         q.sum[i] = 0;
         std::memset(first, 0, 16);
         std::memset(second, 0, 16);
       } else {
-        const __m512 dv = _mm512_set1_ps(d);
-        const __m512i c0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v0, dv), lo), hi));
-        const __m512i c1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v1, dv), lo), hi));
+        const __m512 idv = _mm512_set1_ps(id);
+        const __m512i c0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, idv), lo), hi));
+        const __m512i c1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, idv), lo), hi));
         q.sum[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(first), _mm512_cvtsepi32_epi8(c0));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(second), _mm512_cvtsepi32_epi8(c1));
       }
-      q.scaledSum[i] = q.scale[i] * float(q.sum[i]);
+      q.scale[i] = roundToHalf(d);
+      q.scaledSum[i] = roundToHalf(d * float(q.sum[i]));
     }
 }
 

@@ -5,10 +5,13 @@
 // declarations and baseline inline helpers live here: no vector code is shared between files.
 //
 // The arithmetic every path implements (docs/quantization.md, "Kernels"):
-//   activations, per row m and block b of 32 values: amax = largest |x| (compared as the integer
-//     bits of |x|, so NaN and infinities are caught); a non-finite block gets d = NaN and codes 0;
-//     otherwise d = amax / 127 (f32), codes c = nearbyint(clamp(x / d, -127, 127)) (0 if d == 0),
-//     sum = sum of the codes, scaledSum = d * float(sum).
+//   activations, per row m and block b of 32 values, exactly as llama.cpp's q8_0 / q8_1 blocks
+//     (ggml-cpu's quantize_row_q8_0 / q8_1 on x86): amax = largest |x| (compared as the integer
+//     bits of |x|, so NaN and infinities are caught); a non-finite block gets d = NaN, codes 0 and
+//     scaledSum NaN; otherwise d = amax / 127 and id = 127 / amax (f32), codes
+//     c = nearbyint(clamp(x * id, -127, 127)) (0 if amax == 0, or so small that id overflows),
+//     sum = sum of the codes; the block keeps scale = f16(d) and scaledSum = f16(d * float(sum))
+//     (each rounded to f16, nearest even, and back: ggml stores both as f16).
 //   weights, per block: isum = sum_j c_j * q_j exactly in int32 (q: q8_0 the int8 code, q4_0 the
 //     nibble - 8, q4_1 the nibble); term = float(isum) * (dw * d), plus for q4_1 a second term
 //     mw * scaledSum. Block b is added to lane b % 8 of eight f32 partial sums (q4_1: the first term,
@@ -91,15 +94,18 @@ constexpr int kQ6KDOffset = offsetof(BlockQ6K, d);       ///< q6_k: d
 
 /// x quantized once per call. Blocks are padded to a multiple of kLanes with zero codes, zero
 /// scales and zero sums, so that a kernel may always work on whole groups of 8 blocks.
+/// `v` rounded to f16 (nearest even) and back: the activation block's stored d and d * sum.
+float roundToHalf(float v);
+
 struct QuantizedX {
   int64_t M = 0, blocks = 0, paddedBlocks = 0;
   /// [M][paddedBlocks * 32]. The scalar and AVX2 paths keep each block's 32 codes in order; the
   /// AVX-512 path stores each group of 4 blocks as the 4 first halves then the 4 second halves
   /// (16 codes each), the order its weight registers hold them in. The values are the same.
   int8_t *codes = nullptr;
-  float *scale = nullptr;     ///< [M][paddedBlocks]: d
+  float *scale = nullptr;     ///< [M][paddedBlocks]: f16(d)
   int32_t *sum = nullptr;     ///< [M][paddedBlocks]: the sum of the block's codes
-  float *scaledSum = nullptr; ///< [M][paddedBlocks]: d * float(sum)
+  float *scaledSum = nullptr; ///< [M][paddedBlocks]: f16(d * float(sum)), d before its rounding
 };
 
 /// Fills q (whose sizes and buffers the caller set) from x [M, K].

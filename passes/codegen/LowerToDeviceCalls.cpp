@@ -204,14 +204,15 @@ private:
       return SmallVector<Value>{asTensor(out, /*writable=*/true)};
     }
     if (!idsType.getElementType().isInteger(64) || !floatTensor(e.getTable()) ||
-        tableType.getElementType() != outType.getElementType())
-      return e.emitError() << "device stage: embed needs i64 ids and a float table of the "
-                              "result's type";
-    Value out = allocOutput(outType, e.getIds());
+        kernelDtypeCode(outType.getElementType()) < 0)
+      return e.emitError() << "device stage: embed needs i64 ids, a float table and a float result";
+    // Rows in the table's type, then widened (a 16-bit table feeding f32 activations).
+    auto rowsType = RankedTensorType::get(outType.getShape(), tableType.getElementType());
+    Value out = allocOutput(rowsType, e.getIds());
     call(HELM_CONTRACT_SYMBOL(helm_dev_embed), {rawPointer(e.getIds()), rawPointer(e.getTable()), pointerOf(out),
                             dtypeOf(e.getTable()), numElements(e.getIds()),
                             i64(tableType.getDimSize(0)), i64(tableType.getDimSize(1))});
-    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
+    return SmallVector<Value>{convertTo(asTensor(out, /*writable=*/true), outType.getElementType())};
   }
 
   FailureOr<SmallVector<Value>> lowerRmsNorm(RmsNormOp n) {

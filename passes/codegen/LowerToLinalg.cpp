@@ -223,6 +223,8 @@ private:
                  id = arith::MinSIOp::create(nb, l, id, maxId);
                  Value col = linalg::IndexOp::create(nb, l, rank - 1);
                  Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{id, col});
+                 if (v.getType() != outType.getElementType()) // a 16-bit table widened to f32
+                   v = arith::ExtFOp::create(nb, l, outType.getElementType(), v);
                  linalg::YieldOp::create(nb, l, v);
                })
         .getResult(0);

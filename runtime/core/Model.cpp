@@ -687,6 +687,8 @@ llvm::Error LoadedModel::Loader::loadTokenizer() {
     for (const llvm::json::Value &e : *eos)
       if (auto id = e.getAsInteger())
         info.eosIds.push_back(int32_t(*id));
+  if (auto chat = tok->getString(HELM_MANIFEST_TOKENIZER_CHAT_TEMPLATE))
+    info.chatTemplate = chat->str();
   return llvm::Error::success();
 }
 

@@ -41,6 +41,8 @@ struct ModelInfo {
   std::vector<int32_t> eosIds;
   int32_t bosId = -1; // -1: none
   bool hasTokenizer = false;
+  /// The chat template the model file carried (Jinja text; empty: none).
+  std::string chatTemplate;
   /// The activation a split plan moves between the stages: [B, S, boundaryWidth] boundaryDtype.
   std::string boundaryDtype;
   int64_t boundaryWidth = 0;

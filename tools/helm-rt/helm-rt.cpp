@@ -125,6 +125,8 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath, bool l
     for (int32_t e : i.eosIds)
       outs() << " " << e;
     outs() << ")";
+    if (!i.chatTemplate.empty())
+      outs() << ", chat template (" << i.chatTemplate.size() << " bytes)";
   }
   outs() << "\n";
   for (const auto &s : model.package().sections())

@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
   // ONNX graph is raised to them.
   const bool gguf = helm::isGgufFile(inputPath);
   helm::ImportedModel model;
-  std::string ggufTokenizer;
+  std::string ggufTokenizer, chatTemplate;
+  std::vector<int32_t> fileEosIds;
   if (gguf) {
     if (emit == Emit::OnnxMlir)
       return fail(inputPath + ": --emit=onnx-mlir shows an ONNX graph; this is a GGUF file (use --emit=helm)");
@@ -116,6 +117,8 @@ int main(int argc, char **argv) {
       return fail(imported.takeError());
     model = std::move(imported->model);
     ggufTokenizer = std::move(imported->tokenizerJson);
+    chatTemplate = std::move(imported->chatTemplate);
+    fileEosIds = std::move(imported->eosIds);
     if (packaging && tokenizerPath.empty() && !imported->tokenizerError.empty())
       errs() << "helmc: warning: " << imported->tokenizerError
              << "; the package gets no tokenizer (pass --tokenizer=tokenizer.json, or give helm-rt token ids)\n";
@@ -152,6 +155,8 @@ int main(int argc, char **argv) {
       options.modelPath = inputPath;
       options.tokenizerPath = tokenizerPath;
       options.tokenizerJson = std::move(ggufTokenizer);
+      options.chatTemplate = std::move(chatTemplate);
+      options.eosIds = std::move(fileEosIds);
       options.maxContext = maxContext;
       if (gpuCode != "auto" && gpuCode != "host" && gpuCode != "kernels")
         return fail("--gpu-code must be auto, host or kernels, not '" + gpuCode + "'");

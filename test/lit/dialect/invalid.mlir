@@ -250,3 +250,12 @@ helm.weight_decl @p4 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_k, ro
 
 // expected-error @+1 {{'helm.weight_decl' op a weight is either prepacked blocks or ONNX blocks, not both}}
 helm.weight_decl @p5 : tensor<8x64xf32> {blocks = #helm.blocks<format = q4_0, row_dim = 0>, onnx_blocks = #helm.onnx_blocks<bits = 4, block_size = 32, codes = "B", code_type = ui8, scales = "S", scale_type = f32>, length = 256 : i64, location = "", offset = -1 : i64, onnx_name = "B", prepacked}
+
+// -----
+
+// An embedding widens a 16-bit table to f32 activations, never narrows.
+func.func @embed_narrowing(%ids: tensor<2x3xi64>, %t: tensor<8x4xf32>) -> tensor<2x3x4xf16> {
+  // expected-error @+1 {{result element type must match the table's, or be f32 from an f16 or bf16 table}}
+  %0 = helm.embed %ids, %t : (tensor<2x3xi64>, tensor<8x4xf32>) -> tensor<2x3x4xf16>
+  return %0 : tensor<2x3x4xf16>
+}

@@ -151,8 +151,20 @@ std::string firstDifference(const std::vector<float> &a, const std::vector<float
 
 // ---- (b), (c): the independent computation ------------------------------------------------------
 
-struct QuantizedBlock { // one activation block re-quantized here, in double
-  double d = 0;
+/// `v` rounded to f16 (nearest even, 11 significant bits; subnormal halves in steps of 2^-24),
+/// written here from the format's definition rather than taken from the library.
+double roundToHalfHere(double v) {
+  if (v == 0 || !std::isfinite(v))
+    return v;
+  int e;
+  std::frexp(v, &e); // |v| in [2^(e-1), 2^e)
+  const double step = std::ldexp(1.0, std::max(e - 11, -24));
+  return std::nearbyint(v / step) * step;
+}
+
+struct QuantizedBlock { // one activation block re-quantized here, as ggml's q8_0 / q8_1 (in double)
+  double dRaw = 0, d = 0, s = 0; // d = amax / 127 (f32), its f16 rounding, f16(dRaw * sum)
+  int sum = 0;
   int codes[32] = {};
 };
 
@@ -162,15 +174,25 @@ QuantizedBlock quantizeHere(const float *xb) {
   for (int j = 0; j < 32; ++j)
     amax = std::max(amax, std::fabs(double(xb[j])));
   // f32 division = the double quotient rounded to f32 (double rounding is innocuous for division).
-  qb.d = double(float(amax / 127.0));
-  if (qb.d == 0)
+  qb.dRaw = double(float(amax / 127.0));
+  qb.d = roundToHalfHere(qb.dRaw);
+  if (amax == 0)
     return qb;
+  const double id = double(float(127.0 / amax));
   for (int j = 0; j < 32; ++j) {
-    const double v = std::clamp(double(float(double(xb[j]) / qb.d)), -127.0, 127.0);
+    // The f32 product: the exact double product of two floats, rounded once.
+    const double v = std::clamp(double(float(double(xb[j]) * id)), -127.0, 127.0);
     qb.codes[j] = int(std::nearbyint(v));
+    qb.sum += qb.codes[j];
   }
+  qb.s = roundToHalfHere(double(float(qb.dRaw * double(qb.sum))));
   return qb;
 }
+
+/// What the f16 rounding of d may move each weight's product by, on top of the codes' own rounding
+/// (|x - c dRaw| <= dRaw / 2): |c| <= 127 times |d - dRaw| (at most dRaw 2^-11 for a normal half;
+/// all of dRaw where it underflows).
+double scaleRoundingError(const QuantizedBlock &qb) { return 127.0 * std::fabs(qb.d - qb.dRaw); }
 
 struct Expected {
   double y, bound;
@@ -237,12 +259,16 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
         ASSERT_LE(std::fabs(double(wdeq[e]) - (a[e] - b[e])), 4 * u * (std::fabs(a[e]) + std::fabs(b[e])))
             << q::blockFormatInfo(f).name << " element " << e;
         const double w = a[e] - b[e];
-        y += double(qb.codes[j]) * qb.d * w;
+        // The min term uses the block's f16(d * sum), not d times the codes (ggml's q8_1 / q8_K s).
+        y += double(qb.codes[j]) * qb.d * a[e];
         termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(a[e]) + std::fabs(b[e]));
         plainY += double(x[blk * 32 + j]) * w;
         absW += std::fabs(w);
       }
-      activationError += qb.d * (0.5 + std::ldexp(1.0, -17)) * absW;
+      const double bBlock = b[size_t(blk * 32)]; // one min per sub-block of 32 (q6_k: none)
+      y -= bBlock * qb.s;
+      activationError += (qb.dRaw * (0.5 + std::ldexp(1.0, -17)) + scaleRoundingError(qb)) * absW +
+                         std::fabs(bBlock) * std::fabs(qb.s - qb.dRaw * qb.sum);
     }
     quantized = {y, (depth + 4) * u * termBound};
     plain = {plainY, activationError + quantized.bound};
@@ -263,7 +289,6 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
     double absW = 0;
     for (int j = 0; j < 32; ++j) {
       const double wj = wdeq[size_t(b * 32 + j)];
-      y += double(qb.codes[j]) * qb.d * wj;
       // The weight code q_j as the format defines it; |q_j d_w| + |m_w| >= |w_j| (q4_1: w_j is
       // q d + m rounded to f32, within u |w_j| of it, which the bound's +4 covers).
       const int nibble = j < 16 ? blk[(f == BlockFormat::q4_1 ? 4 : 2) + j] & 0xF
@@ -271,11 +296,15 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
       const double code = f == BlockFormat::q8_0 ? double(int8_t(blk[2 + j]))
                           : f == BlockFormat::q4_0 ? double(nibble - 8)
                                                    : double(nibble);
+      y += double(qb.codes[j]) * qb.d * (code * dw);
       termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(code * dw) + std::fabs(mw));
       plainY += double(x[b * 32 + j]) * wj;
       absW += std::fabs(wj);
     }
-    activationError += qb.d * (0.5 + std::ldexp(1.0, -17)) * absW;
+    // q4_1's min term: m_w times the block's f16(d * sum) (ggml's q8_1 s).
+    y += mw * qb.s;
+    activationError += (qb.dRaw * (0.5 + std::ldexp(1.0, -17)) + scaleRoundingError(qb)) * absW +
+                       std::fabs(mw) * std::fabs(qb.s - qb.dRaw * qb.sum);
   }
   quantized = {y, (depth + 4) * u * termBound};
   plain = {plainY, activationError + quantized.bound};

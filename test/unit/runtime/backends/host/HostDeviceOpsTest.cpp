@@ -73,17 +73,43 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
       ASSERT_FALSE(bool(ops->linearBlocks(x.data(), DType::f32, w.data(), blockDtypeCode(info.format),
                                           bias.data(), y.data(), DType::f32, m, k, n)))
           << info.name;
-      // The CPU quantizes x per block of 32 (QuantGemvImpl.h: d = amax / 127 in f32, codes
-      // nearbyint(clamp(x / d, -127, 127))), re-done here.
-      std::vector<double> xq(x.begin(), x.end());
+      // The CPU quantizes x per block of 32 as llama.cpp's q8_0 (QuantGemvImpl.h: codes
+      // nearbyint(clamp(x * (127 / amax), -127, 127)), d = amax / 127 rounded to f16), re-done here.
+      // The min terms of q4_1 / q4_k / q5_k use the block's s = f16(amax / 127 * sum of codes)
+      // (ggml's q8_1 s) instead of d times the codes: minDelta is s - d * sum, per block.
+      std::vector<double> xq(x.begin(), x.end()), minDelta(x.size() / 32);
       for (size_t b = 0; b < xq.size() / 32; ++b) {
         float amax = 0;
         for (size_t c = 32 * b; c < 32 * b + 32; ++c)
           amax = std::max(amax, std::fabs(x[c]));
-        const float d = amax / 127.0f;
-        for (size_t c = 32 * b; c < 32 * b + 32; ++c)
-          xq[c] = d == 0 ? 0.0 : double(std::nearbyint(std::clamp(x[c] / d, -127.0f, 127.0f))) * d;
+        const float id = amax == 0 ? 0.0f : 127.0f / amax;
+        const auto toHalf = [](float v) { return double(helm::kernels::halfToFloat(helm::kernels::floatToHalf(v))); };
+        const double d = toHalf(amax / 127.0f);
+        int sum = 0;
+        for (size_t c = 32 * b; c < 32 * b + 32; ++c) {
+          const int code = int(std::nearbyint(std::clamp(x[c] * id, -127.0f, 127.0f)));
+          xq[c] = double(code) * d;
+          sum += code;
+        }
+        minDelta[b] = toHalf(amax / 127.0f * float(sum)) - d * sum;
       }
+      // The weight row's min per block of 32 (w = q d + min): q4_1's m, the k-quants' -dmin mc.
+      const auto blockMin = [&](int64_t row, int64_t b) -> double {
+        const char *r = w.data() + row * (k / info.weightsPerBlock) * info.bytesPerBlock;
+        if (info.format == quant::BlockFormat::q4_1) {
+          quant::BlockQ4_1 blk;
+          std::memcpy(&blk, r + b * info.bytesPerBlock, sizeof blk);
+          return helm::kernels::halfToFloat(blk.m);
+        }
+        if (info.format == quant::BlockFormat::q4_k || info.format == quant::BlockFormat::q5_k) {
+          quant::BlockQ4K blk; // q5_k shares d, dmin and the scales' layout
+          std::memcpy(&blk, r + b / 8 * info.bytesPerBlock, offsetof(quant::BlockQ4K, qs));
+          uint8_t sc, mn;
+          quant::unpackScaleMin(blk.scales, int(b % 8), sc, mn);
+          return -double(helm::kernels::halfToFloat(blk.dmin)) * mn;
+        }
+        return 0.0;
+      };
       for (int64_t r = 0; r < m; ++r)
         for (int64_t j = 0; j < n; ++j) {
           double want = 0, magnitude = 0;
@@ -91,6 +117,8 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
             want += xq[size_t(r * k + c)] * wf[size_t(j * k + c)];
             magnitude += std::fabs(xq[size_t(r * k + c)] * wf[size_t(j * k + c)]);
           }
+          for (int64_t b = 0; b < k / 32; ++b)
+            want += blockMin(j, b) * minDelta[size_t(r * (k / 32) + b)];
           want = float(want) + bias[size_t(j)];
           // f32 products and sums in another order, then the bias's rounding.
           const double allowed = 2e-6 * magnitude + 1e-6 * std::fabs(want) + 1e-7;
