@@ -129,7 +129,8 @@ private:
   llvm::StringRef file;
 };
 
-/// A key or tensor name for an error message: printable ASCII kept, the rest escaped, long names cut.
+} // namespace
+
 std::string quoted(llvm::StringRef s) {
   std::string out = "'";
   for (char c : s.take_front(80)) {
@@ -142,8 +143,6 @@ std::string quoted(llvm::StringRef s) {
     out += "...";
   return out + "'";
 }
-
-} // namespace
 
 llvm::StringRef valueTypeName(ValueType type) {
   static constexpr llvm::StringLiteral names[] = {"u8",  "i8",  "u16",    "i16",   "u32", "i32", "f32",

@@ -37,6 +37,10 @@ enum class ValueType : uint32_t {
 /// "u8", "i32", "string", "array", ...; "unknown" for a code outside the table.
 llvm::StringRef valueTypeName(ValueType type);
 
+/// A key, tensor name or string value for an error message, in single quotes: printable ASCII
+/// kept, other bytes and quotes escaped (\xNN), cut at 80 bytes ("...").
+std::string quoted(llvm::StringRef s);
+
 /// A ggml tensor type: its name as llama.cpp spells it and its block (weights and bytes; 1 and the
 /// element size for the plain types).
 struct TensorTypeInfo {

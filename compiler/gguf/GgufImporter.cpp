@@ -83,6 +83,12 @@ private:
     return llvm::createStringError(file.name() + ": " + message);
   }
 
+  /// The metadata `<arch>.<key>`, or nullptr.
+  const gguf::Value *archFind(llvm::StringRef key) const { return file.find(archKey(key)); }
+  std::string archKey(llvm::StringRef key) const { return (arch->name + "." + key).str(); }
+  /// `<arch>.<key>`: its value, nullptr when absent and `required` is false, an error when absent
+  /// and required.
+  llvm::Expected<const gguf::Value *> archValue(llvm::StringRef key, bool required) const;
   /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
@@ -106,14 +112,21 @@ private:
   llvm::StringSet<> used;
 };
 
+llvm::Expected<const gguf::Value *> Importer::archValue(llvm::StringRef key, bool required) const {
+  const gguf::Value *value = archFind(key);
+  if (!value && required)
+    return fail("the required key '" + archKey(key) + "' is missing");
+  return value;
+}
+
 llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int64_t> fallback) {
-  std::string full = (arch->name + "." + key).str();
-  const gguf::Value *value = file.find(full);
-  if (!value) {
-    if (fallback)
-      return *fallback;
-    return fail("the required key '" + full + "' is missing");
-  }
+  auto found = archValue(key, !fallback);
+  if (!found)
+    return found.takeError();
+  if (!*found)
+    return *fallback;
+  const gguf::Value *value = *found;
+  const std::string full = archKey(key);
   if (value->type == gguf::ValueType::Array)
     return fail("'" + full + "' is an array (per-layer values), which HELM does not support");
   std::optional<int64_t> v = value->type == gguf::ValueType::Bool ? std::nullopt : value->asInt();
@@ -125,13 +138,13 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
 }
 
 llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<double> fallback) {
-  std::string full = (arch->name + "." + key).str();
-  const gguf::Value *value = file.find(full);
-  if (!value) {
-    if (fallback)
-      return *fallback;
-    return fail("the required key '" + full + "' is missing");
-  }
+  auto found = archValue(key, !fallback);
+  if (!found)
+    return found.takeError();
+  if (!*found)
+    return *fallback;
+  const gguf::Value *value = *found;
+  const std::string full = archKey(key);
   std::optional<double> v = value->type == gguf::ValueType::Array ? std::nullopt : value->asFloat();
   if (!v)
     return fail("'" + full + "' is a " + gguf::valueTypeName(value->type) + ", not a number");
@@ -183,10 +196,8 @@ llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int6
     symbol += llvm::isAlnum(c) ? c : '_';
   auto type = RankedTensorType::get(shape, element);
   OpBuilder declBuilder = OpBuilder::atBlockEnd(declarations);
-  auto decl = WeightDeclOp::create(declBuilder, b.getUnknownLoc(), symbol, type, name,
-                                   llvm::sys::path::filename(file.name()), int64_t(tensor->fileOffset),
-                                   int64_t(tensor->bytes), blocks, OnnxBlocksAttr(), bool(blocks));
-  (void)decl;
+  WeightDeclOp::create(declBuilder, b.getUnknownLoc(), symbol, type, name, llvm::sys::path::filename(file.name()),
+                       int64_t(tensor->fileOffset), int64_t(tensor->bytes), blocks, OnnxBlocksAttr(), bool(blocks));
   Value value = WeightOp::create(b, b.getUnknownLoc(), type, FlatSymbolRefAttr::get(&ctx, symbol));
   weights[name] = value;
   used.insert(name);
@@ -203,12 +214,8 @@ llvm::Error Importer::run(ModuleOp module) {
   for (const Architecture &a : kArchitectures)
     if (a.name == *archName)
       arch = &a;
-  if (!arch) {
-    std::string printable;
-    for (char c : archName->take_front(40))
-      printable += llvm::isPrint(c) ? c : '?';
-    return fail("architecture '" + printable + "' is not supported (llama, qwen2, qwen3)");
-  }
+  if (!arch)
+    return fail("architecture " + gguf::quoted(*archName) + " is not supported (llama, qwen2, qwen3)");
 
   // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
   auto layers = intKey("block_count");
@@ -220,7 +227,7 @@ llvm::Error Importer::run(ModuleOp module) {
   auto kvHeads = intKey("attention.head_count_kv", *heads);
   if (!kvHeads)
     return kvHeads.takeError();
-  if (*hidden % *heads != 0 && !file.find((arch->name + ".attention.key_length").str()))
+  if (*hidden % *heads != 0 && !archFind("attention.key_length"))
     return fail(llvm::formatv("embedding_length {0} is not a multiple of head_count {1}", *hidden, *heads).str());
   auto headDim = intKey("attention.key_length", *hidden / *heads);
   if (!headDim)
@@ -245,16 +252,16 @@ llvm::Error Importer::run(ModuleOp module) {
   auto epsilon = floatKey("attention.layer_norm_rms_epsilon");
   if (!epsilon)
     return epsilon.takeError();
-  if (const gguf::Value *experts = file.find((arch->name + ".expert_count").str()))
+  if (const gguf::Value *experts = archFind("expert_count"))
     if (experts->asInt().value_or(1) > 0)
-      return fail("'" + arch->name + ".expert_count' is set: mixture-of-experts models are not supported");
-  if (const gguf::Value *scaling = file.find((arch->name + ".rope.scaling.type").str())) {
+      return fail("'" + archKey("expert_count") + "' is set: mixture-of-experts models are not supported");
+  if (const gguf::Value *scaling = archFind("rope.scaling.type")) {
     llvm::StringRef kind = scaling->asString().value_or("?");
     double factor = 1.0;
-    if (const gguf::Value *f = file.find((arch->name + ".rope.scaling.factor").str()))
+    if (const gguf::Value *f = archFind("rope.scaling.factor"))
       factor = f->asFloat().value_or(0.0);
     if (kind != "none" && factor != 1.0)
-      return fail("rope scaling '" + kind.take_front(20) + "' is not supported (only unscaled rotary positions)");
+      return fail("rope scaling " + gguf::quoted(kind) + " is not supported (only unscaled rotary positions)");
   }
   if (file.findTensor("rope_freqs.weight"))
     return fail("tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not supported");
@@ -379,13 +386,9 @@ llvm::Error Importer::run(ModuleOp module) {
   // Every tensor must have a role: one HELM would ignore (a bias of a kind it does not apply, a
   // scaling table) would silently change the model.
   for (const gguf::TensorInfo &t : file.tensors())
-    if (!used.contains(t.name)) {
-      std::string printable;
-      for (char c : t.name.take_front(80))
-        printable += llvm::isPrint(c) ? c : '?';
-      return fail("tensor '" + printable + "' has no place in a " + arch->name +
+    if (!used.contains(t.name))
+      return fail("tensor " + gguf::quoted(t.name) + " has no place in a " + arch->name +
                   " model as HELM builds it (is the file a different architecture?)");
-    }
   return llvm::Error::success();
 }
 
@@ -422,14 +425,6 @@ llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::un
       return llvm::createStringError(path + ": the imported model does not verify: " + first);
   }
   result.model.weights = source;
-  ctx.getOrLoadDialect<HelmDialect>()->setWeightReader([source](WeightDeclOp decl, std::vector<char> &bytes) {
-    const gguf::TensorInfo *t = source->gguf().findTensor(decl.getOnnxName());
-    if (!t)
-      return false;
-    bytes.assign(reinterpret_cast<const char *>(t->data.data()),
-                 reinterpret_cast<const char *>(t->data.data()) + t->data.size());
-    return true;
-  });
 
   if (const gguf::Value *tmpl = file.find("tokenizer.chat_template"))
     result.chatTemplate = tmpl->asString().value_or("").str();

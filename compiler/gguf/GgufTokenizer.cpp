@@ -1,7 +1,6 @@
 //===- GgufTokenizer.cpp - the tokenizer a GGUF file's metadata describes ------------===//
 #include "compiler/gguf/GgufTokenizer.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -83,13 +82,6 @@ llvm::Error fail(const gguf::File &file, const llvm::Twine &message) {
   return llvm::createStringError(file.name() + ": " + message);
 }
 
-std::string printable(llvm::StringRef s) {
-  std::string out;
-  for (char c : s.take_front(40))
-    out += llvm::isPrint(c) ? c : '?';
-  return out;
-}
-
 } // namespace
 
 llvm::Expected<std::string> tokenizerJsonFromGguf(const gguf::File &file) {
@@ -102,8 +94,8 @@ llvm::Expected<std::string> tokenizerJsonFromGguf(const gguf::File &file) {
     return fail(file, "'tokenizer.ggml.model' is missing or not a string");
   bool bpe = *model == "gpt2", spm = *model == "llama";
   if (!bpe && !spm)
-    return fail(file, "tokenizer model '" + printable(*model) +
-                          "' is not supported (gpt2: byte-level BPE; llama: SentencePiece BPE)");
+    return fail(file, "tokenizer model " + gguf::quoted(*model) +
+                          " is not supported (gpt2: byte-level BPE; llama: SentencePiece BPE)");
   const gguf::Value *tokens = file.find("tokenizer.ggml.tokens");
   if (!tokens || !tokens->isArrayOf(gguf::ValueType::String) || tokens->count == 0 ||
       tokens->count > (uint64_t(1) << 24))
@@ -201,8 +193,8 @@ llvm::Expected<std::string> tokenizerJsonFromGguf(const gguf::File &file) {
       llvm::StringRef pre = stringKey("tokenizer.ggml.pre").value_or("");
       j.attributeBegin("pre_tokenizer");
       if (!writePreTokenizer(pre, j)) {
-        error = "pre-tokenizer '" + printable(pre.empty() ? llvm::StringRef("(none)") : pre) +
-                "' (tokenizer.ggml.pre) is not supported (gpt-2, llama-bpe, qwen2, smollm)";
+        error = "pre-tokenizer " + gguf::quoted(pre.empty() ? llvm::StringRef("(none)") : pre) +
+                " (tokenizer.ggml.pre) is not supported (gpt-2, llama-bpe, qwen2, smollm)";
         j.value(nullptr);
       }
       j.attributeEnd();

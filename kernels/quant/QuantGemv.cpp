@@ -44,8 +44,8 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
   float amax;
   std::memcpy(&amax, &amaxBits, sizeof amax);
   const float d = amax / 127.0f;
-  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-  const bool coded = id <= std::numeric_limits<float>::max(); // 0 or a subnormal amax: no codes
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f; // amax 0: id 0, codes 0
+  const bool coded = id <= std::numeric_limits<float>::max(); // a subnormal amax: 127 / amax overflows
   for (int j = 0; j < kBlock; ++j) {
     int c = 0;
     if (coded) {

@@ -62,21 +62,19 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
       float amax;
       std::memcpy(&amax, &amaxBits, sizeof amax);
       const float d = amax / 127.0f;
-      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-      {
-        if (!(id <= std::numeric_limits<float>::max())) { // 0 or a subnormal amax: no codes
-          q.sum[i] = 0;
-          std::memset(codes, 0, kBlock);
-        } else {
-          const __m256 idv = _mm256_set1_ps(id);
-          __m256i c[4];
-          for (int r = 0; r < 4; ++r)
-            c[r] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[r], idv), lo), hi));
-          q.sum[i] = hsumI32(_mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3])));
-          const __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
-          const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), order);
-          _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes), packed);
-        }
+      const float id = amax != 0.0f ? 127.0f / amax : 0.0f; // amax 0: id 0, codes 0
+      if (!(id <= std::numeric_limits<float>::max())) { // a subnormal amax: 127 / amax overflows
+        q.sum[i] = 0;
+        std::memset(codes, 0, kBlock);
+      } else {
+        const __m256 idv = _mm256_set1_ps(id);
+        __m256i c[4];
+        for (int r = 0; r < 4; ++r)
+          c[r] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[r], idv), lo), hi));
+        q.sum[i] = hsumI32(_mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3])));
+        const __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
+        const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), order);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes), packed);
       }
       q.scale[i] = roundToHalf(d);
       q.scaledSum[i] = roundToHalf(d * float(q.sum[i]));

@@ -52,9 +52,9 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
         float amax;
         std::memcpy(&amax, &amaxBits, sizeof amax);
         d = amax / 127.0f;
-        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        id = amax != 0.0f ? 127.0f / amax : 0.0f; // amax 0: id 0, codes 0
       }
-      if (!(id <= std::numeric_limits<float>::max())) { // NaN, or 0 / a subnormal amax: no codes
+      if (!(id <= std::numeric_limits<float>::max())) { // NaN, or a subnormal amax (127 / amax overflows)
         q.sum[i] = 0;
         std::memset(first, 0, 16);
         std::memset(second, 0, 16);
