@@ -7,15 +7,24 @@
 #   src/                          it, unpacked; src/vendor/llama.cpp is the llama.cpp tree
 #   build/bin/                    llama-bench, llama-quantize, llama-tokenize, libllama.so,
 #                                 libggml*.so (Release, GGML_NATIVE=ON,
-#                                 CPU only: no CUDA, no OpenSSL, no tests/examples/server)
+#                                 CPU only: no CUDA, no OpenSSL, no tests/examples; the
+#                                 server only with --server)
 #   bin/llama-greedy              bench/llama_greedy.c linked against that libllama
 #
 # Idempotent: each step is skipped when its output exists (a stamp records the version and flags).
 # The compile steps hold /tmp/helm-build.lock, like every build on the shared cores.
 #
 #   bench/build-llama-cpp.sh            (called by scripts/install-deps.sh --bench)
+#   bench/build-llama-cpp.sh --server   also llama-server (bench/serve_bench.py), in the same build
 #   LLAMA_CPP_PYTHON_VERSION=0.3.36 JOBS=2 bench/build-llama-cpp.sh
 set -euo pipefail
+server=0
+for arg in "$@"; do
+  case "$arg" in
+    --server) server=1 ;;
+    *) echo "build-llama-cpp.sh: unknown flag '$arg' (--server)" >&2; exit 1 ;;
+  esac
+done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${JOBS:-$(nproc)}"
@@ -52,15 +61,23 @@ flags=(
   -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
   -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON
 )
+targets=(llama-bench llama-quantize llama-tokenize)
+if [ "$server" = 1 ]; then
+  # The same build with the server switched on: the libraries' objects are unchanged, so only the
+  # server's own sources compile (and switching back later only reconfigures).
+  flags=("${flags[@]/-DLLAMA_BUILD_SERVER=OFF/-DLLAMA_BUILD_SERVER=ON}")
+  targets+=(llama-server)
+fi
 build="$dir/build"
 stamp="$build/.helm-stamp"
 want="$version ${flags[*]}"
-if [ ! -x "$build/bin/llama-bench" ] || [ ! -x "$build/bin/llama-quantize" ] || [ ! -x "$build/bin/llama-tokenize" ] \
-   || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "[llama.cpp] configuring and building llama-bench (waits for $lock)"
+missing=0
+for t in "${targets[@]}"; do [ -x "$build/bin/$t" ] || missing=1; done
+if [ "$missing" = 1 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "[llama.cpp] configuring and building ${targets[*]} (waits for $lock)"
   flock "$lock" cmake -S "$tree" -B "$build" "${flags[@]}" > "$dir/cmake.log"
   grep -E "GGML_|CPU|x86|AVX|OpenMP" "$dir/cmake.log" | sed 's/^/[llama.cpp]   /' | head -20 || true
-  flock "$lock" cmake --build "$build" --target llama-bench llama-quantize llama-tokenize -j "$jobs"
+  flock "$lock" cmake --build "$build" --target "${targets[@]}" -j "$jobs"
   echo "$want" > "$stamp"
 fi
 

@@ -5,8 +5,8 @@
 #   scripts/fuzz.sh [--minutes M] [--target NAME]... [--no-merge] [--jobs J]
 #
 #   --minutes M   time per target and round (default 10)
-#   --target NAME importer, package, gguf, tokenizer, profile, cli or helmc-cli (repeatable;
-#                 default all)
+#   --target NAME importer, package, gguf, tokenizer, profile, cli, helmc-cli, chat-template or
+#                 server-request (repeatable; default all)
 #   --no-merge    keep the committed seed folders as they are (the importer's always are: its
 #                 merged corpus stays in .cache/fuzz/importer)
 #   --jobs J      parallel libFuzzer workers per target (default 1)
@@ -34,11 +34,11 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown flag '$1' (try --help)" >&2; exit 1 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(importer package gguf tokenizer profile cli helmc-cli)
+[ ${#targets[@]} -gt 0 ] || targets=(importer package gguf tokenizer profile cli helmc-cli chat-template server-request)
 for t in "${targets[@]}"; do
   case "$t" in
-    importer|package|gguf|tokenizer|profile|cli|helmc-cli) ;;
-    *) echo "fuzz.sh: unknown target '$t' (importer, package, gguf, tokenizer, profile, cli, helmc-cli)" >&2; exit 1 ;;
+    importer|package|gguf|tokenizer|profile|cli|helmc-cli|chat-template|server-request) ;;
+    *) echo "fuzz.sh: unknown target '$t' (importer, package, gguf, tokenizer, profile, cli, helmc-cli, chat-template, server-request)" >&2; exit 1 ;;
   esac
 done
 
@@ -52,6 +52,8 @@ seeds_of() {
     profile) echo "test/fuzz/profile-corpus test/fuzz/regressions/profile" ;;
     cli) echo "test/fuzz/cli-corpus test/fuzz/regressions/cli" ;;
     helmc-cli) echo "test/fuzz/helmc-cli-corpus test/fuzz/regressions/helmc-cli" ;;
+    chat-template) echo "test/fuzz/chat-template-corpus test/fuzz/regressions/chat-template" ;;
+    server-request) echo "test/fuzz/server-request-corpus test/fuzz/regressions/server-request" ;;
   esac
 }
 exe_of() {

@@ -31,6 +31,7 @@ apt_pkgs=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libgtest-dev libgmock-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+  libcpp-httplib-dev nlohmann-json3-dev pkgconf
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: build, then ctest (lit + GoogleTest + importer conformance + end-to-end
 # generation against ONNX Runtime + tokenizer against Hugging Face tokenizers), the unit tests again
-# under ASan+UBSan, and the fuzzers (importer, package reader, GGUF reader, tokenizer.json, target profile, helm-rt and helmc command lines) for a
-# bounded time each. Exits non-zero on any failure.
+# under ASan+UBSan, and the fuzzers (importer, package reader, GGUF reader, tokenizer.json, target profile, helm-rt and helmc command lines,
+# chat templates, the server's request bodies) for a bounded time each. Exits non-zero on any failure.
 #   HELM_FUZZ_SECONDS  fuzzing time (default 60)
 #   HELM_SKIP_SANITIZERS=1 / HELM_SKIP_FUZZ=1  skip those stages (local iteration only; CI runs all)
 set -euo pipefail
@@ -59,5 +59,7 @@ if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
   run_fuzzer profile helm-profile-fuzzer test/fuzz/profile-corpus test/fuzz/regressions/profile
   run_fuzzer helm-rt-cli helm-cli-fuzzer test/fuzz/cli-corpus test/fuzz/regressions/cli
   run_fuzzer helmc-cli helmc-cli-fuzzer test/fuzz/helmc-cli-corpus test/fuzz/regressions/helmc-cli
-  echo "fuzz: 7 passed, 0 failed"
+  run_fuzzer chat-template helm-chat-template-fuzzer test/fuzz/chat-template-corpus test/fuzz/regressions/chat-template
+  run_fuzzer server-request helm-server-request-fuzzer test/fuzz/server-request-corpus test/fuzz/regressions/server-request
+  echo "fuzz: 9 passed, 0 failed"
 fi

@@ -38,8 +38,9 @@ void ContiguousKvCache::forEachSpan(
 void ContiguousKvCache::reset(int32_t seq) {
   for (int64_t l = 0; l < layers_; ++l) {
     size_t slot = size_t(l * sequences_ + seq);
-    k_[slot].clear();
-    v_[slot].clear();
+    // The memory goes back too: a server's slot may next hold a much shorter sequence.
+    std::vector<float>().swap(k_[slot]);
+    std::vector<float>().swap(v_[slot]);
   }
 }
 

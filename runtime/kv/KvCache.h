@@ -67,7 +67,7 @@ public:
   virtual void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
                            llvm::function_ref<void(const float *, const float *, int64_t, int64_t)>
                                visit) const = 0;
-  /// Forgets every token of `seq`.
+  /// Forgets every token of `seq` and releases the memory (host buffers, device pages) they held.
   virtual void reset(int32_t seq) = 0;
   /// Bytes currently held.
   virtual uint64_t bytes() const = 0;

@@ -79,4 +79,14 @@ TEST(FuzzSeeds, HelmcCommandLineCorpusAndRegressions) {
          helm::fuzz::helmcArgsInput, 5);
 }
 
+TEST(FuzzSeeds, ChatTemplateCorpusAndRegressions) {
+  runAll({kFuzzDir / "chat-template-corpus", kFuzzDir / "regressions" / "chat-template"},
+         helm::fuzz::chatTemplateInput, 20);
+}
+
+TEST(FuzzSeeds, ServerRequestCorpusAndRegressions) {
+  runAll({kFuzzDir / "server-request-corpus", kFuzzDir / "regressions" / "server-request"},
+         helm::fuzz::serverRequestInput, 20);
+}
+
 } // namespace

@@ -9,6 +9,8 @@
 #include "dialects/helm/HelmDialect.h"
 #include "runtime/package/Checksum.h"
 #include "passes/plan/TargetProfile.h"
+#include "runtime/chat/ChatTemplate.h"
+#include "runtime/chat/PythonText.h"
 #include "runtime/package/Package.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "tools/helm-rt/Options.h"
@@ -19,6 +21,8 @@
 #include "llvm/Support/Endian.h"
 
 #include <cstring>
+#include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -278,6 +282,65 @@ void helmcArgsInput(const uint8_t *data, size_t size) {
       (o.planning && (o.plan.batch < 1 || o.plan.context < 0 || o.plan.promptLen < 1 ||
                       (o.plan.forceSplit && *o.plan.forceSplit < 0))))
     __builtin_trap();
+}
+
+namespace {
+// A conversation touching what real templates read: a system prompt, tool calls and a tool
+// answer, reasoning, unicode, and the usual flags.
+const char kChatContext[] = R"({
+  "messages": [
+    {"role": "system", "content": "You are helpful. /no_think"},
+    {"role": "user", "content": "Hi \u00e9\u4e2d\ud83d\ude00 {{ x }}\n"},
+    {"role": "assistant", "content": "<think>\nhm\n</think>\n\nHello!", "reasoning_content": "hm"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "abcdefghi", "type": "function",
+      "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}]},
+    {"role": "tool", "content": "{\"temp\": 21.5}", "tool_call_id": "abcdefghi"},
+    {"role": "user", "content": ""}
+  ],
+  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+  "add_generation_prompt": true, "enable_thinking": false, "bos_token": "<s>", "eos_token": "</s>"
+})";
+} // namespace
+
+void chatTemplateInput(const uint8_t *data, size_t size) {
+  using namespace helm::chat;
+  auto oneLineError = [](llvm::Error error) {
+    std::string message = llvm::toString(std::move(error));
+    if (message.empty() || message.find('\n') != std::string::npos)
+      __builtin_trap(); // errors are one line that says something
+  };
+  auto chat = ChatTemplate::parse(llvm::StringRef(reinterpret_cast<const char *>(data), size));
+  if (!chat)
+    return oneLineError(chat.takeError());
+  static const Value context = [] {
+    auto parsed = Value::parseJson(kChatContext);
+    if (!parsed)
+      __builtin_trap();
+    return *parsed;
+  }();
+  // Tight limits keep each input fast (the defaults allow a second of work); a fixed clock keeps
+  // strftime_now's output the same across the two renders.
+  RenderOptions options;
+  options.maxOutputBytes = 1 << 20;
+  options.maxSteps = 200000;
+  options.maxBytesMade = 16 << 20;
+  options.now = std::tm{};
+  std::optional<std::string> first;
+  for (int round = 0; round < 2; ++round) {
+    auto text = chat->render(context, options);
+    if (!text) {
+      oneLineError(text.takeError());
+      if (first)
+        __builtin_trap(); // the second render fails where the first succeeded
+      continue;
+    }
+    if (text->size() > options.maxOutputBytes || !helm::chat::py::isValidUtf8(*text))
+      __builtin_trap();
+    if (round == 1 && first != *text)
+      __builtin_trap(); // rendering is deterministic
+    first = std::move(*text);
+  }
 }
 
 } // namespace helm::fuzz

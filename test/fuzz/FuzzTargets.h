@@ -37,4 +37,14 @@ void helmRtArgsInput(const uint8_t *data, size_t size);
 /// hold, or an error.
 void helmcArgsInput(const uint8_t *data, size_t size);
 
+/// Arbitrary bytes as a chat template (runtime/chat): parsed, then rendered twice with a small fixed
+/// conversation under tight limits. A refusal or render error is one line; a rendering is valid
+/// UTF-8, within the output limit, and the same both times.
+void chatTemplateInput(const uint8_t *data, size_t size);
+
+/// A request to helm-rt serve (runtime/server/OpenAiApi): the first byte picks the endpoint
+/// (odd: chat), the rest is the body. A refusal is one line in OpenAI's error JSON; an accepted
+/// body's values are in range, and a chat body's messages render through a chat template.
+void serverRequestInput(const uint8_t *data, size_t size);
+
 } // namespace helm::fuzz

@@ -22,6 +22,7 @@ const char *const kUsage = R"(helm-rt: run a model compiled by helmc
 usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
        helm-rt model.helmpkg --info
        helm-rt model.helmpkg --check
+       helm-rt serve model.helmpkg [--host H] [--port P] [--parallel N] [serve options]
 
   -p, --prompt TEXT       prompt text (repeat for a batch of prompts; needs a bundled tokenizer)
   --prompt-ids IDS        prompt as comma-separated token ids (repeat for a batch)
@@ -71,6 +72,24 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
   --ppl-window N          tokens per window for --perplexity (default 512, at most the context)
   -q, --quiet             do not print generated text
   -h, --help              this help
+
+helm-rt serve: an OpenAI-compatible HTTP server (docs/server.md) with continuous batching
+  --host H                address to listen on (default 127.0.0.1: this machine only)
+  --port P                TCP port, 0 = any free one (default 8080)
+  --parallel N            sequences decoded together, each with its own KV slot (default 4)
+  --ctx-per-slot N        positions per slot, prompt and completion (default: the package's
+                          context limit)
+  --queue N               requests that may wait for a slot; more get 503 (default 64)
+  --prefill-chunk N       prompt tokens prefilled per step, so a long prompt delays the
+                          running sequences by one chunk per step (default 256)
+  --timeout S             seconds a request may take (default 600)
+  --max-body BYTES        largest request body, e.g. 1MiB (default); larger: 413
+  --api-key KEY           require 'Authorization: Bearer KEY' (all endpoints but /health)
+  --api-key-file FILE     the key from a file (first line), so it is not on the command line
+  --model-name NAME       the model id /v1/models lists (default: the package's file name)
+  --shutdown-timeout S    on SIGINT/SIGTERM, seconds running requests may take to finish
+                          before they are cut (default 10)
+  -t, --threads, --gpu-memory, --kv-page, --kv-watermark, --kv-offload, --emu-throttle as above
 
 Ctrl-C during generation stops every sequence at its next token: the text so far and the
 statistics are printed and helm-rt exits with status 130. A second Ctrl-C ends it at once.
@@ -122,6 +141,75 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
     std::string v, err;
     if (a == "-h" || a == "--help")
       return "help";
+    if (i == 1 && a == "serve") {
+      o.serve = true;
+      continue;
+    }
+    static const char *const generateOnly[] = {"-p", "--prompt", "--prompt-ids", "--stop", "-n", "--batch",
+                                               "--temperature", "--top-k", "--top-p", "--seed",
+                                               "--stats-json", "--logits-out", "--perplexity",
+                                               "--ppl-window", "--ignore-eos", "--emit-ids", "--info",
+                                               "--tensors", "--check", "-q", "--quiet"};
+    static const char *const serveOnly[] = {"--host", "--port", "--parallel", "--ctx-per-slot", "--queue",
+                                            "--prefill-chunk", "--timeout", "--max-body", "--api-key",
+                                            "--api-key-file", "--model-name", "--shutdown-timeout"};
+    for (const char *flag : generateOnly)
+      if (a == flag)
+        o.generateOnlyFlags.push_back(a.str());
+    for (const char *flag : serveOnly)
+      if (a == flag)
+        o.serveOnlyFlags.push_back(a.str());
+    if (a == "--host") {
+      if (!(err = value(o.host)).empty()) return err;
+      if (o.host.empty()) return "--host needs an address";
+      continue;
+    }
+    if (a == "--port") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.port)).empty()) return err;
+      if (o.port < 0 || o.port > 65535) return "--port must be 0 .. 65535, got " + std::to_string(o.port);
+      continue;
+    }
+    if (a == "--parallel") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.parallel)).empty()) return err;
+      if (o.parallel < 1 || o.parallel > 1024) return "--parallel must be 1 .. 1024, got " + std::to_string(o.parallel);
+      continue;
+    }
+    if (a == "--ctx-per-slot") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.ctxPerSlot)).empty()) return err;
+      if (o.ctxPerSlot < 2) return "--ctx-per-slot must be at least 2, got " + std::to_string(o.ctxPerSlot);
+      continue;
+    }
+    if (a == "--queue") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.queueLimit)).empty()) return err;
+      if (o.queueLimit < 0 || o.queueLimit > 4096) return "--queue must be 0 .. 4096, got " + std::to_string(o.queueLimit);
+      continue;
+    }
+    if (a == "--prefill-chunk") {
+      if (!(err = value(v)).empty() || !(err = number(a, v, o.prefillChunk)).empty()) return err;
+      if (o.prefillChunk < 1 || o.prefillChunk > (1 << 20))
+        return "--prefill-chunk must be 1 .. 1048576, got " + std::to_string(o.prefillChunk);
+      continue;
+    }
+    if (a == "--timeout" || a == "--shutdown-timeout") {
+      double &out = a == "--timeout" ? o.timeoutSeconds : o.shutdownSeconds;
+      if (!(err = value(v)).empty() || !(err = number(a, v, out)).empty()) return err;
+      if (!(out > 0 && out <= 86400 * 7)) return (a + " must be in (0, 604800] seconds, got '" + v + "'").str();
+      continue;
+    }
+    if (a == "--max-body") {
+      if (!(err = value(v)).empty()) return err;
+      std::optional<uint64_t> bytes = helm::parseByteSize(v);
+      if (!bytes || *bytes < 1024 || *bytes > (uint64_t(1) << 30))
+        return "--max-body expects a size from 1KiB to 1GiB such as 1MiB, got '" + v + "'";
+      o.maxBodyBytes = *bytes;
+      continue;
+    }
+    if (a == "--api-key" || a == "--api-key-file" || a == "--model-name") {
+      std::string &out = a == "--api-key" ? o.apiKey : a == "--api-key-file" ? o.apiKeyFile : o.modelName;
+      if (!(err = value(out)).empty()) return err;
+      if (out.empty()) return (a + " needs a value").str();
+      continue;
+    }
     if (a == "-p" || a == "--prompt") {
       if (!(err = value(v)).empty()) return err;
       o.prompts.push_back(v);
@@ -207,6 +295,14 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
   }
   if (o.infoTensors && !o.info)
     return "--tensors goes with --info";
+  if (o.serve && !o.generateOnlyFlags.empty())
+    return o.generateOnlyFlags.front() +
+           " does not apply to helm-rt serve (clients send prompts and sampling per request)";
+  if (!o.serve && !o.serveOnlyFlags.empty())
+    return o.serveOnlyFlags.front() + " goes with helm-rt serve (helm-rt serve model.helmpkg " +
+           o.serveOnlyFlags.front() + " ...)";
+  if (!o.apiKey.empty() && !o.apiKeyFile.empty())
+    return "give either --api-key or --api-key-file, not both";
   return "";
 }
 

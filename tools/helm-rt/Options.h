@@ -34,6 +34,21 @@ struct Options {
   std::string statsJson, logitsOut;
   std::string perplexityPath;     // --perplexity FILE: score the text instead of generating
   int64_t perplexityWindow = 512; // --ppl-window: tokens per scored window
+
+  // helm-rt serve (docs/server.md).
+  bool serve = false;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int parallel = 4;               // KV slots decoded together
+  int64_t ctxPerSlot = 0;         // positions per slot; 0: the package's context limit
+  int64_t queueLimit = 64;        // requests waiting for a slot before 503
+  int64_t prefillChunk = 256;     // prompt tokens per scheduler step
+  double timeoutSeconds = 600;    // per request
+  double shutdownSeconds = 10;    // SIGINT/SIGTERM: how long running requests may finish
+  uint64_t maxBodyBytes = 1 << 20;
+  std::string apiKey, apiKeyFile, modelName;
+  /// Flags given, for the checks that some go only with serve and some never with it.
+  std::vector<std::string> generateOnlyFlags, serveOnlyFlags;
 };
 
 /// The --help text.

@@ -9,6 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/helm-rt/Options.h"
+#ifdef HELM_HAVE_SERVER
+#include "tools/helm-rt/Serve.h"
+#endif
 #include "contract/manifest_schema.h"
 #include "kernels/cpu/ThreadPool.h"
 #include "runtime/core/Generator.h"
@@ -255,7 +258,15 @@ int main(int argc, char **argv) {
        quiet = o.quiet;
   const std::string &statsJson = o.statsJson, &logitsOut = o.logitsOut;
   if (packagePath.empty())
-    return fail("no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
+    return fail(o.serve ? "no package given (usage: helm-rt serve model.helmpkg [--port P]; see --help)"
+                        : "no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
+  if (o.serve) {
+#ifdef HELM_HAVE_SERVER
+    return helm::rt::cli::runServe(o, startThreads);
+#else
+    return fail("this helm-rt was built without the server (use the helm-rt of a full build)");
+#endif
+  }
 
   if (info && check)
     return fail("give either --info or --check, not both");

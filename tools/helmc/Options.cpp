@@ -62,6 +62,12 @@ cl::opt<int64_t> forceSplit("force-split", cl::desc("Put units [0, k) on the CPU
 cl::opt<std::string> tokenizerPath("tokenizer",
                                    cl::desc("Hugging Face tokenizer.json to bundle into the package"),
                                    cl::value_desc("file"), cl::cat(category()));
+cl::opt<bool> noChatTemplate(
+    "no-chat-template",
+    cl::desc("Package without the model's chat template (GGUF tokenizer.chat_template; for ONNX, "
+             "chat_template.jinja or tokenizer_config.json next to --tokenizer or the model). A "
+             "template outside the supported Jinja subset is refused otherwise (docs/chat-templates.md)"),
+    cl::cat(category()));
 cl::opt<int64_t> maxContext("max-context",
                             cl::desc("Longest sequence (prompt + generated) the package accepts "
                                      "(default 4096)"),
@@ -117,6 +123,7 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
   o.packaging = o.emit == Emit::Package;
   o.targetSpec = targetSpec;
   o.tokenizerPath = tokenizerPath;
+  o.noChatTemplate = noChatTemplate;
   o.planSvgPath = planSvgPath;
   o.maxContext = maxContext;
   o.gpuCode = gpuCode;
@@ -133,6 +140,8 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
     return createStringError("--emit=package needs an output file (-o model.helmpkg)");
   if (!o.packaging && !o.tokenizerPath.empty())
     return createStringError("--tokenizer goes with a package output (-o model.helmpkg)");
+  if (!o.packaging && o.noChatTemplate)
+    return createStringError("--no-chat-template goes with a package output (-o model.helmpkg)");
   o.planning = o.emit == Emit::Plan || o.emit == Emit::PlanJson ||
                (o.packaging && !o.targetSpec.empty());
   if (o.planning && o.targetSpec.empty())

@@ -30,6 +30,9 @@ struct Options {
   PlanOptions plan;            // checked; meaningful when planning
   std::string planSvgPath;
   std::string tokenizerPath;
+  /// --no-chat-template: package without the model's chat template (instead of refusing one
+  /// outside the Jinja subset runtime/chat renders).
+  bool noChatTemplate = false;
   int64_t maxContext = 4096;
   std::string gpuCode = "auto"; // auto, host or kernels
   std::string quantize;         // empty, or --quantize: a block format or the recipe q4_k_m

@@ -6,6 +6,7 @@
 //   helmc model.onnx --target=rtx3090 --emit=plan|plan-json [--plan-svg=plan.svg]
 //   helmc model.onnx [--target=host] [--tokenizer tokenizer.json] -o model.helmpkg
 //   helmc model.gguf ...              the same for a GGUF file (llama.cpp's), its tokenizer included
+//   ... --no-chat-template            a package without the model's chat template
 //   helmc --list-targets
 //
 //===----------------------------------------------------------------------===//
@@ -23,7 +24,9 @@
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
+#include "runtime/chat/ChatTemplate.h"
 #include "runtime/support/ByteSize.h"
+#include "runtime/support/JsonDepth.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/InitAllDialects.h"
@@ -35,6 +38,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -48,6 +54,66 @@ int fail(const std::string &msg) {
   return 1;
 }
 int fail(Error error) { return fail(toString(std::move(error))); }
+
+/// A chat template and where it came from (for messages).
+struct ChatTemplateSource {
+  std::string text, origin;
+};
+
+/// An ONNX model's chat template, as Hugging Face keeps it beside the tokenizer: chat_template.jinja,
+/// or tokenizer_config.json's "chat_template" (a string, or a list of {"name", "template"} of which
+/// the one named "default"), in the tokenizer's folder, then the model's. None found: empty text.
+Expected<ChatTemplateSource> findChatTemplate(StringRef modelPath, StringRef tokenizerPath) {
+  SmallVector<std::string, 2> folders;
+  for (StringRef file : {tokenizerPath, modelPath}) {
+    if (file.empty())
+      continue;
+    StringRef parent = sys::path::parent_path(file);
+    std::string folder = parent.empty() ? std::string(".") : parent.str();
+    if (!is_contained(folders, folder))
+      folders.push_back(folder);
+  }
+  for (const std::string &folder : folders) {
+    SmallString<256> jinja(folder), config(folder);
+    sys::path::append(jinja, "chat_template.jinja");
+    sys::path::append(config, "tokenizer_config.json");
+    if (sys::fs::exists(jinja)) {
+      auto buffer = MemoryBuffer::getFile(jinja, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!buffer)
+        return createStringError(jinja.str() + ": cannot read: " + buffer.getError().message());
+      return ChatTemplateSource{(*buffer)->getBuffer().str(), jinja.str().str()};
+    }
+    if (!sys::fs::exists(config))
+      continue;
+    auto buffer = MemoryBuffer::getFile(config, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return createStringError(config.str() + ": cannot read: " + buffer.getError().message());
+    StringRef text = (*buffer)->getBuffer();
+    if (helm::jsonDepth(text, 64) > 64)
+      return createStringError(config.str() + ": invalid JSON: nested deeper than 64 levels");
+    auto json = json::parse(text);
+    if (!json)
+      return createStringError(config.str() + ": invalid JSON: " + toString(json.takeError()));
+    const json::Object *object = json->getAsObject();
+    const json::Value *field = object ? object->get("chat_template") : nullptr;
+    if (!field || field->kind() == json::Value::Null)
+      continue;
+    if (auto single = field->getAsString())
+      return ChatTemplateSource{single->str(), config.str().str()};
+    if (const json::Array *named = field->getAsArray()) {
+      for (const json::Value &entry : *named) {
+        const json::Object *e = entry.getAsObject();
+        if (e && e->getString("name") == StringRef("default") && e->getString("template"))
+          return ChatTemplateSource{e->getString("template")->str(), config.str().str()};
+      }
+      errs() << "helmc: warning: " << config << ": chat_template lists named templates but none named "
+             << "'default'; the package gets no chat template\n";
+      return ChatTemplateSource{};
+    }
+    return createStringError(config.str() + ": chat_template is neither a string nor a list of named templates");
+  }
+  return ChatTemplateSource{};
+}
 
 void printCatalogue(raw_ostream &os) {
   os << formatv("{0,-16} {1,10} {2,9} {3,10} {4,9} {5,9} {6,8}  {7}\n", "target", "VRAM GiB",
@@ -107,7 +173,8 @@ int main(int argc, char **argv) {
   // ONNX graph is raised to them.
   const bool gguf = helm::isGgufFile(inputPath);
   helm::ImportedModel model;
-  std::string ggufTokenizer, chatTemplate;
+  std::string ggufTokenizer;
+  ChatTemplateSource chatTemplate;
   std::vector<int32_t> fileEosIds;
   if (gguf) {
     if (emit == Emit::OnnxMlir)
@@ -117,7 +184,7 @@ int main(int argc, char **argv) {
       return fail(imported.takeError());
     model = std::move(imported->model);
     ggufTokenizer = std::move(imported->tokenizerJson);
-    chatTemplate = std::move(imported->chatTemplate);
+    chatTemplate = {std::move(imported->chatTemplate), inputPath + " (tokenizer.chat_template)"};
     fileEosIds = std::move(imported->eosIds);
     if (packaging && tokenizerPath.empty() && !imported->tokenizerError.empty())
       errs() << "helmc: warning: " << imported->tokenizerError
@@ -127,7 +194,22 @@ int main(int argc, char **argv) {
     if (!imported)
       return fail(imported.takeError());
     model = std::move(*imported);
+    // A package's chat template rides with its tokenizer (the manifest keeps it there).
+    if (packaging && !opts.noChatTemplate && !tokenizerPath.empty()) {
+      auto found = findChatTemplate(inputPath, tokenizerPath);
+      if (!found)
+        return fail(found.takeError());
+      chatTemplate = std::move(*found);
+    }
   }
+  // helm-rt serve renders the template with runtime/chat: one outside the subset it renders is
+  // refused now, in one line naming the file and the construct, rather than at serving time.
+  if (opts.noChatTemplate)
+    chatTemplate = {};
+  if (packaging && !chatTemplate.text.empty())
+    if (auto parsed = helm::chat::ChatTemplate::parse(chatTemplate.text); !parsed)
+      return fail(chatTemplate.origin + ": chat template: " + toString(parsed.takeError()) +
+                  " (--no-chat-template compiles without it)");
 
   std::string text;
   raw_string_ostream os(text);
@@ -155,7 +237,7 @@ int main(int argc, char **argv) {
       options.modelPath = inputPath;
       options.tokenizerPath = tokenizerPath;
       options.tokenizerJson = std::move(ggufTokenizer);
-      options.chatTemplate = std::move(chatTemplate);
+      options.chatTemplate = std::move(chatTemplate.text);
       options.eosIds = std::move(fileEosIds);
       options.maxContext = maxContext;
       if (gpuCode != "auto" && gpuCode != "host" && gpuCode != "kernels")

@@ -143,7 +143,10 @@ TEST(ContiguousKvCache, ResetForgetsOneSequence) {
   for (int32_t s = 0; s < 3; ++s)
     for (int64_t l = 0; l < 2; ++l)
       writeRange(kv, l, s, 0, 7);
+  uint64_t before = kv.bytes();
   kv.reset(1);
+  // Its memory is given back (a server's slot frees what a finished request held).
+  EXPECT_EQ(kv.bytes(), before * 2 / 3);
   // The other sequences are intact.
   for (int32_t s : {0, 2})
     for (int64_t l = 0; l < 2; ++l)

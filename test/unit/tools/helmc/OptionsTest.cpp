@@ -55,4 +55,15 @@ TEST(HelmcOptions, ChecksAndDefaultsAcrossRuns) {
   EXPECT_EQ(parseError({"m.onnx", "--emit=nonsense"}).rfind("llvm::cl: ", 0), 0u);
 }
 
+TEST(HelmcOptions, NoChatTemplateGoesWithAPackage) {
+  EXPECT_TRUE(helm::helmc::isHelmcFlag("--no-chat-template"));
+  helm::helmc::Options o;
+  ASSERT_EQ(parseError({"m.onnx", "-o", "m.helmpkg", "--no-chat-template"}, &o), "");
+  EXPECT_TRUE(o.noChatTemplate);
+  ASSERT_EQ(parseError({"m.onnx", "-o", "m.helmpkg"}, &o), "");
+  EXPECT_FALSE(o.noChatTemplate);
+  EXPECT_EQ(parseError({"m.onnx", "--emit=config", "--no-chat-template"}),
+            "--no-chat-template goes with a package output (-o model.helmpkg)");
+}
+
 } // namespace

@@ -1,0 +1,1608 @@
+//===- Builtins.cpp - filters, tests, globals and methods ------------------------------===//
+//
+// Each follows jinja2 3.1's definition (jinja2/filters.py, tests.py), transformers' globals and
+// tojson, and Python's str / dict / list methods; where Python would raise, these fail with the
+// message Python gives. Filters that return generators in jinja2 (map, select, reject, selectattr,
+// rejectattr, unique, items, reverse of a list) return one-pass iterators here too: they are always
+// true, have no length, and a second loop over them sees nothing, as in jinja2.
+//
+//===----------------------------------------------------------------------------===//
+#include "runtime/chat/Engine.h"
+#include "runtime/chat/PythonText.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+namespace helm::chat {
+
+namespace {
+
+using Keywords = std::vector<std::pair<std::string, Value>>;
+
+// Binds a call's arguments to named parameters, as Python does.
+class Arguments {
+public:
+  Arguments(llvm::StringRef function, std::vector<Value> &positional, Keywords &keywords,
+            std::initializer_list<llvm::StringRef> names, int line)
+      : function_(function.str()), names_(names), slots_(names.size()), line_(line) {
+    if (positional.size() > names_.size())
+      fail(function_ + "() takes at most " + std::to_string(names_.size()) + " argument(s) (" +
+               std::to_string(positional.size()) + " given)",
+           line);
+    for (size_t i = 0; i < positional.size(); ++i)
+      slots_[i] = positional[i];
+    for (auto &[name, value] : keywords) {
+      auto it = llvm::find(names_, llvm::StringRef(name));
+      if (it == names_.end())
+        fail(function_ + "() got an unexpected keyword argument '" + name + "'", line);
+      size_t index = size_t(it - names_.begin());
+      if (slots_[index])
+        fail(function_ + "() got multiple values for argument '" + name + "'", line);
+      slots_[index] = value;
+    }
+  }
+  bool has(size_t i) const { return slots_[i].has_value(); }
+  Value get(size_t i, const Value &fallback) const { return slots_[i] ? *slots_[i] : fallback; }
+  const Value &required(size_t i) const {
+    if (!slots_[i])
+      fail(function_ + "() missing required argument '" + names_[i].str() + "'", line_);
+    return *slots_[i];
+  }
+  int64_t integer(size_t i, int64_t fallback) const {
+    if (!slots_[i] || slots_[i]->isNone())
+      return fallback;
+    const Value &v = *slots_[i];
+    if (v.kind() == Value::Kind::Int)
+      return v.asInt();
+    if (v.kind() == Value::Kind::Bool)
+      return v.asBool();
+    fail(function_ + "(): '" + typeName(v) + "' object cannot be interpreted as an integer", line_);
+  }
+  bool boolean(size_t i, bool fallback) const { return slots_[i] ? truthy(*slots_[i]) : fallback; }
+  // A str argument, or nullopt when absent or None.
+  std::optional<std::string> text(size_t i) const {
+    if (!slots_[i] || slots_[i]->isNone())
+      return std::nullopt;
+    if (!slots_[i]->isString())
+      fail(function_ + "() argument must be str or None, not " + typeName(*slots_[i]), line_);
+    return slots_[i]->asString().str();
+  }
+
+private:
+  std::string function_;
+  std::vector<llvm::StringRef> names_;
+  std::vector<std::optional<Value>> slots_;
+  int line_;
+};
+
+// A step per 16 bytes of the strings a filter, test or method reads (its value and arguments):
+// what keeps a loop over a long text's length, case or search from running for minutes.
+void chargeText(Renderer &r, const Value &value, const std::vector<Value> &pos, const Keywords &kw, int line) {
+  size_t bytes = value.isString() ? value.asString().size() : 0;
+  for (const Value &v : pos)
+    bytes += v.isString() ? v.asString().size() : 0;
+  for (const auto &[name, v] : kw)
+    bytes += v.isString() ? v.asString().size() : 0;
+  r.chargeSteps(bytes / 16, line);
+}
+
+Value iteratorOf(std::vector<Value> items, std::string typeName) {
+  auto it = std::make_shared<IteratorObject>();
+  it->items = std::move(items);
+  it->typeName = std::move(typeName);
+  return Value::fromObject(Value::Kind::Iterator, std::move(it));
+}
+
+bool isIntLike(const Value &v) { return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool; }
+int64_t intOf(const Value &v) { return v.kind() == Value::Kind::Bool ? int64_t(v.asBool()) : v.asInt(); }
+
+[[noreturn]] void failUndefined(const Value &v, int line) {
+  fail(v.asString().empty() ? std::string("an undefined value was used") : v.asString().str(), line);
+}
+
+// jinja2's soft_str: strings (markup included) as they are, anything else through str().
+Value softStr(Renderer &r, const Value &v, int line) {
+  if (v.isString())
+    return v;
+  return r.makeString(toStr(v), line);
+}
+
+// A string result that keeps the markup-ness of `like` (markupsafe's wrapped str methods).
+Value sameKind(Renderer &r, const Value &like, std::string text, int line) {
+  Value v = r.makeString(std::move(text), line);
+  return like.isMarkup() ? markup(v.asString().str()) : v;
+}
+
+std::string requireStr(const Value &v, llvm::StringRef what, int line) {
+  if (v.isUndefined())
+    failUndefined(v, line);
+  if (!v.isString())
+    fail(what.str() + " must be str, not " + typeName(v), line);
+  return v.asString().str();
+}
+
+//===--- strftime -----------------------------------------------------------===//
+
+std::string strftimeNow(const RenderOptions &options, llvm::StringRef format, int line) {
+  std::tm tm{};
+  if (options.now) {
+    tm = *options.now;
+  } else {
+    std::time_t t = std::time(nullptr);
+    localtime_r(&t, &tm);
+  }
+  if (format.contains('\0'))
+    fail("embedded null character in strftime_now's format", line);
+  if (format.size() > 4096)
+    fail("strftime_now's format is longer than 4096 bytes", line);
+  // datetime.strftime on a naive datetime: %f is the microseconds, %z and %Z are empty.
+  std::string prepared;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '%' && i + 1 < format.size()) {
+      char d = format[i + 1];
+      if (d == 'f') {
+        prepared += "000000";
+        ++i;
+        continue;
+      }
+      if (d == 'z' || d == 'Z') {
+        ++i;
+        continue;
+      }
+      prepared += format[i];
+      prepared += format[++i];
+      continue;
+    }
+    prepared += format[i];
+  }
+  prepared += '.'; // strftime returns 0 both for an empty result and for a full buffer
+  std::vector<char> buffer(prepared.size() * 64 + 256);
+  size_t n = std::strftime(buffer.data(), buffer.size(), prepared.c_str(), &tm);
+  if (n == 0)
+    fail("strftime_now's result is too long", line);
+  return std::string(buffer.data(), n - 1);
+}
+
+//===--- Python's % and str.format ------------------------------------------===//
+
+} // namespace
+
+// printf-style "%s %d" % args, for the conversions templates use (s, r, d, i, f, x, %).
+std::string pythonPercentFormat(Renderer &renderer, llvm::StringRef format, const Value &arguments, int line) {
+  // As PyUnicode_Format: a tuple holds the arguments; anything else is the one argument, and one
+  // with __getitem__ (a dict, a list, an undefined) may also go unused; %(name)s looks names up
+  // in a dict.
+  std::vector<Value> args;
+  bool tuple = arguments.isTuple();
+  bool mappingLike = !tuple && (arguments.isDict() || arguments.isList() || arguments.isUndefined());
+  if (tuple)
+    args.assign(arguments.items().begin(), arguments.items().end());
+  else
+    args.push_back(arguments);
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < format.size(); ++i) {
+    char c = format[i];
+    if (c != '%') {
+      out += c;
+      continue;
+    }
+    if (++i >= format.size())
+      fail("incomplete format", line);
+    Value arg;
+    bool named = false;
+    if (format[i] == '(') {
+      size_t close = format.find(')', i);
+      if (close == llvm::StringRef::npos)
+        fail("incomplete format key", line);
+      if (!arguments.isDict())
+        fail("format requires a mapping", line);
+      const Value *found = arguments.find(format.slice(i + 1, close));
+      if (!found)
+        fail("KeyError: " + py::repr(format.slice(i + 1, close)), line);
+      arg = *found;
+      named = true;
+      i = close + 1;
+    }
+    std::string flags;
+    while (i < format.size() && llvm::StringRef("-+ #0").contains(format[i]))
+      flags += format[i++];
+    std::string width, precision;
+    while (i < format.size() && llvm::isDigit(format[i]))
+      width += format[i++];
+    if (i < format.size() && format[i] == '.') {
+      ++i;
+      while (i < format.size() && llvm::isDigit(format[i]))
+        precision += format[i++];
+    }
+    if (width.size() > 4 || precision.size() > 3)
+      fail("unsupported: a %-format width or precision this large", line);
+    if (i >= format.size())
+      fail("incomplete format", line);
+    char conversion = format[i];
+    if (conversion == '%') {
+      out += '%';
+      continue;
+    }
+    if (!named) {
+      if (next >= args.size())
+        fail("not enough arguments for format string", line);
+      arg = args[next++];
+    }
+    std::string spec = "%" + flags + width + (precision.empty() ? "" : "." + precision);
+    char buffer[512];
+    switch (conversion) {
+    case 's':
+    case 'r': {
+      std::string text = conversion == 's' ? toStr(arg) : toRepr(arg);
+      if (!precision.empty())
+        text = text.substr(0, std::stoul(precision));
+      size_t w = width.empty() ? 0 : std::stoul(width);
+      size_t len = py::length(text);
+      if (len < w)
+        text = flags.find('-') != std::string::npos ? text + std::string(w - len, ' ') : std::string(w - len, ' ') + text;
+      out += text;
+      break;
+    }
+    case 'd':
+    case 'i':
+    case 'x':
+    case 'X':
+    case 'o': {
+      int64_t v;
+      if (isIntLike(arg))
+        v = intOf(arg);
+      else if (arg.kind() == Value::Kind::Float && std::isfinite(arg.asFloat()) && std::fabs(arg.asFloat()) < 9e18)
+        v = int64_t(arg.asFloat());
+      else
+        fail(std::string("%") + conversion + " format: a real number is required, not " + typeName(arg), line);
+      std::snprintf(buffer, sizeof buffer, (spec + "ll" + (conversion == 'i' ? 'd' : conversion)).c_str(),
+                    static_cast<long long>(v));
+      out += buffer;
+      break;
+    }
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G': {
+      double v;
+      if (isIntLike(arg))
+        v = double(intOf(arg));
+      else if (arg.kind() == Value::Kind::Float)
+        v = arg.asFloat();
+      else
+        fail(std::string("must be real number, not ") + typeName(arg), line);
+      std::snprintf(buffer, sizeof buffer, (spec + conversion).c_str(), v);
+      out += buffer;
+      break;
+    }
+    default:
+      fail(std::string("unsupported format character '") + conversion + "'", line);
+    }
+    renderer.chargeBytes(out.size() / 16, line);
+    if (out.size() > renderer.options().maxOutputBytes)
+      fail("a formatted string passes the output limit", line);
+  }
+  if (next < args.size() && !mappingLike)
+    fail("not all arguments converted during string formatting", line);
+  return out;
+}
+
+namespace {
+
+// str.format with {} / {0} / {name} fields, !s / !r conversions and no format specs beyond an
+// empty one (templates use it for plain substitution).
+std::string pythonStrFormat(Renderer &r, llvm::StringRef format, const std::vector<Value> &args, const Keywords &keywords,
+                            int line) {
+  std::string out;
+  size_t automatic = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    char c = format[i];
+    if (c == '}') {
+      if (i + 1 < format.size() && format[i + 1] == '}') {
+        out += '}';
+        ++i;
+        continue;
+      }
+      fail("Single '}' encountered in format string", line);
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < format.size() && format[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    size_t close = format.find('}', i);
+    if (close == llvm::StringRef::npos)
+      fail("Single '{' encountered in format string", line);
+    llvm::StringRef field = format.slice(i + 1, close);
+    i = close;
+    char conversion = 's';
+    size_t bang = field.find('!');
+    size_t colon = field.find(':');
+    if (colon != llvm::StringRef::npos && field.substr(colon + 1).size())
+      fail("unsupported: a format spec in str.format ('" + field.str() + "')", line);
+    llvm::StringRef name = field.substr(0, std::min(bang, colon));
+    if (bang != llvm::StringRef::npos && bang + 1 < field.size())
+      conversion = field[bang + 1];
+    if (name.contains('.') || name.contains('['))
+      fail("unsupported: attribute or index lookup in str.format ('" + field.str() + "')", line);
+    Value arg;
+    if (name.empty()) {
+      if (automatic >= args.size())
+        fail("Replacement index " + std::to_string(automatic) + " out of range for positional args tuple", line);
+      arg = args[automatic++];
+    } else if (llvm::all_of(name, llvm::isDigit)) {
+      size_t index = std::stoul(name.str());
+      if (index >= args.size())
+        fail("Replacement index " + name.str() + " out of range for positional args tuple", line);
+      arg = args[index];
+    } else {
+      auto it = llvm::find_if(keywords, [&](const auto &k) { return k.first == name; });
+      if (it == keywords.end())
+        fail("KeyError: '" + name.str() + "'", line);
+      arg = it->second;
+    }
+    out += conversion == 'r' ? toRepr(arg) : toStr(arg);
+    if (out.size() > r.options().maxOutputBytes)
+      fail("a formatted string passes the output limit", line);
+  }
+  return out;
+}
+
+//===--- methods ------------------------------------------------------------===//
+
+constexpr llvm::StringLiteral kStrMethods[] = {
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format",
+    "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier",
+    "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower",
+    "lstrip", "maketrans", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex",
+    "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase",
+    "title", "translate", "upper", "zfill"};
+constexpr llvm::StringLiteral kDictMethods[] = {"clear", "copy", "fromkeys", "get", "items", "keys", "pop",
+                                                "popitem", "setdefault", "update", "values"};
+constexpr llvm::StringLiteral kListMethods[] = {"append", "clear", "copy", "count", "extend", "index",
+                                                "insert", "pop", "remove", "reverse", "sort"};
+constexpr llvm::StringLiteral kTupleMethods[] = {"count", "index"};
+
+bool listed(llvm::ArrayRef<llvm::StringLiteral> list, llvm::StringRef name) {
+  return llvm::any_of(list, [&](llvm::StringRef s) { return s == name; });
+}
+
+// Python's str.splitlines boundaries (more lines than a list may hold: an error).
+std::vector<std::string> splitLines(llvm::StringRef text, bool keepEnds) {
+  std::vector<std::string> lines;
+  std::string current;
+  for (size_t pos = 0; pos < text.size();) {
+    if (lines.size() > kMaxListItems)
+      fail("a list passes the limit of " + std::to_string(kMaxListItems) + " items");
+    size_t start = pos;
+    char32_t c = py::decodeAt(text, pos);
+    bool boundary = c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
+                    c == 0x85 || c == 0x2028 || c == 0x2029;
+    if (!boundary) {
+      current.append(text.data() + start, pos - start);
+      continue;
+    }
+    if (c == '\r' && pos < text.size() && text[pos] == '\n')
+      ++pos;
+    if (keepEnds)
+      current.append(text.data() + start, pos - start);
+    lines.push_back(std::move(current));
+    current.clear();
+  }
+  if (!current.empty())
+    lines.push_back(std::move(current));
+  return lines;
+}
+
+// Code-point offsets for str.find/count's optional start and end.
+std::pair<size_t, size_t> byteRange(llvm::StringRef text, const Arguments &a, size_t startIndex) {
+  int64_t n = int64_t(py::length(text));
+  py::SliceBounds b = py::sliceIndices(n, a.has(startIndex) && !a.get(startIndex, Value()).isNone()
+                                              ? std::optional<int64_t>(a.integer(startIndex, 0))
+                                              : std::nullopt,
+                                       a.has(startIndex + 1) && !a.get(startIndex + 1, Value()).isNone()
+                                           ? std::optional<int64_t>(a.integer(startIndex + 1, n))
+                                           : std::nullopt,
+                                       1);
+  int64_t start = b.start, stop = std::max(b.start, b.stop);
+  // Code-point index -> byte offset.
+  size_t byte = 0, index = 0, startByte = text.size(), stopByte = text.size();
+  while (true) {
+    if (int64_t(index) == start)
+      startByte = byte;
+    if (int64_t(index) == stop) {
+      stopByte = byte;
+      break;
+    }
+    if (byte >= text.size())
+      break;
+    py::decodeAt(text, byte);
+    ++index;
+  }
+  if (startByte > stopByte)
+    startByte = stopByte;
+  return {startByte, stopByte};
+}
+
+size_t codePointIndex(llvm::StringRef text, size_t byte) { return py::length(text.substr(0, byte)); }
+
+std::string center(llvm::StringRef text, int64_t width, llvm::StringRef fill, bool left, bool right) {
+  int64_t len = int64_t(py::length(text));
+  if (width <= len)
+    return text.str();
+  int64_t margin = width - len;
+  int64_t before = left && right ? margin / 2 + (margin & width & 1) : right ? margin : 0;
+  int64_t after = margin - before;
+  std::string out;
+  for (int64_t i = 0; i < before; ++i)
+    out += fill;
+  out += text;
+  for (int64_t i = 0; i < after; ++i)
+    out += fill;
+  return out;
+}
+
+Value stringMethod(Renderer &r, const Value &self, llvm::StringRef name, std::vector<Value> &pos, Keywords &kw, int line) {
+  llvm::StringRef text = self.asString();
+  std::string fn = "str." + name.str();
+  auto chars = [&](const Arguments &a) -> std::optional<std::string> { return a.text(0); };
+  chargeText(r, self, pos, kw, line);
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    Arguments a(fn, pos, kw, {"chars"}, line);
+    std::optional<std::string> set = chars(a);
+    std::optional<llvm::StringRef> setRef;
+    if (set)
+      setRef = *set;
+    return sameKind(r, self, py::strip(text, setRef, name != "rstrip", name != "lstrip"), line);
+  }
+  if (name == "split" || name == "rsplit") {
+    Arguments a(fn, pos, kw, {"sep", "maxsplit"}, line);
+    std::optional<std::string> sep = a.text(0);
+    if (sep && sep->empty())
+      fail("empty separator", line);
+    std::optional<llvm::StringRef> sepRef;
+    if (sep)
+      sepRef = *sep;
+    // Capped so that a split into more pieces than a list may hold stops early.
+    int64_t maxSplit = a.integer(1, -1);
+    if (maxSplit < 0 || maxSplit > int64_t(kMaxListItems))
+      maxSplit = int64_t(kMaxListItems);
+    std::vector<std::string> parts = name == "split" ? py::split(text, sepRef, maxSplit) : py::rsplit(text, sepRef, maxSplit);
+    if (parts.size() > kMaxListItems)
+      fail("a list passes the limit of " + std::to_string(kMaxListItems) + " items", line);
+    std::vector<Value> items;
+    for (std::string &p : parts)
+      items.push_back(sameKind(r, self, std::move(p), line));
+    return r.makeList(std::move(items), false, line);
+  }
+  if (name == "splitlines") {
+    Arguments a(fn, pos, kw, {"keepends"}, line);
+    std::vector<Value> items;
+    for (std::string &p : splitLines(text, a.boolean(0, false)))
+      items.push_back(sameKind(r, self, std::move(p), line));
+    return r.makeList(std::move(items), false, line);
+  }
+  if (name == "startswith" || name == "endswith") {
+    Arguments a(fn, pos, kw, {"prefix", "start", "end"}, line);
+    const Value &affix = a.required(0);
+    auto [begin, end] = byteRange(text, a, 1);
+    llvm::StringRef window = text.slice(begin, end);
+    auto matches = [&](const Value &v) {
+      std::string s = requireStr(v, fn + " first arg", line);
+      return name == "startswith" ? window.starts_with(s) : window.ends_with(s);
+    };
+    if (affix.isTuple())
+      return Value::boolean(llvm::any_of(affix.items(), matches));
+    return Value::boolean(matches(affix));
+  }
+  if (name == "upper")
+    return sameKind(r, self, py::upper(text), line);
+  if (name == "lower")
+    return sameKind(r, self, py::lower(text), line);
+  if (name == "title")
+    return sameKind(r, self, py::title(text), line);
+  if (name == "capitalize")
+    return sameKind(r, self, py::capitalize(text), line);
+  if (name == "swapcase") {
+    std::string out;
+    for (size_t p = 0; p < text.size();) {
+      size_t start = p;
+      char32_t c = py::decodeAt(text, p);
+      std::string one(text.data() + start, p - start);
+      out += py::isUpperChar(c) ? py::lower(one) : py::isLowerChar(c) ? py::upper(one) : one;
+    }
+    return sameKind(r, self, std::move(out), line);
+  }
+  if (name == "replace") {
+    Arguments a(fn, pos, kw, {"old", "new", "count"}, line);
+    std::string old = requireStr(a.required(0), "replace() argument 1", line);
+    std::string replacement = requireStr(a.required(1), "replace() argument 2", line);
+    if (self.isMarkup()) {
+      if (!a.required(0).isMarkup())
+        old = htmlEscape(old);
+      if (!a.required(1).isMarkup())
+        replacement = htmlEscape(replacement);
+    }
+    int64_t count = a.integer(2, -1);
+    if (old.empty() && !replacement.empty() &&
+        (py::length(text) + 1) > r.options().maxOutputBytes / replacement.size())
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    if (!old.empty() && replacement.size() > old.size() &&
+        py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    return sameKind(r, self, py::replace(text, old, replacement, count), line);
+  }
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
+    Arguments a(fn, pos, kw, {"sub", "start", "end"}, line);
+    std::string sub = requireStr(a.required(0), "must be str", line);
+    auto [begin, end] = byteRange(text, a, 1);
+    llvm::StringRef window = text.slice(begin, end);
+    size_t found = name == "find" || name == "index" ? py::find(window, sub) : py::rfind(window, sub);
+    if (found == llvm::StringRef::npos) {
+      if (name == "index" || name == "rindex")
+        fail("substring not found", line);
+      return Value::integer(-1);
+    }
+    return Value::integer(int64_t(codePointIndex(text, begin + found)));
+  }
+  if (name == "count") {
+    Arguments a(fn, pos, kw, {"sub", "start", "end"}, line);
+    std::string sub = requireStr(a.required(0), "must be str", line);
+    auto [begin, end] = byteRange(text, a, 1);
+    llvm::StringRef window = text.slice(begin, end);
+    if (sub.empty())
+      return Value::integer(int64_t(py::length(window)) + 1);
+    return Value::integer(int64_t(py::count(window, sub)));
+  }
+  if (name == "join") {
+    Arguments a(fn, pos, kw, {"iterable"}, line);
+    std::vector<Value> items = r.iterate(a.required(0), line);
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].isString())
+        fail("sequence item " + std::to_string(i) + ": expected str instance, " + typeName(items[i]) + " found", line);
+      if (i)
+        out += text;
+      out += self.isMarkup() && !items[i].isMarkup() ? htmlEscape(items[i].asString()) : items[i].asString().str();
+      if (out.size() > r.options().maxOutputBytes)
+        fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    }
+    return sameKind(r, self, std::move(out), line);
+  }
+  if (name == "format")
+    return sameKind(r, self, pythonStrFormat(r, text, pos, kw, line), line);
+  if (name == "center" || name == "ljust" || name == "rjust") {
+    Arguments a(fn, pos, kw, {"width", "fillchar"}, line);
+    int64_t width = a.integer(0, 0);
+    std::string fill = a.has(1) ? requireStr(a.get(1, Value()), "fillchar", line) : " ";
+    if (py::length(fill) != 1)
+      fail("The fill character must be exactly one character long", line);
+    if (width > int64_t(r.options().maxOutputBytes))
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    return sameKind(r, self, center(text, width, fill, name != "rjust", name != "ljust"), line);
+  }
+  if (name == "zfill") {
+    Arguments a(fn, pos, kw, {"width"}, line);
+    int64_t width = a.integer(0, 0);
+    if (width > int64_t(r.options().maxOutputBytes))
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    int64_t len = int64_t(py::length(text));
+    if (width <= len)
+      return self;
+    std::string out = text.str();
+    size_t at = !out.empty() && (out[0] == '+' || out[0] == '-') ? 1 : 0;
+    out.insert(at, std::string(size_t(width - len), '0'));
+    return sameKind(r, self, std::move(out), line);
+  }
+  if (name == "partition" || name == "rpartition") {
+    Arguments a(fn, pos, kw, {"sep"}, line);
+    std::string sep = requireStr(a.required(0), "must be str", line);
+    if (sep.empty())
+      fail("empty separator", line);
+    size_t found = name == "partition" ? py::find(text, sep) : py::rfind(text, sep);
+    std::vector<Value> parts;
+    if (found == llvm::StringRef::npos) {
+      if (name == "partition")
+        parts = {self, Value::string(""), Value::string("")};
+      else
+        parts = {Value::string(""), Value::string(""), self};
+    } else {
+      parts = {sameKind(r, self, text.substr(0, found).str(), line), sameKind(r, self, sep, line),
+               sameKind(r, self, text.substr(found + sep.size()).str(), line)};
+    }
+    return r.makeList(std::move(parts), true, line);
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    Arguments a(fn, pos, kw, {"affix"}, line);
+    std::string affix = requireStr(a.required(0), "must be str", line);
+    llvm::StringRef out = text;
+    if (name == "removeprefix")
+      out.consume_front(affix);
+    else
+      out.consume_back(affix);
+    return sameKind(r, self, out.str(), line);
+  }
+  if (name.starts_with("is")) {
+    Arguments a(fn, pos, kw, {}, line);
+    std::vector<char32_t> points = py::codePoints(text);
+    auto all = [&](auto predicate) {
+      return Value::boolean(!points.empty() && llvm::all_of(points, predicate));
+    };
+    // ASCII classes exactly; outside ASCII, letters are approximated by the cased letters known
+    // to PythonText and digits by none.
+    if (name == "isspace")
+      return all([](char32_t c) { return py::isSpace(c); });
+    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric")
+      return all([](char32_t c) { return c >= '0' && c <= '9'; });
+    if (name == "isalpha")
+      return all([](char32_t c) { return (c < 0x80 && llvm::isAlpha(char(c))) || (c >= 0x80 && (py::isUpperChar(c) || py::isLowerChar(c))); });
+    if (name == "isalnum")
+      return all([](char32_t c) { return (c < 0x80 && llvm::isAlnum(char(c))) || (c >= 0x80 && (py::isUpperChar(c) || py::isLowerChar(c))); });
+    if (name == "isascii")
+      return Value::boolean(py::isAscii(text));
+    if (name == "isupper" || name == "islower") {
+      bool cased = false, ok = true;
+      for (char32_t c : points) {
+        if (py::isUpperChar(c)) {
+          cased = true;
+          ok &= name == "isupper";
+        } else if (py::isLowerChar(c)) {
+          cased = true;
+          ok &= name == "islower";
+        }
+      }
+      return Value::boolean(cased && ok);
+    }
+  }
+  fail("unsupported str method '" + name.str() + "'", line);
+}
+
+Value dictMethod(Renderer &r, const Value &self, llvm::StringRef name, std::vector<Value> &pos, Keywords &kw, int line) {
+  std::string fn = "dict." + name.str();
+  const auto &dict = static_cast<const DictObject &>(*self.object());
+  if (name == "get") {
+    Arguments a(fn, pos, kw, {"key", "default"}, line);
+    const Value &key = a.required(0);
+    if (!hashable(key))
+      fail("unhashable type: '" + typeName(key) + "'", line);
+    const Value *found = dict.find(key);
+    return found ? *found : a.get(1, Value::none());
+  }
+  if (name == "items" || name == "keys" || name == "values") {
+    Arguments a(fn, pos, kw, {}, line);
+    std::vector<Value> items;
+    for (const auto &[key, value] : dict.entries) {
+      if (name == "items")
+        items.push_back(r.makeList({key, value}, true, line));
+      else
+        items.push_back(name == "keys" ? key : value);
+    }
+    return r.makeList(std::move(items), false, line);
+  }
+  if (name == "copy") {
+    Arguments a(fn, pos, kw, {}, line);
+    return self;
+  }
+  fail("unsupported dict method '" + name.str() + "'", line);
+}
+
+Value listMethod(Renderer &r, const Value &self, llvm::StringRef name, std::vector<Value> &pos, Keywords &kw, int line) {
+  std::string fn = typeName(self) + "." + name.str();
+  llvm::ArrayRef<Value> items = self.items();
+  r.chargeSteps(items.size(), line);
+  if (name == "count") {
+    Arguments a(fn, pos, kw, {"value"}, line);
+    return Value::integer(llvm::count_if(items, [&](const Value &v) { return equals(v, a.required(0)); }));
+  }
+  if (name == "index") {
+    Arguments a(fn, pos, kw, {"value"}, line);
+    for (size_t i = 0; i < items.size(); ++i)
+      if (equals(items[i], a.required(0)))
+        return Value::integer(int64_t(i));
+    fail(toRepr(a.required(0)) + " is not in list", line);
+  }
+  if (name == "copy") {
+    Arguments a(fn, pos, kw, {}, line);
+    return self;
+  }
+  fail("unsupported " + typeName(self) + " method '" + name.str() + "'", line);
+}
+
+//===--- filters ------------------------------------------------------------===//
+
+// jinja2's make_attrgetter: "a.b.0" looks up a, then b, then item 0, each through getitem.
+Value attributeOf(Renderer &r, const Value &item, llvm::StringRef path, int line) {
+  Value current = item;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  path.split(parts, '.');
+  for (llvm::StringRef part : parts) {
+    int64_t index;
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit) && !part.getAsInteger(10, index))
+      current = r.getItem(current, Value::integer(index), line);
+    else
+      current = r.getItem(current, Value::string(part.str()), line);
+  }
+  return current;
+}
+
+Value attributePath(const Value &v, int line) {
+  if (isIntLike(v))
+    return Value::string(std::to_string(intOf(v)));
+  if (!v.isString())
+    fail("an attribute name must be a string", line);
+  return v;
+}
+
+// For sort/unique/min/max with case_sensitive=False: strings compare lowercased (a new string
+// each, counted as every string a template makes).
+Value sortKey(Renderer &r, const Value &v, bool caseSensitive, int line) {
+  if (!caseSensitive && v.isString()) {
+    r.chargeSteps(v.asString().size() / 16, line);
+    return r.makeString(py::lower(v.asString()), line);
+  }
+  return v;
+}
+
+// select / reject / selectattr / rejectattr.
+Value selectOrReject(Renderer &r, const Value &value, std::vector<Value> &pos, Keywords &kw, bool byAttribute,
+                     bool select, int line) {
+  if (!truthy(value)) // jinja2: `if value:` before anything else, so none | select(...) is empty
+    return iteratorOf({}, "generator");
+  if (!kw.empty())
+    fail("unsupported: keyword arguments to select/reject filters", line);
+  size_t next = 0;
+  std::optional<std::string> attribute;
+  if (byAttribute) {
+    if (pos.empty())
+      fail("Missing parameter for attribute name", line);
+    attribute = attributePath(pos[next++], line).asString().str();
+  }
+  std::optional<std::string> test;
+  if (next < pos.size())
+    test = requireStr(pos[next++], "a test name", line);
+  std::vector<Value> testArgs(pos.begin() + long(next), pos.end());
+  std::vector<Value> kept;
+  for (Value &item : r.iterate(value, line)) {
+    Value subject = attribute ? attributeOf(r, item, *attribute, line) : item;
+    bool passed = test ? r.applyTest(*test, subject, testArgs, {}, line) : truthy(subject);
+    if (passed == select)
+      kept.push_back(std::move(item));
+  }
+  return iteratorOf(std::move(kept), "generator");
+}
+
+std::string doTitle(llvm::StringRef s) {
+  // jinja2: re.split(r"([-\s({\[<]+)") and each piece's first character upper, the rest lower.
+  std::vector<char32_t> points = py::codePoints(s);
+  auto isBreak = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || py::isSpace(c); };
+  std::string out;
+  size_t i = 0;
+  while (i < points.size()) {
+    size_t j = i;
+    bool breaking = isBreak(points[i]);
+    while (j < points.size() && isBreak(points[j]) == breaking)
+      ++j;
+    std::string first, rest;
+    py::appendUtf8(first, points[i]);
+    for (size_t k = i + 1; k < j; ++k)
+      py::appendUtf8(rest, points[k]);
+    out += py::upper(first) + py::lower(rest);
+    i = j;
+  }
+  return out;
+}
+
+// Python's int(str, base) for bases 2..36 (spaces, a sign, underscores between digits).
+std::optional<int64_t> parseInt(llvm::StringRef text, int64_t base) {
+  std::string trimmed = py::strip(text, std::nullopt, true, true);
+  llvm::StringRef s = trimmed;
+  bool negative = false;
+  if (s.consume_front("-"))
+    negative = true;
+  else
+    s.consume_front("+");
+  if (base == 16)
+    s.consume_front_insensitive("0x");
+  else if (base == 8)
+    s.consume_front_insensitive("0o");
+  else if (base == 2)
+    s.consume_front_insensitive("0b");
+  if (s.empty() || s.front() == '_' || s.back() == '_' || s.contains("__"))
+    return std::nullopt;
+  uint64_t value = 0;
+  for (char c : s) {
+    if (c == '_')
+      continue;
+    int digit = llvm::isDigit(c) ? c - '0' : llvm::isAlpha(c) ? llvm::toLower(c) - 'a' + 10 : 99;
+    if (digit >= base)
+      return std::nullopt;
+    if (value > (uint64_t(INT64_MAX) + (negative ? 1 : 0) - uint64_t(digit)) / uint64_t(base))
+      return std::nullopt;
+    value = value * uint64_t(base) + uint64_t(digit);
+  }
+  return negative ? int64_t(0 - value) : int64_t(value);
+}
+
+// Python's float(str).
+std::optional<double> parseFloat(llvm::StringRef text) {
+  std::string trimmed = py::strip(text, std::nullopt, true, true);
+  std::string lowered = llvm::StringRef(trimmed).lower();
+  llvm::StringRef s = lowered;
+  bool negative = s.consume_front("-");
+  if (!negative)
+    s.consume_front("+");
+  if (s == "inf" || s == "infinity")
+    return negative ? -INFINITY : INFINITY;
+  if (s == "nan")
+    return std::nan("");
+  std::string digits;
+  bool sawDigit = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '_') {
+      if (i == 0 || i + 1 >= s.size() || !llvm::isDigit(s[i - 1]) || !llvm::isDigit(s[i + 1]))
+        return std::nullopt;
+      continue;
+    }
+    if (!(llvm::isDigit(c) || c == '.' || c == 'e' || c == '+' || c == '-'))
+      return std::nullopt;
+    sawDigit |= bool(llvm::isDigit(c));
+    digits += c;
+  }
+  if (!sawDigit)
+    return std::nullopt;
+  char *end = nullptr;
+  double v = std::strtod(digits.c_str(), &end);
+  if (*end != '\0')
+    return std::nullopt;
+  return negative ? -v : v;
+}
+
+std::string indentText(const Value &s, const Value &width, bool first, bool blank, size_t limit, int line) {
+  std::string indention;
+  if (width.isString())
+    indention = width.asString().str();
+  else if (isIntLike(width))
+    indention = std::string(size_t(std::clamp<int64_t>(intOf(width), 0, 1 << 20)), ' ');
+  else
+    fail("indent width must be an int or a str", line);
+  if (!s.isString())
+    fail("can only indent a string, not " + typeName(s), line);
+  std::string text = s.asString().str() + "\n";
+  std::vector<std::string> lines = splitLines(text, false);
+  // Many lines times a wide indent: the limit is checked while the text grows.
+  if (lines.size() > 1 && indention.size() > limit / lines.size())
+    fail("a string passes the limit of " + std::to_string(limit) + " bytes", line);
+  std::string out;
+  if (blank) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i)
+        out += "\n" + indention;
+      out += lines[i];
+    }
+  } else {
+    out = lines.empty() ? "" : lines[0];
+    if (lines.size() > 1) {
+      out += "\n";
+      for (size_t i = 1; i < lines.size(); ++i) {
+        if (i > 1)
+          out += "\n";
+        if (!lines[i].empty())
+          out += indention;
+        out += lines[i];
+      }
+    }
+  }
+  if (first)
+    out = indention + out;
+  return out;
+}
+
+} // namespace
+
+Value filterBody(Renderer &r, llvm::StringRef name, const Value &value, std::vector<Value> &pos, Keywords &kw, int line) {
+  // Filters read their string value and arguments (length, trim, int...): a step per 16 bytes.
+  chargeText(r, value, pos, kw, line);
+  if (name == "tojson") {
+    // transformers: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+    Arguments a("tojson", pos, kw, {"ensure_ascii", "indent", "separators", "sort_keys"}, line);
+    JsonFormat format;
+    format.ensureAscii = a.boolean(0, false);
+    Value indent = a.get(1, Value::none());
+    if (indent.isString()) {
+      format.indent = indent.asString().str();
+    } else if (isIntLike(indent)) {
+      int64_t n = intOf(indent);
+      if (n > int64_t(r.options().maxOutputBytes))
+        fail("tojson indent is too large", line);
+      format.indent = std::string(size_t(std::max<int64_t>(0, n)), ' ');
+    } else if (!indent.isNone()) {
+      fail("tojson indent must be an int or a str", line);
+    }
+    if (format.indent)
+      format.itemSeparator = ",";
+    Value separators = a.get(2, Value::none());
+    if (!separators.isNone()) {
+      if (!separators.isList() || separators.items().size() != 2 || !separators.items()[0].isString() ||
+          !separators.items()[1].isString())
+        fail("tojson separators must be a pair of strings", line);
+      format.itemSeparator = separators.items()[0].asString().str();
+      format.keySeparator = separators.items()[1].asString().str();
+    }
+    format.sortKeys = a.boolean(3, false);
+    return r.makeString(dumpJson(value, format, r.options().maxOutputBytes), line);
+  }
+  if (name == "trim") {
+    Arguments a("trim", pos, kw, {"chars"}, line);
+    Value s = softStr(r, value, line);
+    std::optional<std::string> set = a.text(0);
+    std::optional<llvm::StringRef> setRef;
+    if (set)
+      setRef = *set;
+    return sameKind(r, s, py::strip(s.asString(), setRef, true, true), line);
+  }
+  if (name == "length" || name == "count") {
+    Arguments a(name, pos, kw, {}, line);
+    switch (value.kind()) {
+    case Value::Kind::String: return Value::integer(int64_t(py::length(value.asString())));
+    case Value::Kind::List: return Value::integer(int64_t(value.items().size()));
+    case Value::Kind::Dict: return Value::integer(int64_t(value.entries().size()));
+    case Value::Kind::Undefined: return Value::integer(0);
+    case Value::Kind::Loop: return Value::integer(static_cast<const LoopObject &>(*value.object()).length);
+    default: fail("object of type '" + typeName(value) + "' has no len()", line);
+    }
+  }
+  if (name == "upper" || name == "lower" || name == "capitalize") {
+    Arguments a(name, pos, kw, {}, line);
+    Value s = softStr(r, value, line);
+    llvm::StringRef t = s.asString();
+    return sameKind(r, s, name == "upper" ? py::upper(t) : name == "lower" ? py::lower(t) : py::capitalize(t), line);
+  }
+  if (name == "title") {
+    Arguments a(name, pos, kw, {}, line);
+    return r.makeString(doTitle(softStr(r, value, line).asString()), line);
+  }
+  if (name == "string") {
+    Arguments a(name, pos, kw, {}, line);
+    return softStr(r, value, line);
+  }
+  if (name == "safe") {
+    Arguments a(name, pos, kw, {}, line);
+    return markup(toStr(value));
+  }
+  if (name == "e" || name == "escape" || name == "forceescape") {
+    Arguments a(name, pos, kw, {}, line);
+    if (value.isMarkup() && name != "forceescape")
+      return value;
+    return markup(htmlEscape(toStr(value)));
+  }
+  if (name == "default" || name == "d") {
+    Arguments a(name, pos, kw, {"default_value", "boolean"}, line);
+    if (value.isUndefined() || (a.boolean(1, false) && !truthy(value)))
+      return a.get(0, Value::string(""));
+    return value;
+  }
+  if (name == "join") {
+    Arguments a("join", pos, kw, {"d", "attribute"}, line);
+    std::string separator = toStr(a.get(0, Value::string("")));
+    std::vector<Value> items = r.iterate(value, line);
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i)
+        out += separator;
+      Value item = a.has(1) ? attributeOf(r, items[i], attributePath(a.get(1, Value()), line).asString(), line) : items[i];
+      out += toStr(item);
+      if (out.size() > r.options().maxOutputBytes)
+        fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    }
+    return r.makeString(std::move(out), line);
+  }
+  if (name == "list") {
+    Arguments a(name, pos, kw, {}, line);
+    return r.makeList(r.iterate(value, line), false, line);
+  }
+  if (name == "first") {
+    Arguments a(name, pos, kw, {}, line);
+    std::vector<Value> items = r.iterate(value, line);
+    return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
+  }
+  if (name == "last") {
+    Arguments a(name, pos, kw, {}, line);
+    if (value.kind() == Value::Kind::Iterator)
+      fail("'" + typeName(value) + "' object is not reversible", line);
+    std::vector<Value> items = r.iterate(value, line);
+    return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
+  }
+  if (name == "replace") {
+    Arguments a("replace", pos, kw, {"old", "new", "count"}, line);
+    std::string text = toStr(value), old = toStr(a.required(0)), replacement = toStr(a.required(1));
+    if (old.empty() && !replacement.empty() && py::length(text) + 1 > r.options().maxOutputBytes / replacement.size())
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    if (!old.empty() && replacement.size() > old.size() &&
+        py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    return r.makeString(py::replace(text, old, replacement, a.integer(2, -1)), line);
+  }
+  if (name == "items") {
+    Arguments a(name, pos, kw, {}, line);
+    if (value.isUndefined())
+      return iteratorOf({}, "generator");
+    if (!value.isDict())
+      fail("Can only get item pairs from a mapping.", line);
+    std::vector<Value> pairs;
+    for (const auto &[k, v] : value.entries())
+      pairs.push_back(r.makeList({k, v}, true, line));
+    return iteratorOf(std::move(pairs), "generator");
+  }
+  if (name == "selectattr" || name == "rejectattr")
+    return selectOrReject(r, value, pos, kw, true, name == "selectattr", line);
+  if (name == "select" || name == "reject")
+    return selectOrReject(r, value, pos, kw, false, name == "select", line);
+  if (name == "map") {
+    if (!truthy(value)) // jinja2: `if value:` before anything else
+      return iteratorOf({}, "generator");
+    std::vector<Value> items = r.iterate(value, line);
+    std::vector<Value> mapped;
+    if (pos.empty()) {
+      Arguments a("map", pos, kw, {"attribute", "default"}, line);
+      std::string attribute = attributePath(a.required(0), line).asString().str();
+      for (const Value &item : items) {
+        Value v = attributeOf(r, item, attribute, line);
+        mapped.push_back(v.isUndefined() && a.has(1) ? a.get(1, Value()) : v);
+      }
+    } else {
+      std::string filter = requireStr(pos[0], "map's filter name", line);
+      std::vector<Value> rest(pos.begin() + 1, pos.end());
+      for (const Value &item : items)
+        mapped.push_back(r.applyFilter(filter, item, rest, kw, line));
+    }
+    return iteratorOf(std::move(mapped), "generator");
+  }
+  if (name == "reverse") {
+    Arguments a(name, pos, kw, {}, line);
+    if (value.isString()) {
+      std::vector<char32_t> points = py::codePoints(value.asString());
+      std::reverse(points.begin(), points.end());
+      return sameKind(r, value, py::fromCodePoints(points), line);
+    }
+    if (value.kind() == Value::Kind::Iterator) {
+      std::vector<Value> items = r.iterate(value, line);
+      std::reverse(items.begin(), items.end());
+      return r.makeList(std::move(items), false, line);
+    }
+    std::vector<Value> items = r.iterate(value, line);
+    std::reverse(items.begin(), items.end());
+    return iteratorOf(std::move(items), value.isDict() ? "dict_reversekeyiterator" : "list_reverseiterator");
+  }
+  if (name == "unique") {
+    Arguments a(name, pos, kw, {"case_sensitive", "attribute"}, line);
+    bool caseSensitive = a.boolean(0, false);
+    std::vector<Value> seenKeys, kept;
+    for (const Value &item : r.iterate(value, line)) {
+      Value key = a.has(1) ? attributeOf(r, item, attributePath(a.get(1, Value()), line).asString(), line) : item;
+      key = sortKey(r, key, caseSensitive, line);
+      if (!hashable(key))
+        fail("unhashable type: '" + typeName(key) + "'", line);
+      r.chargeSteps(seenKeys.size(), line);
+      if (llvm::none_of(seenKeys, [&](const Value &s) { return equals(s, key); })) {
+        seenKeys.push_back(key);
+        kept.push_back(item);
+      }
+    }
+    return iteratorOf(std::move(kept), "generator");
+  }
+  if (name == "sort" || name == "min" || name == "max") {
+    bool sorting = name == "sort";
+    Arguments a(name, pos, kw,
+                sorting ? std::initializer_list<llvm::StringRef>{"reverse", "case_sensitive", "attribute"}
+                        : std::initializer_list<llvm::StringRef>{"case_sensitive", "attribute"},
+                line);
+    size_t base = sorting ? 1 : 0;
+    bool caseSensitive = a.boolean(base, false);
+    std::vector<std::string> attributes;
+    if (a.has(base + 1)) {
+      Value path = attributePath(a.get(base + 1, Value()), line);
+      llvm::SmallVector<llvm::StringRef, 4> parts;
+      path.asString().split(parts, ',');
+      for (llvm::StringRef p : parts)
+        attributes.push_back(p.trim().str());
+    }
+    std::vector<Value> items = r.iterate(value, line);
+    std::vector<std::vector<Value>> keys;
+    for (const Value &item : items) {
+      std::vector<Value> key;
+      if (attributes.empty())
+        key.push_back(sortKey(r, item, caseSensitive, line));
+      for (const std::string &attribute : attributes)
+        key.push_back(sortKey(r, attributeOf(r, item, attribute, line), caseSensitive, line));
+      keys.push_back(std::move(key));
+    }
+    auto keyLess = [](const std::vector<Value> &x, const std::vector<Value> &y) {
+      for (size_t i = 0; i < x.size(); ++i)
+        if (!equals(x[i], y[i]))
+          return less(x[i], y[i]);
+      return false;
+    };
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    r.chargeSteps(items.size() * 8, line);
+    if (!sorting) {
+      if (items.empty())
+        return Value::undefined("No aggregated item, sequence was empty.");
+      size_t best = 0;
+      for (size_t i = 1; i < items.size(); ++i)
+        if (name == "min" ? keyLess(keys[i], keys[best]) : keyLess(keys[best], keys[i]))
+          best = i;
+      return items[best];
+    }
+    bool reverse = a.boolean(0, false);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return reverse ? keyLess(keys[y], keys[x]) : keyLess(keys[x], keys[y]);
+    });
+    std::vector<Value> sorted;
+    for (size_t i : order)
+      sorted.push_back(items[i]);
+    return r.makeList(std::move(sorted), false, line);
+  }
+  if (name == "dictsort") {
+    Arguments a(name, pos, kw, {"case_sensitive", "by", "reverse"}, line);
+    if (!value.isDict())
+      fail("dictsort needs a mapping, not " + typeName(value), line);
+    bool caseSensitive = a.boolean(0, false);
+    std::string by = a.has(1) ? requireStr(a.get(1, Value()), "dictsort's by", line) : "key";
+    if (by != "key" && by != "value")
+      fail("You can only sort by either \"key\" or \"value\"", line);
+    std::vector<std::pair<Value, Value>> entries(value.entries().begin(), value.entries().end());
+    bool reverse = a.boolean(2, false);
+    r.chargeSteps(entries.size() * 8, line);
+    std::stable_sort(entries.begin(), entries.end(), [&](const auto &x, const auto &y) {
+      Value kx = sortKey(r, by == "key" ? x.first : x.second, caseSensitive, line);
+      Value ky = sortKey(r, by == "key" ? y.first : y.second, caseSensitive, line);
+      return reverse ? less(ky, kx) : less(kx, ky);
+    });
+    std::vector<Value> pairs;
+    for (auto &[k, v] : entries)
+      pairs.push_back(r.makeList({k, v}, true, line));
+    return r.makeList(std::move(pairs), false, line);
+  }
+  if (name == "int") {
+    Arguments a(name, pos, kw, {"default", "base"}, line);
+    Value fallback = a.get(0, Value::integer(0));
+    int64_t base = a.integer(1, 10);
+    switch (value.kind()) {
+    case Value::Kind::Int: return value;
+    case Value::Kind::Bool: return Value::integer(value.asBool());
+    case Value::Kind::Float: {
+      double f = value.asFloat();
+      if (std::isnan(f))
+        return fallback;
+      if (std::isinf(f))
+        fail("cannot convert float infinity to integer", line);
+      if (std::fabs(f) >= 9.2e18)
+        fail("integer overflow", line);
+      return Value::integer(int64_t(f));
+    }
+    case Value::Kind::String: {
+      if (base < 2 || base > 36)
+        fail("int() base must be >= 2 and <= 36", line);
+      if (auto v = parseInt(value.asString(), base))
+        return Value::integer(*v);
+      if (auto f = parseFloat(value.asString())) {
+        if (std::isnan(*f))
+          return fallback;
+        if (std::isinf(*f))
+          fail("cannot convert float infinity to integer", line);
+        if (std::fabs(*f) >= 9.2e18)
+          fail("integer overflow", line);
+        return Value::integer(int64_t(*f));
+      }
+      return fallback;
+    }
+    case Value::Kind::Undefined: failUndefined(value, line);
+    default: return fallback;
+    }
+  }
+  if (name == "float") {
+    Arguments a(name, pos, kw, {"default"}, line);
+    Value fallback = a.get(0, Value::number(0.0));
+    switch (value.kind()) {
+    case Value::Kind::Float: return value;
+    case Value::Kind::Int:
+    case Value::Kind::Bool: return Value::number(double(intOf(value)));
+    case Value::Kind::String: {
+      auto f = parseFloat(value.asString());
+      return f ? Value::number(*f) : fallback;
+    }
+    case Value::Kind::Undefined: failUndefined(value, line);
+    default: return fallback;
+    }
+  }
+  if (name == "abs") {
+    Arguments a(name, pos, kw, {}, line);
+    if (isIntLike(value)) {
+      if (intOf(value) == INT64_MIN)
+        fail("integer overflow", line);
+      return Value::integer(std::abs(intOf(value)));
+    }
+    if (value.kind() == Value::Kind::Float)
+      return Value::number(std::fabs(value.asFloat()));
+    fail("bad operand type for abs(): '" + typeName(value) + "'", line);
+  }
+  if (name == "round") {
+    Arguments a(name, pos, kw, {"precision", "method"}, line);
+    int64_t precision = a.integer(0, 0);
+    std::string method = a.has(1) ? requireStr(a.get(1, Value()), "round's method", line) : "common";
+    if (method != "common" && method != "ceil" && method != "floor")
+      fail("method must be common, ceil or floor", line);
+    if (isIntLike(value) && method == "common")
+      return Value::integer(intOf(value));
+    if (!isIntLike(value) && value.kind() != Value::Kind::Float)
+      fail("type " + typeName(value) + " doesn't define __round__ method", line);
+    if (precision < 0 || precision > 300)
+      fail("unsupported: round to a precision of " + std::to_string(precision), line);
+    double v = value.kind() == Value::Kind::Float ? value.asFloat() : double(intOf(value));
+    if (!std::isfinite(v))
+      return Value::number(v);
+    if (method == "common") {
+      // Python's round(): correctly rounded, ties to even, on the exact binary value (as printf).
+      std::vector<char> buffer(size_t(precision) + 400);
+      std::snprintf(buffer.data(), buffer.size(), "%.*f", int(precision), v);
+      return Value::number(std::strtod(buffer.data(), nullptr));
+    }
+    double scale = std::pow(10.0, double(precision));
+    return Value::number((method == "ceil" ? std::ceil(v * scale) : std::floor(v * scale)) / scale);
+  }
+  if (name == "sum") {
+    Arguments a(name, pos, kw, {"attribute", "start"}, line);
+    Value total = a.get(1, Value::integer(0));
+    for (const Value &item : r.iterate(value, line)) {
+      Value term = a.has(0) ? attributeOf(r, item, attributePath(a.get(0, Value()), line).asString(), line) : item;
+      bool ints = isIntLike(total) && isIntLike(term);
+      bool numbers = (ints || total.kind() == Value::Kind::Float || term.kind() == Value::Kind::Float) &&
+                     (isIntLike(total) || total.kind() == Value::Kind::Float) &&
+                     (isIntLike(term) || term.kind() == Value::Kind::Float);
+      if (ints) {
+        int64_t s;
+        if (__builtin_add_overflow(intOf(total), intOf(term), &s))
+          fail("integer overflow", line);
+        total = Value::integer(s);
+      } else if (numbers) {
+        auto f = [](const Value &v) { return v.kind() == Value::Kind::Float ? v.asFloat() : double(intOf(v)); };
+        total = Value::number(f(total) + f(term));
+      } else {
+        fail("unsupported operand type(s) for +: '" + typeName(total) + "' and '" + typeName(term) + "'", line);
+      }
+    }
+    return total;
+  }
+  if (name == "center") {
+    Arguments a(name, pos, kw, {"width"}, line);
+    int64_t width = a.integer(0, 80);
+    if (width > int64_t(r.options().maxOutputBytes))
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    Value s = softStr(r, value, line);
+    return sameKind(r, s, center(s.asString(), width, " ", true, true), line);
+  }
+  if (name == "indent") {
+    Arguments a(name, pos, kw, {"width", "first", "blank"}, line);
+    std::string out = indentText(value, a.get(0, Value::integer(4)), a.boolean(1, false), a.boolean(2, false),
+                                 r.options().maxOutputBytes, line);
+    if (out.size() > r.options().maxOutputBytes)
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+    return sameKind(r, value, std::move(out), line);
+  }
+  if (name == "format") {
+    if (!pos.empty() && !kw.empty())
+      fail("can't handle positional and keyword arguments at the same time", line);
+    Value s = softStr(r, value, line);
+    Value arguments;
+    if (!kw.empty()) {
+      std::vector<std::pair<Value, Value>> entries;
+      for (auto &[k, v] : kw)
+        entries.emplace_back(Value::string(k), v);
+      arguments = r.makeDict(std::move(entries), line);
+    } else {
+      arguments = r.makeList(pos, true, line);
+    }
+    return sameKind(r, s, pythonPercentFormat(r, s.asString(), arguments, line), line);
+  }
+  if (name == "attr") {
+    Arguments a(name, pos, kw, {"name"}, line);
+    std::string attribute = toStr(a.required(0));
+    // getattr only: a dict's keys are not attributes.
+    if (value.isDict() && !isMethodOf(value, attribute))
+      return Value::undefined("'dict object' has no attribute " + py::repr(attribute));
+    return r.getAttribute(value, attribute, line);
+  }
+  fail("no filter named '" + name.str() + "'", line);
+}
+
+bool testBody(Renderer &r, llvm::StringRef name, const Value &value, std::vector<Value> &pos, Keywords &kw, int line) {
+  chargeText(r, value, pos, kw, line);
+  auto noArguments = [&]() { Arguments a(name, pos, kw, {}, line); };
+  auto other = [&]() -> const Value & {
+    Arguments a(name, pos, kw, {"other"}, line);
+    (void)a.required(0);
+    return pos.empty() ? kw.front().second : pos[0];
+  };
+  Value::Kind k = value.kind();
+  if (name == "defined" || name == "undefined") {
+    noArguments();
+    return (k == Value::Kind::Undefined) == (name == "undefined");
+  }
+  if (name == "none") {
+    noArguments();
+    return k == Value::Kind::None;
+  }
+  if (name == "boolean") {
+    noArguments();
+    return k == Value::Kind::Bool;
+  }
+  if (name == "true" || name == "false") {
+    noArguments();
+    return k == Value::Kind::Bool && value.asBool() == (name == "true");
+  }
+  if (name == "integer") {
+    noArguments();
+    return k == Value::Kind::Int;
+  }
+  if (name == "float") {
+    noArguments();
+    return k == Value::Kind::Float;
+  }
+  if (name == "number") {
+    noArguments();
+    return k == Value::Kind::Int || k == Value::Kind::Float || k == Value::Kind::Bool;
+  }
+  if (name == "string") {
+    noArguments();
+    return k == Value::Kind::String;
+  }
+  if (name == "mapping") {
+    noArguments();
+    return k == Value::Kind::Dict;
+  }
+  if (name == "iterable") {
+    noArguments();
+    return k == Value::Kind::String || k == Value::Kind::List || k == Value::Kind::Dict ||
+           k == Value::Kind::Iterator || k == Value::Kind::Undefined || k == Value::Kind::Loop;
+  }
+  if (name == "sequence") {
+    noArguments();
+    return k == Value::Kind::String || k == Value::Kind::List || k == Value::Kind::Dict || k == Value::Kind::Undefined;
+  }
+  if (name == "callable") {
+    noArguments();
+    return k == Value::Kind::Callable || k == Value::Kind::Undefined || k == Value::Kind::Loop;
+  }
+  if (name == "escaped") {
+    noArguments();
+    return value.isMarkup();
+  }
+  if (name == "lower" || name == "upper") {
+    noArguments();
+    std::string text = toStr(value);
+    bool cased = false, ok = true;
+    for (size_t p = 0; p < text.size();) {
+      char32_t c = py::decodeAt(text, p);
+      if (py::isUpperChar(c)) {
+        cased = true;
+        ok &= name == "upper";
+      } else if (py::isLowerChar(c)) {
+        cased = true;
+        ok &= name == "lower";
+      }
+    }
+    return cased && ok;
+  }
+  if (name == "odd" || name == "even" || name == "divisibleby") {
+    Value divisor = Value::integer(2);
+    if (name == "divisibleby") {
+      Arguments a(name, pos, kw, {"num"}, line);
+      divisor = a.required(0);
+    } else {
+      noArguments();
+    }
+    if (k == Value::Kind::Undefined)
+      failUndefined(value, line);
+    if (isIntLike(value) && isIntLike(divisor)) {
+      int64_t d = intOf(divisor), v = intOf(value);
+      if (d == 0)
+        fail("integer division or modulo by zero", line);
+      int64_t m = d == -1 ? 0 : v % d;
+      if (m != 0 && ((m < 0) != (d < 0)))
+        m += d;
+      return name == "odd" ? m == 1 : m == 0;
+    }
+    auto asDouble = [&](const Value &v) -> double {
+      if (isIntLike(v))
+        return double(intOf(v));
+      if (v.kind() == Value::Kind::Float)
+        return v.asFloat();
+      fail("unsupported operand type(s) for %: '" + typeName(value) + "' and '" + typeName(divisor) + "'", line);
+    };
+    double d = asDouble(divisor), v = asDouble(value);
+    if (d == 0.0)
+      fail("float modulo", line);
+    double m = std::fmod(v, d);
+    if (m != 0 && ((m < 0) != (d < 0)))
+      m += d;
+    return name == "odd" ? m == 1.0 : m == 0.0;
+  }
+  if (name == "eq" || name == "equalto" || name == "==")
+    return equals(value, other());
+  if (name == "ne" || name == "!=")
+    return !equals(value, other());
+  if (name == "lt" || name == "lessthan" || name == "<")
+    return less(value, other());
+  if (name == "le" || name == "<=") {
+    const Value &o = other();
+    return less(value, o) || equals(value, o);
+  }
+  if (name == "gt" || name == "greaterthan" || name == ">")
+    return less(other(), value);
+  if (name == "ge" || name == ">=") {
+    const Value &o = other();
+    return less(o, value) || equals(value, o);
+  }
+  if (name == "in") {
+    Arguments a(name, pos, kw, {"seq"}, line);
+    const Value &seq = a.required(0);
+    switch (seq.kind()) {
+    case Value::Kind::String:
+      if (!value.isString())
+        fail("'in <string>' requires string as left operand, not " + typeName(value), line);
+      r.chargeSteps(1 + seq.asString().size() / 64, line);
+      return py::find(seq.asString(), value.asString()) != llvm::StringRef::npos;
+    case Value::Kind::Dict:
+      return hashable(value) && static_cast<const DictObject &>(*seq.object()).find(value);
+    case Value::Kind::Undefined:
+      return false;
+    default:
+      for (const Value &x : r.iterate(seq, line))
+        if (equals(x, value))
+          return true;
+      return false;
+    }
+  }
+  if (name == "sameas") {
+    const Value &o = other();
+    if (value.kind() != o.kind())
+      return false;
+    switch (k) {
+    case Value::Kind::None:
+    case Value::Kind::Undefined: return true;
+    case Value::Kind::Bool: return value.asBool() == o.asBool();
+    case Value::Kind::Int: return value.asInt() == o.asInt() && value.asInt() >= -5 && value.asInt() <= 256;
+    case Value::Kind::Float: return false;
+    default: return value.object() == o.object();
+    }
+  }
+  if (name == "filter" || name == "test") {
+    Arguments a(name, pos, kw, {}, line);
+    if (!value.isString())
+      return false;
+    // What jinja2 answers: whether its environment has the name (implemented here or not).
+    return name == "filter" ? isJinjaFilter(value.asString()) : isJinjaTest(value.asString());
+  }
+  fail("no test named '" + name.str() + "'", line);
+}
+
+//===--- globals and method dispatch ----------------------------------------===//
+
+Value globalFunction(llvm::StringRef name) {
+  auto f = std::make_shared<CallableObject>();
+  f->kind = CallableObject::Kind::Global;
+  f->name = name.str();
+  return Value::fromObject(Value::Kind::Callable, std::move(f));
+}
+
+Value callGlobal(Renderer &r, const CallableObject &callee, std::vector<Value> &pos, Keywords &kw, int line) {
+  llvm::StringRef name = callee.name;
+  if (name == "raise_exception") {
+    Arguments a(name, pos, kw, {"message"}, line);
+    throw TemplateError{"template raised: " + toStr(a.required(0)), line, true};
+  }
+  if (name == "strftime_now") {
+    Arguments a(name, pos, kw, {"format"}, line);
+    std::string format = requireStr(a.required(0), "strftime() argument 1", line);
+    return r.makeString(strftimeNow(r.options(), format, line), line);
+  }
+  if (name == "range") {
+    if (!kw.empty())
+      fail("range() takes no keyword arguments", line);
+    if (pos.empty() || pos.size() > 3)
+      fail("range expected 1 to 3 arguments, got " + std::to_string(pos.size()), line);
+    for (const Value &v : pos)
+      if (!isIntLike(v))
+        fail("'" + typeName(v) + "' object cannot be interpreted as an integer", line);
+    int64_t start = pos.size() == 1 ? 0 : intOf(pos[0]);
+    int64_t stop = pos.size() == 1 ? intOf(pos[0]) : intOf(pos[1]);
+    int64_t step = pos.size() == 3 ? intOf(pos[2]) : 1;
+    if (step == 0)
+      fail("range() arg 3 must not be zero", line);
+    py::SliceBounds b{start, stop, step, 0};
+    // len(range(start, stop, step)) in 128-bit arithmetic: the bounds are any int64.
+    __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+    __int128 count = span <= 0 ? 0 : (span - 1) / (step > 0 ? __int128(step) : -__int128(step)) + 1;
+    // The sandbox's safe_range.
+    if (count > 100000)
+      fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).", line);
+    std::vector<Value> items;
+    for (int64_t i = 0, v = b.start; i < int64_t(count); ++i, v += step)
+      items.push_back(Value::integer(v));
+    return r.makeList(std::move(items), false, line);
+  }
+  if (name == "namespace" || name == "dict") {
+    if (pos.size() > 1)
+      fail(name.str() + " expected at most 1 positional argument, got " + std::to_string(pos.size()), line);
+    std::vector<std::pair<Value, Value>> entries;
+    if (!pos.empty()) {
+      if (pos[0].isDict()) {
+        entries.assign(pos[0].entries().begin(), pos[0].entries().end());
+      } else {
+        for (const Value &pair : r.iterate(pos[0], line)) {
+          std::vector<Value> kv = r.iterate(pair, line);
+          if (kv.size() != 2)
+            fail("dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required", line);
+          entries.emplace_back(kv[0], kv[1]);
+        }
+      }
+    }
+    for (auto &[k, v] : kw)
+      entries.emplace_back(Value::string(k), v);
+    if (name == "dict")
+      return r.makeDict(std::move(entries), line);
+    auto ns = r.makeNamespace();
+    for (auto &[k, v] : entries) {
+      if (!k.isString())
+        fail("namespace attribute names must be strings", line);
+      if (k.asString().starts_with("_"))
+        fail("chat templates cannot store underscore-prefixed attributes on a namespace, but got " +
+                 py::repr(k.asString()),
+             line);
+      if (Value *slot = ns->find(k.asString()))
+        *slot = v;
+      else
+        ns->attributes.emplace_back(k.asString().str(), v);
+    }
+    return Value::fromObject(Value::Kind::Namespace, std::move(ns));
+  }
+  fail("unsupported function '" + name.str() + "'", line);
+}
+
+bool isMethodOf(const Value &value, llvm::StringRef name) {
+  switch (value.kind()) {
+  case Value::Kind::String: return listed(kStrMethods, name);
+  case Value::Kind::Dict: return listed(kDictMethods, name);
+  case Value::Kind::List: return listed(value.isTuple() ? llvm::ArrayRef(kTupleMethods) : llvm::ArrayRef(kListMethods), name);
+  default: return false;
+  }
+}
+
+Value callMethod(Renderer &r, const CallableObject &method, std::vector<Value> &pos, Keywords &kw, int line) {
+  const Value &self = method.self;
+  if (self.isString())
+    return stringMethod(r, self, method.name, pos, kw, line);
+  if (self.isDict())
+    return dictMethod(r, self, method.name, pos, kw, line);
+  if (self.isList())
+    return listMethod(r, self, method.name, pos, kw, line);
+  fail("unsupported method '" + method.name + "'", line);
+}
+
+} // namespace helm::chat

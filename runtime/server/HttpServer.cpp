@@ -1,0 +1,582 @@
+//===- HttpServer.cpp ---------------------------------------------------------------===//
+#include "runtime/server/HttpServer.h"
+
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+
+namespace helm::rt::serve {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string jsonText(const Json &value) {
+  // Generated text may end in the middle of nothing worse than a replaced character: the stream
+  // decoder never splits one, but a model may emit invalid byte sequences, which become U+FFFD.
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void sendError(httplib::Response &res, const ApiError &error) {
+  res.status = error.status;
+  res.set_content(error.body(), "application/json");
+}
+
+ApiError apiError(int status, std::string type, std::string message, std::string param = {}) {
+  ApiError e;
+  e.status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.param = std::move(param);
+  return e;
+}
+
+/// Equal-length comparison whose time does not depend on where the strings differ.
+bool constantTimeEquals(const std::string &given, const std::string &expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  return diff == 0;
+}
+
+const char *finishReasonName(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::Stop:
+    return "stop";
+  default:
+    return "length";
+  }
+}
+
+/// A sequence's text as it streams: decoded token by token, cut at the first stop string, and
+/// held back while its end could still become one.
+class CompletionText {
+public:
+  CompletionText(const tok::Tokenizer *tokenizer, std::vector<std::string> stops)
+      : stops_(std::move(stops)) {
+    if (tokenizer)
+      decoder_ = std::make_unique<tok::StreamDecoder>(*tokenizer, /*skipSpecial=*/true);
+  }
+  /// Adds generated ids; false once a stop string matched (the rest of the ids are dropped).
+  llvm::Error add(const std::vector<int32_t> &tokens) {
+    for (int32_t token : tokens) {
+      if (stopped_)
+        break;
+      ids_.push_back(token);
+      if (!decoder_)
+        continue;
+      auto piece = decoder_->push(token);
+      if (!piece)
+        return piece.takeError();
+      text_ += *piece;
+      cutAtStop();
+    }
+    return llvm::Error::success();
+  }
+  void finish() {
+    if (decoder_ && !stopped_) {
+      text_ += decoder_->flush();
+      cutAtStop();
+    }
+    finished_ = true;
+  }
+  bool stopped() const { return stopped_; }
+  const std::vector<int32_t> &ids() const { return ids_; }
+  const std::string &text() const { return text_; }
+  /// Text not yet streamed that no stop string can still claim.
+  /// Ids not yet streamed (all of them once finished; before, those whose text is streamable is
+  /// not tracked: ids go out as they come, text as it settles).
+  std::vector<int32_t> takeNewIds() {
+    std::vector<int32_t> out(ids_.begin() + std::ptrdiff_t(idsSent_), ids_.end());
+    idsSent_ = ids_.size();
+    return out;
+  }
+  std::string takeStreamable() {
+    size_t end = text_.size();
+    if (!finished_ && !stopped_)
+      end -= pendingStopPrefix(text_, stops_);
+    std::string out = end > sent_ ? text_.substr(sent_, end - sent_) : std::string();
+    sent_ = std::max(sent_, end);
+    return out;
+  }
+
+private:
+  void cutAtStop() {
+    if (stops_.empty())
+      return;
+    size_t at = findStop(text_, stops_);
+    if (at != std::string::npos) {
+      text_.resize(at);
+      stopped_ = true;
+    }
+  }
+  std::unique_ptr<tok::StreamDecoder> decoder_;
+  std::vector<std::string> stops_;
+  std::vector<int32_t> ids_;
+  std::string text_;
+  size_t sent_ = 0, idsSent_ = 0;
+  bool stopped_ = false, finished_ = false;
+};
+
+} // namespace
+
+class HttpServer::Impl {
+public:
+  Impl(const LoadedModel &model, const tok::Tokenizer *tokenizer, ChatRenderer renderChat,
+       BatchScheduler &scheduler, ServerOptions options)
+      : model(model), tokenizer(tokenizer), renderChat(std::move(renderChat)), scheduler(scheduler),
+        options(std::move(options)), started(std::time(nullptr)) {}
+
+  void routes();
+  void completions(const httplib::Request &req, httplib::Response &res, bool chat);
+  void count(const std::string &endpoint, int status) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++requests[{endpoint, status}];
+  }
+  std::string metricsText();
+
+  const LoadedModel &model;
+  const tok::Tokenizer *tokenizer;
+  ChatRenderer renderChat;
+  BatchScheduler &scheduler;
+  ServerOptions options;
+  httplib::Server http;
+  std::time_t started;
+  std::atomic<int64_t> inFlight{0};
+  std::atomic<uint64_t> nextId{1};
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;
+  std::map<std::pair<std::string, int>, uint64_t> requests;
+  uint64_t timedOut = 0;
+};
+
+namespace {
+/// Counts a request in flight for as long as its handler (or its stream) runs.
+struct InFlight {
+  explicit InFlight(std::atomic<int64_t> &n) : n(n) { ++n; }
+  ~InFlight() { --n; }
+  std::atomic<int64_t> &n;
+};
+} // namespace
+
+void HttpServer::Impl::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
+  const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
+  auto refuse = [&](const ApiError &error) {
+    sendError(res, error);
+    if (error.status == 503)
+      res.set_header("Retry-After", "1");
+    count(endpoint, error.status);
+  };
+  auto parsed = parseCompletionRequest(req.body, chat);
+  if (auto *error = std::get_if<ApiError>(&parsed))
+    return refuse(*error);
+  CompletionParams params = std::move(std::get<CompletionParams>(parsed));
+
+  // The prompt's ids.
+  std::vector<int32_t> prompt;
+  const int64_t vocab = model.info().vocab;
+  if (chat) {
+    if (!renderChat)
+      return refuse(apiError(400, "invalid_request_error",
+                             "this model has no chat template; use /v1/completions "
+                             "(or compile the model with a chat template)"));
+    if (!tokenizer)
+      return refuse(apiError(400, "invalid_request_error",
+                             "this model has no tokenizer, so chat messages cannot be encoded"));
+    auto text = renderChat(params.messages);
+    if (!text)
+      return refuse(apiError(400, "invalid_request_error",
+                             "the chat template failed: " + llvm::toString(text.takeError()),
+                             "messages"));
+    // As transformers' apply_chat_template(tokenize=True): the template writes the special
+    // tokens itself, so none are added.
+    prompt = tokenizer->encode(*text, /*addSpecialTokens=*/false);
+  } else if (params.promptIsIds) {
+    for (int64_t id : params.promptIds) {
+      if (id < 0 || id >= vocab)
+        return refuse(apiError(400, "invalid_request_error",
+                               "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                   std::to_string(vocab - 1) + ")",
+                               "prompt"));
+      prompt.push_back(int32_t(id));
+    }
+  } else {
+    if (!tokenizer)
+      return refuse(apiError(400, "invalid_request_error",
+                             "this model has no tokenizer: send the prompt as token ids", "prompt"));
+    // As helm-rt -p: the tokenizer's special tokens (a leading BOS) are added.
+    prompt = tokenizer->encode(params.promptText, /*addSpecialTokens=*/true);
+  }
+  if (prompt.empty())
+    return refuse(apiError(400, "invalid_request_error", "the prompt encodes to no tokens", "prompt"));
+  if (!params.stop.empty() && !tokenizer)
+    return refuse(apiError(400, "invalid_request_error",
+                           "'stop' matches text, and this model has no tokenizer to decode it", "stop"));
+
+  SequenceRequest request;
+  request.prompt = std::move(prompt);
+  request.maxTokens = params.maxTokens;
+  request.sampling.temperature = float(params.temperature);
+  request.sampling.topK = int(params.topK);
+  request.sampling.topP = float(params.topP);
+  request.sampling.seed = params.seed ? *params.seed : std::random_device{}();
+  if (!params.ignoreEos)
+    request.stopIds = model.info().eosIds;
+  int64_t promptTokens = int64_t(request.prompt.size());
+  if (stopping.load())
+    return refuse(apiError(503, "server_error", "the server is shutting down"));
+  Admission admission = scheduler.submit(std::move(request));
+  if (!admission.sequence)
+    return refuse(apiError(admission.status, admission.status == 503 ? "server_error" : "invalid_request_error",
+                           admission.message, admission.status == 400 ? "prompt" : ""));
+  std::shared_ptr<Sequence> sequence = admission.sequence;
+
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(nextId++);
+  const std::time_t created = std::time(nullptr);
+  const std::string modelId = options.modelId;
+  const bool returnIds = params.returnTokenIds;
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(int64_t(options.timeoutSeconds * 1000));
+  auto usage = [promptTokens](const CompletionText &text) {
+    int64_t completion = int64_t(text.ids().size());
+    return Json{{"prompt_tokens", promptTokens},
+                {"completion_tokens", completion},
+                {"total_tokens", promptTokens + completion}};
+  };
+  auto text = std::make_shared<CompletionText>(tokenizer, params.stop);
+
+  if (!params.stream) {
+    InFlight guard(inFlight);
+    Sequence::Events events;
+    FinishReason reason = FinishReason::None;
+    for (;;) {
+      if (Clock::now() > deadline) {
+        sequence->cancel();
+        std::lock_guard<std::mutex> lock(mutex);
+        ++timedOut;
+        return refuse(apiError(504, "server_error", "the request did not finish within --timeout " +
+                                                       std::to_string(int64_t(options.timeoutSeconds)) + " s"));
+      }
+      if (!sequence->next(events, std::chrono::milliseconds(100)))
+        continue;
+      if (llvm::Error e = text->add(events.tokens)) {
+        sequence->cancel();
+        return refuse(apiError(500, "server_error", llvm::toString(std::move(e))));
+      }
+      if (text->stopped()) {
+        sequence->cancel();
+        reason = FinishReason::Stop;
+        break;
+      }
+      if (events.finished) {
+        if (events.reason == FinishReason::Error)
+          return refuse(apiError(500, "server_error", events.error));
+        reason = events.reason;
+        break;
+      }
+    }
+    text->finish();
+    if (text->stopped())
+      reason = FinishReason::Stop;
+    Json choice = {{"index", 0}};
+    if (chat)
+      choice["message"] = {{"role", "assistant"}, {"content", text->text()}};
+    else
+      choice["text"] = text->text();
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finishReasonName(reason);
+    if (returnIds)
+      choice["token_ids"] = text->ids();
+    Json body = {{"id", id},
+                 {"object", chat ? "chat.completion" : "text_completion"},
+                 {"created", created},
+                 {"model", modelId},
+                 {"choices", Json::array({std::move(choice)})},
+                 {"usage", usage(*text)}};
+    res.set_content(jsonText(body), "application/json");
+    count(endpoint, 200);
+    return;
+  }
+
+  // Streaming: server-sent events, one per batch of new text, then the finish, usage, [DONE].
+  count(endpoint, 200);
+  bool includeUsage = params.includeUsage;
+  auto chunk = [=](const Json &delta, const char *finish, const std::vector<int32_t> *ids = nullptr) {
+    Json choice = {{"index", 0}};
+    if (chat)
+      choice["delta"] = delta;
+    else
+      choice["text"] = delta.value("content", std::string());
+    if (!chat)
+      choice["logprobs"] = nullptr;
+    if (ids)
+      choice["token_ids"] = *ids;
+    choice["finish_reason"] = finish ? Json(finish) : Json(nullptr);
+    Json body = {{"id", id},
+                 {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                 {"created", created},
+                 {"model", modelId},
+                 {"choices", Json::array({std::move(choice)})}};
+    return "data: " + jsonText(body) + "\n\n";
+  };
+  struct StreamState {
+    bool sentRole = false, done = false;
+  };
+  auto state = std::make_shared<StreamState>();
+  auto flight = std::make_shared<InFlight>(inFlight);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [=, this](size_t, httplib::DataSink &sink) {
+        auto send = [&](const std::string &data) {
+          if (sink.write(data.data(), data.size()))
+            return true;
+          sequence->cancel(); // the client went away: its slot is freed at the next step
+          return false;
+        };
+        if (chat && !state->sentRole) {
+          state->sentRole = true;
+          if (!send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr)))
+            return false;
+        }
+        Sequence::Events events;
+        FinishReason reason = FinishReason::None;
+        bool finished = false;
+        std::string error;
+        // Wait for something to send (or the end); a closed connection is noticed at the next
+        // write, which comes with the next token.
+        while (!finished) {
+          if (Clock::now() > deadline) {
+            sequence->cancel();
+            {
+              std::lock_guard<std::mutex> lock(mutex);
+              ++timedOut;
+            }
+            error = "the request did not finish within --timeout " +
+                    std::to_string(int64_t(options.timeoutSeconds)) + " s";
+            finished = true;
+            break;
+          }
+          if (!sequence->next(events, std::chrono::milliseconds(100)))
+            continue;
+          if (llvm::Error e = text->add(events.tokens)) {
+            error = llvm::toString(std::move(e));
+            sequence->cancel();
+            finished = true;
+            break;
+          }
+          if (text->stopped()) {
+            sequence->cancel();
+            reason = FinishReason::Stop;
+            finished = true;
+          } else if (events.finished) {
+            if (events.reason == FinishReason::Error)
+              error = events.error;
+            reason = events.reason;
+            finished = true;
+          }
+          if (!finished)
+            break; // send what came
+        }
+        if (finished)
+          text->finish();
+        std::string piece = text->takeStreamable();
+        std::vector<int32_t> newIds = returnIds ? text->takeNewIds() : std::vector<int32_t>();
+        if ((!piece.empty() || !newIds.empty()) &&
+            !send(chunk(Json{{"content", piece}}, nullptr, returnIds ? &newIds : nullptr)))
+          return false;
+        if (!finished)
+          return true;
+        if (!error.empty()) {
+          if (!send("data: " + apiError(500, "server_error", error).body() + "\n\n"))
+            return false;
+        } else {
+          if (text->stopped())
+            reason = FinishReason::Stop;
+          if (!send(chunk(Json::object(), finishReasonName(reason))))
+            return false;
+          if (includeUsage) {
+            Json body = {{"id", id},
+                         {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                         {"created", created},
+                         {"model", modelId},
+                         {"choices", Json::array()},
+                         {"usage", usage(*text)}};
+            if (!send("data: " + jsonText(body) + "\n\n"))
+              return false;
+          }
+        }
+        if (!send("data: [DONE]\n\n"))
+          return false;
+        sink.done();
+        return true;
+      },
+      [sequence, flight](bool) { sequence->cancel(); });
+}
+
+std::string HttpServer::Impl::metricsText() {
+  SchedulerMetrics m = scheduler.metrics();
+  std::string out;
+  auto metric = [&](const char *name, const char *type, const char *help, double value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " ";
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    out += buffer;
+    out += "\n";
+  };
+  out += "# HELP helm_requests_total HTTP requests answered, by endpoint and status.\n"
+         "# TYPE helm_requests_total counter\n";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto &[key, n] : requests)
+      out += "helm_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+             std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+    metric("helm_requests_timed_out_total", "counter", "Requests cancelled by --timeout.", double(timedOut));
+  }
+  metric("helm_requests_in_flight", "gauge", "Requests being answered now.", double(inFlight.load()));
+  metric("helm_sequences_admitted_total", "counter", "Sequences given a KV slot.", double(m.admitted));
+  metric("helm_sequences_finished_total", "counter", "Sequences that ended (stop, length, error).", double(m.finished));
+  metric("helm_sequences_cancelled_total", "counter",
+         "Sequences cancelled (client gone, stop string, timeout, shutdown).", double(m.cancelled));
+  metric("helm_requests_rejected_total", "counter", "Requests refused with 503 because the queue was full.",
+         double(m.rejectedFull));
+  metric("helm_prompt_tokens_total", "counter", "Prompt tokens prefilled.", double(m.promptTokens));
+  metric("helm_generated_tokens_total", "counter", "Tokens sampled.", double(m.generatedTokens));
+  metric("helm_tokens_per_second", "gauge", "Prompt and generated tokens per second of model time.",
+         m.busySeconds > 0 ? double(m.promptTokens + m.generatedTokens) / m.busySeconds : 0);
+  metric("helm_steps_total", "counter", "Scheduler steps (one prefill chunk and one decode batch each).",
+         double(m.steps));
+  metric("helm_queue_length", "gauge", "Requests waiting for a KV slot.", double(m.queued));
+  metric("helm_active_slots", "gauge", "KV slots holding a sequence.", double(m.activeSlots));
+  metric("helm_slots", "gauge", "KV slots (--parallel).", double(m.slots));
+  metric("helm_kv_bytes", "gauge", "Bytes held by the KV caches of every stage.", double(m.kvBytes));
+  metric("helm_kv_page_tokens", "gauge", "Positions per page of the GPU stage's KV cache (0: not paged).",
+         double(m.kvPageTokens));
+  metric("helm_kv_pages_in_use", "gauge", "KV pages held, on the device and evicted to host RAM.",
+         double(m.kvPaging.devicePages + m.kvPaging.hostPages));
+  metric("helm_kv_pages_device", "gauge", "KV pages resident on the device.", double(m.kvPaging.devicePages));
+  metric("helm_kv_pages_evicted_total", "counter", "KV pages evicted to host RAM.", double(m.kvPaging.evicted));
+  return out;
+}
+
+void HttpServer::Impl::routes() {
+  http.set_payload_max_length(options.maxBodyBytes);
+  // Every request holds a worker while it waits or streams: enough for every slot and the queue.
+  size_t workers = size_t(scheduler.options().parallel) + size_t(scheduler.options().queueLimit) + 8;
+  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+
+  http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+    if (options.apiKey.empty() || req.path == "/health")
+      return httplib::Server::HandlerResponse::Unhandled;
+    std::string given = req.get_header_value("Authorization");
+    if (given.rfind("Bearer ", 0) == 0 && constantTimeEquals(given.substr(7), options.apiKey))
+      return httplib::Server::HandlerResponse::Unhandled;
+    ApiError error = apiError(401, "invalid_request_error",
+                              given.empty() ? "missing 'Authorization: Bearer <key>'" : "incorrect API key");
+    sendError(res, error);
+    count(req.path, 401);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([this](const httplib::Request &req, httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    ApiError error;
+    error.status = res.status;
+    if (res.status == 404) {
+      error.message = "no endpoint " + req.method + " " + req.path;
+    } else if (res.status == 413) {
+      error.message = "the request body is larger than " + std::to_string(options.maxBodyBytes) + " bytes";
+    } else {
+      error.message = "HTTP " + std::to_string(res.status);
+    }
+    sendError(res, error);
+    count(res.status == 404 ? "other" : req.path, res.status);
+  });
+  http.set_exception_handler([this](const httplib::Request &req, httplib::Response &res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep)
+        std::rethrow_exception(ep);
+    } catch (const std::exception &e) {
+      what = e.what();
+    } catch (...) {
+    }
+    sendError(res, apiError(500, "server_error", what));
+    count(req.path, 500);
+  });
+
+  http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
+    completions(req, res, false);
+  });
+  http.Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
+    completions(req, res, true);
+  });
+  for (const char *path : {"/v1/completions", "/v1/chat/completions"})
+    http.Get(path, [this, path](const httplib::Request &, httplib::Response &res) {
+      sendError(res, apiError(405, "invalid_request_error", std::string(path) + " takes POST"));
+      count(path, 405);
+    });
+  http.Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
+    Json model = {{"id", options.modelId},
+                  {"object", "model"},
+                  {"created", int64_t(started)},
+                  {"owned_by", "helm"}};
+    res.set_content(jsonText(Json{{"object", "list"}, {"data", Json::array({model})}}), "application/json");
+    count("/v1/models", 200);
+  });
+  http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+    if (stopping.load()) {
+      sendError(res, apiError(503, "server_error", "the server is shutting down"));
+      return;
+    }
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
+    res.set_content(metricsText(), "text/plain; version=0.0.4");
+    count("/metrics", 200);
+  });
+}
+
+HttpServer::HttpServer(const LoadedModel &model, const tok::Tokenizer *tokenizer, ChatRenderer renderChat,
+                       BatchScheduler &scheduler, ServerOptions options)
+    : impl_(std::make_unique<Impl>(model, tokenizer, std::move(renderChat), scheduler, std::move(options))) {
+  impl_->routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+llvm::Error HttpServer::bind() {
+  const ServerOptions &o = impl_->options;
+  if (o.port == 0) {
+    port_ = impl_->http.bind_to_any_port(o.host);
+    if (port_ <= 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "cannot listen on " + o.host + " (any port)");
+    return llvm::Error::success();
+  }
+  if (!impl_->http.bind_to_port(o.host, o.port))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                                       " (in use, or not an address of this machine)");
+  port_ = o.port;
+  return llvm::Error::success();
+}
+
+void HttpServer::run() { impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() {
+  impl_->stopping.store(true);
+  impl_->http.stop();
+}
+
+int64_t HttpServer::inFlight() const { return impl_->inFlight.load(); }
+
+bool HttpServer::stopped() const { return impl_->stopping.load(); }
+
+} // namespace helm::rt::serve
