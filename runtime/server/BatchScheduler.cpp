@@ -144,6 +144,8 @@ void BatchScheduler::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  // Two threads may stop at once (a signal's and the owner's): one joins.
+  std::lock_guard<std::mutex> joining(joinMutex_);
   if (thread_.joinable())
     thread_.join();
 }
@@ -169,7 +171,15 @@ void BatchScheduler::loop() {
         break;
       }
     }
-    step();
+    try {
+      step();
+    } catch (...) {
+      // Out of memory in a step's buffers: every running sequence ends with the error; the
+      // scheduler goes on with the next requests.
+      for (auto &slot : slots_)
+        if (slot)
+          release(*slot, FinishReason::Error, "the server ran out of memory during a step");
+    }
   }
   for (auto &slot : slots_)
     if (slot)
@@ -241,6 +251,7 @@ void BatchScheduler::step() {
       next->slot_ = int32_t(s);
       slots_[s] = std::move(next);
       ++metrics_.admitted;
+      ++metrics_.activeSlots; // at once, so submit() counts the room left right
     }
     metrics_.queued = int64_t(queue_.size());
   }

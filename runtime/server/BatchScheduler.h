@@ -142,6 +142,7 @@ private:
   int64_t pageTokens_ = 0;
 
   mutable std::mutex mutex_; // guards queue_, stopping_, metrics_
+  std::mutex joinMutex_;     // stop()'s join
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Sequence>> queue_;
   bool stopping_ = false;

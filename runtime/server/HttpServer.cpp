@@ -110,9 +110,15 @@ private:
   void cutAtStop() {
     if (stops_.empty())
       return;
-    size_t at = findStop(text_, stops_);
+    // Only a match that ends in the new text can be new: search from where it could start.
+    size_t longest = 0;
+    for (const std::string &stop : stops_)
+      longest = std::max(longest, stop.size());
+    size_t from = searched_ > longest ? searched_ - longest : 0;
+    size_t at = findStop(std::string_view(text_).substr(from), stops_);
+    searched_ = text_.size();
     if (at != std::string::npos) {
-      text_.resize(at);
+      text_.resize(from + at);
       stopped_ = true;
     }
   }
@@ -120,7 +126,7 @@ private:
   std::vector<std::string> stops_;
   std::vector<int32_t> ids_;
   std::string text_;
-  size_t sent_ = 0, idsSent_ = 0;
+  size_t sent_ = 0, idsSent_ = 0, searched_ = 0;
   bool stopped_ = false, finished_ = false;
 };
 
@@ -135,7 +141,15 @@ public:
 
   void routes();
   void completions(const httplib::Request &req, httplib::Response &res, bool chat);
-  void count(const std::string &endpoint, int status) {
+  /// Counts an answer under its endpoint; a path that is not one (any text a client sends) is
+  /// "other", so labels stay a fixed set of safe strings.
+  void count(const std::string &path, int status) {
+    static const char *const endpoints[] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
+                                            "/health", "/metrics"};
+    std::string endpoint = "other";
+    for (const char *known : endpoints)
+      if (path == known)
+        endpoint = known;
     std::lock_guard<std::mutex> lock(mutex);
     ++requests[{endpoint, status}];
   }
@@ -150,7 +164,7 @@ public:
   std::time_t started;
   std::atomic<int64_t> inFlight{0};
   std::atomic<uint64_t> nextId{1};
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopping{false}, closed{false};
   std::mutex mutex;
   std::map<std::pair<std::string, int>, uint64_t> requests;
   uint64_t timedOut = 0;
@@ -258,8 +272,10 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     for (;;) {
       if (Clock::now() > deadline) {
         sequence->cancel();
-        std::lock_guard<std::mutex> lock(mutex);
-        ++timedOut;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          ++timedOut;
+        }
         return refuse(apiError(504, "server_error", "the request did not finish within --timeout " +
                                                        std::to_string(int64_t(options.timeoutSeconds)) + " s"));
       }
@@ -327,95 +343,108 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
   };
   struct StreamState {
     bool sentRole = false, done = false;
+    Clock::time_point lastWrite = Clock::now();
   };
   auto state = std::make_shared<StreamState>();
   auto flight = std::make_shared<InFlight>(inFlight);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [=, this](size_t, httplib::DataSink &sink) {
-        auto send = [&](const std::string &data) {
-          if (sink.write(data.data(), data.size()))
-            return true;
-          sequence->cancel(); // the client went away: its slot is freed at the next step
-          return false;
-        };
-        if (chat && !state->sentRole) {
-          state->sentRole = true;
-          if (!send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr)))
+      [=, this](size_t, httplib::DataSink &sink) -> bool {
+        // httplib calls this outside its own exception handling: nothing may escape.
+        try {
+          auto send = [&](const std::string &data) {
+            state->lastWrite = Clock::now();
+            if (sink.write(data.data(), data.size()))
+              return true;
+            sequence->cancel(); // the client went away: its slot is freed at the next step
             return false;
-        }
-        Sequence::Events events;
-        FinishReason reason = FinishReason::None;
-        bool finished = false;
-        std::string error;
-        // Wait for something to send (or the end); a closed connection is noticed at the next
-        // write, which comes with the next token.
-        while (!finished) {
-          if (Clock::now() > deadline) {
-            sequence->cancel();
-            {
-              std::lock_guard<std::mutex> lock(mutex);
-              ++timedOut;
-            }
-            error = "the request did not finish within --timeout " +
-                    std::to_string(int64_t(options.timeoutSeconds)) + " s";
-            finished = true;
-            break;
-          }
-          if (!sequence->next(events, std::chrono::milliseconds(100)))
-            continue;
-          if (llvm::Error e = text->add(events.tokens)) {
-            error = llvm::toString(std::move(e));
-            sequence->cancel();
-            finished = true;
-            break;
-          }
-          if (text->stopped()) {
-            sequence->cancel();
-            reason = FinishReason::Stop;
-            finished = true;
-          } else if (events.finished) {
-            if (events.reason == FinishReason::Error)
-              error = events.error;
-            reason = events.reason;
-            finished = true;
-          }
-          if (!finished)
-            break; // send what came
-        }
-        if (finished)
-          text->finish();
-        std::string piece = text->takeStreamable();
-        std::vector<int32_t> newIds = returnIds ? text->takeNewIds() : std::vector<int32_t>();
-        if ((!piece.empty() || !newIds.empty()) &&
-            !send(chunk(Json{{"content", piece}}, nullptr, returnIds ? &newIds : nullptr)))
-          return false;
-        if (!finished)
-          return true;
-        if (!error.empty()) {
-          if (!send("data: " + apiError(500, "server_error", error).body() + "\n\n"))
-            return false;
-        } else {
-          if (text->stopped())
-            reason = FinishReason::Stop;
-          if (!send(chunk(Json::object(), finishReasonName(reason))))
-            return false;
-          if (includeUsage) {
-            Json body = {{"id", id},
-                         {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                         {"created", created},
-                         {"model", modelId},
-                         {"choices", Json::array()},
-                         {"usage", usage(*text)}};
-            if (!send("data: " + jsonText(body) + "\n\n"))
+          };
+          if (chat && !state->sentRole) {
+            state->sentRole = true;
+            if (!send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr)))
               return false;
           }
-        }
-        if (!send("data: [DONE]\n\n"))
+          Sequence::Events events;
+          FinishReason reason = FinishReason::None;
+          bool finished = false;
+          std::string error;
+          // Wait for something to send (or the end); a closed connection is noticed at the next
+          // write, which comes with the next token.
+          while (!finished) {
+            if (Clock::now() > deadline) {
+              sequence->cancel();
+              {
+                std::lock_guard<std::mutex> lock(mutex);
+                ++timedOut;
+              }
+              error = "the request did not finish within --timeout " +
+                      std::to_string(int64_t(options.timeoutSeconds)) + " s";
+              finished = true;
+              break;
+            }
+            if (!sequence->next(events, std::chrono::milliseconds(100))) {
+              // Nothing to send yet (queued, or text held back for a stop string): an SSE comment
+              // each second finds a client that went away, which frees its place at once.
+              if (Clock::now() - state->lastWrite > std::chrono::seconds(1) && !send(": waiting\n\n"))
+                return false;
+              continue;
+            }
+            if (llvm::Error e = text->add(events.tokens)) {
+              error = llvm::toString(std::move(e));
+              sequence->cancel();
+              finished = true;
+              break;
+            }
+            if (text->stopped()) {
+              sequence->cancel();
+              reason = FinishReason::Stop;
+              finished = true;
+            } else if (events.finished) {
+              if (events.reason == FinishReason::Error)
+                error = events.error;
+              reason = events.reason;
+              finished = true;
+            }
+            if (!finished)
+              break; // send what came
+          }
+          if (finished)
+            text->finish();
+          std::string piece = text->takeStreamable();
+          std::vector<int32_t> newIds = returnIds ? text->takeNewIds() : std::vector<int32_t>();
+          if ((!piece.empty() || !newIds.empty()) &&
+              !send(chunk(Json{{"content", piece}}, nullptr, returnIds ? &newIds : nullptr)))
+            return false;
+          if (!finished)
+            return true;
+          if (!error.empty()) {
+            if (!send("data: " + apiError(500, "server_error", error).body() + "\n\n"))
+              return false;
+          } else {
+            if (text->stopped())
+              reason = FinishReason::Stop;
+            if (!send(chunk(Json::object(), finishReasonName(reason))))
+              return false;
+            if (includeUsage) {
+              Json body = {{"id", id},
+                           {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                           {"created", created},
+                           {"model", modelId},
+                           {"choices", Json::array()},
+                           {"usage", usage(*text)}};
+              if (!send("data: " + jsonText(body) + "\n\n"))
+                return false;
+            }
+          }
+          if (!send("data: [DONE]\n\n"))
+            return false;
+          sink.done();
+          return true;
+        } catch (...) {
+          sequence->cancel();
           return false;
-        sink.done();
-        return true;
+        }
       },
       [sequence, flight](bool) { sequence->cancel(); });
 }
@@ -472,6 +501,17 @@ void HttpServer::Impl::routes() {
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
 
   http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+    // This runs before the body is read: a refusal here closes the connection, so unread body
+    // bytes are never taken for the next request.
+    if (req.method == "POST" && (!req.has_header("Content-Length") ||
+                                 req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos)) {
+      // httplib checks --max-body against Content-Length only: a body without one is refused
+      // rather than read without a bound.
+      sendError(res, apiError(411, "invalid_request_error", "a request body needs a Content-Length header"));
+      res.set_header("Connection", "close");
+      count(req.path, 411);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options.apiKey.empty() || req.path == "/health")
       return httplib::Server::HandlerResponse::Unhandled;
     std::string given = req.get_header_value("Authorization");
@@ -480,6 +520,7 @@ void HttpServer::Impl::routes() {
     ApiError error = apiError(401, "invalid_request_error",
                               given.empty() ? "missing 'Authorization: Bearer <key>'" : "incorrect API key");
     sendError(res, error);
+    res.set_header("Connection", "close");
     count(req.path, 401);
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -496,7 +537,7 @@ void HttpServer::Impl::routes() {
       error.message = "HTTP " + std::to_string(res.status);
     }
     sendError(res, error);
-    count(res.status == 404 ? "other" : req.path, res.status);
+    count(req.path, res.status);
   });
   http.set_exception_handler([this](const httplib::Request &req, httplib::Response &res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -570,10 +611,16 @@ llvm::Error HttpServer::bind() {
 
 void HttpServer::run() { impl_->http.listen_after_bind(); }
 
+void HttpServer::refuseNew() { impl_->stopping.store(true); }
+
 void HttpServer::stop() {
   impl_->stopping.store(true);
-  impl_->http.stop();
+  // httplib asserts on a second stop, and ignores one before its listen loop runs.
+  if (impl_->http.is_running() && !impl_->closed.exchange(true))
+    impl_->http.stop();
 }
+
+bool HttpServer::listening() const { return impl_->http.is_running(); }
 
 int64_t HttpServer::inFlight() const { return impl_->inFlight.load(); }
 

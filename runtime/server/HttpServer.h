@@ -49,11 +49,16 @@ public:
   int port() const { return port_; }
   /// Serves until stop(); returns when the listening socket is closed.
   void run();
-  /// Stops accepting connections (safe from another thread).
+  /// From now on requests get 503 (the listening socket stays open; safe from another thread).
+  void refuseNew();
+  /// Closes the listening socket and ends run() once the running handlers return (safe from
+  /// another thread, idempotent; does nothing before run()'s listen loop has started).
   void stop();
+  /// Whether run()'s listen loop is running.
+  bool listening() const;
   /// Requests being answered now.
   int64_t inFlight() const;
-  /// Whether stop() was called.
+  /// Whether refuseNew() or stop() was called.
   bool stopped() const;
 
 private:

@@ -73,8 +73,9 @@ std::optional<ApiError> readInteger(const Json &body, const char *field, int64_t
     out = int64_t(u);
     return std::nullopt;
   }
+  // double(hi) may round up past hi (2^63 for INT64_MAX): compare below 2^63 strictly.
   if (v.is_number_float() && std::isfinite(d = v.get<double>()) && d == std::floor(d) &&
-      d >= double(lo) && d <= double(hi)) {
+      d >= double(lo) && d <= double(hi) && d < 0x1p63 && d >= -0x1p63) {
     out = int64_t(d);
     return std::nullopt;
   }
@@ -115,6 +116,7 @@ std::optional<ApiError> refuseUnlessNeutral(const Json &body, const char *field)
     return std::nullopt;
   const Json &v = *it;
   bool neutral = (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0) ||
+                 (v.is_string() && v.get_ref<const std::string &>().empty()) ||
                  (v.is_object() && v.empty()) || (v.is_array() && v.empty());
   if (std::string_view(field) == "n" || std::string_view(field) == "best_of")
     neutral = v.is_number() && v.get<double>() == 1;

@@ -392,6 +392,7 @@ BAD_REQUESTS = [
     ("nesting 10000 deep", "POST", "/v1/completions", '{"prompt": ' + "[" * 10000 + "]" * 10000 + "}", None, 400),
     ("body over --max-body", "POST", "/v1/completions", '{"prompt": "' + "a" * 70000 + '"}', None, 413),
     ("unknown endpoint", "GET", "/v1/engines", None, None, 404),
+    ("unknown endpoint with a quote", "GET", "/v1/%22x%0A", None, None, 404),
     ("GET on completions", "GET", "/v1/completions", None, None, 405),
     ("invalid UTF-8 in a string", "POST", "/v1/completions", b'{"prompt": "\xff\xfe"}', None, 400),
 ]
@@ -420,6 +421,19 @@ def test_bad_requests(args, pkg: str) -> None:
         good = sum(1 for _, e, s, shape in rows if e == s and shape)
         check(good == len(rows) and len(rows) >= 30, f"bad requests: {good}/{len(rows)} answered with their status "
                                                      "and an OpenAI error body")
+        # A body without a Content-Length (chunked) is refused before it is read: --max-body
+        # could not bound it.
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n")
+        answer = sock.recv(4096)
+        sock.close()
+        check(answer.startswith(b"HTTP/1.1 411"), f"a chunked body: {answer.splitlines()[0] if answer else b''!r}")
+        m = server.metrics()
+        labels = [k for k in m if k.startswith("helm_requests_total")]
+        check(all(re.search(r'endpoint="(/v1/completions|/v1/chat/completions|/v1/models|/health|/metrics|other)"', k)
+                  for k in labels) and any('endpoint="other",status="404"' in k for k in labels),
+              f"metrics label unknown paths 'other': {len(labels)} series")
         status, _, _ = server.request("GET", "/health")
         alive = server.post("/v1/completions", {"prompt": [1, 2], "max_tokens": 2})[0]
         check(status == 200 and alive == 200, "the server is alive after the bad requests")

@@ -119,27 +119,43 @@ int runServe(const Options &o, int (*startThreads)(const Options &)) {
            << " without --api-key: anyone who can reach this address can use the model\n";
 
   std::atomic<bool> serving{true};
+  auto sleepMs = [](int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
   std::thread signals([&] {
     int signal = 0;
     sigwait(&stopSignals, &signal);
     if (!serving.load())
       return; // the listener ended by itself and woke this thread
-
+    // A second signal ends the process at once, whatever is still running.
+    std::thread([set = stopSignals] {
+      int again = 0;
+      sigwait(&set, &again);
+      _exit(130);
+    }).detach();
     errs() << formatv("helm-rt: {0}: no new requests; running ones have {1} s to finish\n",
                       signal == SIGINT ? "SIGINT" : "SIGTERM", o.shutdownSeconds);
-    server.stop(); // the listening socket closes; handlers already running go on
+    server.refuseNew(); // new requests get 503 while running ones finish
     auto deadline = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(int64_t(o.shutdownSeconds * 1000));
     while (server.inFlight() > 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    // Whatever still runs is cancelled: its stream ends with what it has.
+      sleepMs(20);
+    // Whatever still runs is cancelled: its stream ends with what it has, then [DONE].
     (*scheduler)->stop();
+    for (int i = 0; i < 500 && server.inFlight() > 0; ++i)
+      sleepMs(20);
+    // A signal right after start may come before the listen loop runs, when stopping it would
+    // do nothing: wait for it (or for the listener to have ended by itself).
+    while (!server.listening() && serving.load())
+      sleepMs(10);
+    server.stop();
   });
   server.run();
-  if (serving.exchange(false) && !server.stopped())
+  bool failed = serving.exchange(false) && !server.stopped();
+  if (failed)
     kill(getpid(), SIGTERM); // no signal came: wake the waiting thread (the signal stays blocked)
   signals.join();
   (*scheduler)->stop();
+  if (failed)
+    return fail("the HTTP listener on " + o.host + ":" + Twine(server.port()) + " stopped unexpectedly");
   serve::SchedulerMetrics m = (*scheduler)->metrics();
   errs() << formatv("helm-rt: stopped: {0} sequences finished, {1} cancelled, {2} prompt and {3} "
                     "generated tokens\n",
