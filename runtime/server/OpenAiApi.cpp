@@ -42,6 +42,29 @@ const char *typeName(const Json &v) {
   }
 }
 
+/// A client's string inside an error message: control characters escaped (the message stays one
+/// line) and at most 64 bytes, cut at a character boundary.
+std::string shown(const std::string &value) {
+  std::string out;
+  size_t end = value.size();
+  if (end > 64) {
+    end = 64;
+    while (end > 0 && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80)
+      --end;
+  }
+  for (size_t i = 0; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7F) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += char(c);
+    }
+  }
+  return end < value.size() ? out + "..." : out;
+}
+
 ApiError wrongType(const std::string &field, const char *expected, const Json &got) {
   return invalid("'" + field + "' must be " + expected + ", got " + typeName(got), field);
 }
@@ -150,7 +173,7 @@ std::optional<ApiError> readContent(const Json &content, const std::string &para
     if (type == part.end() || !type->is_string())
       return invalid("'" + where + ".type' must be a string", where + ".type");
     if (type->get<std::string>() != "text")
-      return invalid("content part type '" + type->get<std::string>() +
+      return invalid("content part type '" + shown(type->get<std::string>()) +
                          "' is not supported (text only)",
                      where + ".type");
     auto text = part.find("text");
@@ -184,7 +207,7 @@ std::optional<ApiError> readMessages(const Json &body, CompletionParams &params)
     std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer")
       return invalid("'" + where + ".role' must be system, developer, user, assistant or tool, got '" +
-                         r + "'",
+                         shown(r) + "'",
                      where + ".role");
     auto content = m.find("content");
     std::string text;

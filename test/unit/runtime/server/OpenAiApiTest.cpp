@@ -156,6 +156,16 @@ TEST(OpenAiApi, HostileBodies) {
   EXPECT_EQ(refused(many, true).param, "messages");
 }
 
+TEST(OpenAiApi, ClientTextInMessagesStaysOneLine) {
+  // Found by fuzzing: a role with a newline was echoed into the message as it was.
+  ApiError e = refused(R"({"messages": [{"role": "a\nb\u0000c", "content": "x"}]})", true);
+  EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("a\\x0ab\\x00c"), std::string::npos) << e.message;
+  std::string longRole(1000, 'r');
+  e = refused(R"({"messages": [{"role": ")" + longRole + R"(", "content": "x"}]})", true);
+  EXPECT_LT(e.message.size(), 200u);
+}
+
 TEST(OpenAiApi, StopStrings) {
   std::vector<std::string> stops = {"END", "\n\n"};
   EXPECT_EQ(findStop("abc END x", stops), 4u);
