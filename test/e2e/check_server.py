@@ -310,6 +310,43 @@ def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
               f"{after.get('helm_sequences_cancelled_total')}, KV bytes {after.get('helm_kv_bytes')}")
 
 
+def test_split(args, tmp: Path) -> None:
+    """A split package on the emulated GPU with a paged KV cache of 16-position pages: prompts of
+    several pages are prefilled a page per step, and 8 clients on 4 slots each get their single
+    run's ids; every page is given back when they finish."""
+    pkg = str(tmp / "split.helmpkg")
+    r = subprocess.run([args.helmc, str(Path(args.root) / CORPUS_MODEL), "-q", "-o", pkg,
+                        "--target=emu:rtx4060-laptop", "--force-split=1"], capture_output=True, text=True)
+    if not check(r.returncode == 0, f"helmc --target=emu:rtx4060-laptop --force-split=1: {r.stderr.strip()}"):
+        return
+    prompts = [[(11 * i + 5 * j + 2) % 250 + 1 for j in range(5 + 9 * i)] for i in range(8)]
+    n = 24
+    want = []
+    for p in prompts:
+        cmd = [args.helm_rt, pkg, "--prompt-ids", ",".join(map(str, p)), "-n", str(n), "--temperature", "0",
+               "--emit-ids", "-q", "--ignore-eos", "--kv-page", "16"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()
+        want.append([int(t) for t in out[-1].split(",")])
+    server = Server(args.helm_rt, pkg, "--parallel", "4", "--kv-page", "16")
+    try:
+        def one(i: int):
+            status, _, data = server.post("/v1/completions", {"prompt": prompts[i], "max_tokens": n, "temperature": 0,
+                                                              "ignore_eos": True, "return_token_ids": True})
+            return status, json.loads(data)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(one, range(8)))
+        same = sum(1 for i, (status, body) in enumerate(answers)
+                   if status == 200 and body["choices"][0]["token_ids"] == want[i])
+        check(same == 8, f"split package, paged KV (16 positions a page), prompts of 5-68 tokens: "
+                         f"{same}/8 clients on 4 slots got their single run's ids")
+        m = server.metrics()
+        check(m.get("helm_kv_page_tokens") == 16 and m.get("helm_kv_pages_in_use") == 0
+              and m.get("helm_active_slots") == 0,
+              f"split package: page size {m.get('helm_kv_page_tokens')}, pages in use after {m.get('helm_kv_pages_in_use')}")
+    finally:
+        check(server.stop() == 0, "split server: SIGTERM, status 0")
+
+
 def test_limits(args, pkg: str) -> None:
     # One slot, no queue: while one long request runs, another gets 503 with Retry-After.
     server = Server(args.helm_rt, pkg, "--parallel", "1", "--queue", "0", "--ctx-per-slot", "64")
@@ -470,6 +507,7 @@ def main() -> int:
             test_bad_requests(args, pkg)
             test_limits(args, pkg)
             test_concurrency(args, pkg)
+            test_split(args, tmp)
             test_sigterm_mid_stream(args, pkg)
             test_default_model(args, tmp)
         except Exception as e:  # noqa: BLE001 - report and fail rather than hang the suite
