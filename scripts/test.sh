@@ -27,7 +27,7 @@ if [ "${HELM_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== unit tests under ASan+UBSan"
   cmake --preset asan >/dev/null
   cmake --build build-asan -j "$jobs" --target helm-unit-tests
-  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance|e2e-generation|e2e-quantized|e2e-onnx-quantized|e2e-perplexity|e2e-split-emu|e2e-kv-offload|e2e-gguf|tokenizer-vs-hf)$' --output-on-failure
+  ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan -E '^(lit|import-config-conformance|e2e-generation|e2e-quantized|e2e-onnx-quantized|e2e-perplexity|e2e-split-emu|e2e-kv-offload|e2e-gguf|e2e-server|tokenizer-vs-hf)$' --output-on-failure
 fi
 
 if [ "${HELM_SKIP_FUZZ:-0}" != 1 ]; then
