@@ -99,12 +99,6 @@ Value iteratorOf(std::vector<Value> items, std::string typeName) {
   return Value::fromObject(Value::Kind::Iterator, std::move(it));
 }
 
-bool isIntLike(const Value &v) { return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool; }
-int64_t intOf(const Value &v) { return v.kind() == Value::Kind::Bool ? int64_t(v.asBool()) : v.asInt(); }
-
-[[noreturn]] void failUndefined(const Value &v, int line) {
-  fail(v.asString().empty() ? std::string("an undefined value was used") : v.asString().str(), line);
-}
 
 // jinja2's soft_str: strings (markup included) as they are, anything else through str().
 Value softStr(Renderer &r, const Value &v, int line) {
@@ -236,13 +230,27 @@ std::string pythonPercentFormat(Renderer &renderer, llvm::StringRef format, cons
       arg = args[next++];
     }
     std::string spec = "%" + flags + width + (precision.empty() ? "" : "." + precision);
-    char buffer[512];
+    // printf into `out` whatever the width (up to 9999) and precision (up to 999) make it.
+    auto printed = [&](const std::string &format, auto value) {
+      int n = std::snprintf(nullptr, 0, format.c_str(), value);
+      if (n < 0)
+        fail("unsupported %-format '" + format + "'", line);
+      size_t at = out.size();
+      out.resize(at + size_t(n) + 1);
+      std::snprintf(&out[at], size_t(n) + 1, format.c_str(), value);
+      out.resize(at + size_t(n));
+    };
+    const size_t before = out.size();
     switch (conversion) {
     case 's':
     case 'r': {
       std::string text = conversion == 's' ? toStr(arg) : toRepr(arg);
-      if (!precision.empty())
-        text = text.substr(0, std::stoul(precision));
+      if (!precision.empty()) // Python's precision counts code points
+        text = py::fromCodePoints([&] {
+          std::vector<char32_t> points = py::codePoints(text);
+          points.resize(std::min(points.size(), size_t(std::stoul(precision))));
+          return points;
+        }());
       size_t w = width.empty() ? 0 : std::stoul(width);
       size_t len = py::length(text);
       if (len < w)
@@ -262,9 +270,7 @@ std::string pythonPercentFormat(Renderer &renderer, llvm::StringRef format, cons
         v = int64_t(arg.asFloat());
       else
         fail(std::string("%") + conversion + " format: a real number is required, not " + typeName(arg), line);
-      std::snprintf(buffer, sizeof buffer, (spec + "ll" + (conversion == 'i' ? 'd' : conversion)).c_str(),
-                    static_cast<long long>(v));
-      out += buffer;
+      printed(spec + "ll" + (conversion == 'i' ? 'd' : conversion), static_cast<long long>(v));
       break;
     }
     case 'f':
@@ -280,14 +286,13 @@ std::string pythonPercentFormat(Renderer &renderer, llvm::StringRef format, cons
         v = arg.asFloat();
       else
         fail(std::string("must be real number, not ") + typeName(arg), line);
-      std::snprintf(buffer, sizeof buffer, (spec + conversion).c_str(), v);
-      out += buffer;
+      printed(spec + conversion, v);
       break;
     }
     default:
       fail(std::string("unsupported format character '") + conversion + "'", line);
     }
-    renderer.chargeBytes(out.size() / 16, line);
+    renderer.chargeBytes(out.size() - before, line);
     if (out.size() > renderer.options().maxOutputBytes)
       fail("a formatted string passes the output limit", line);
   }
@@ -344,8 +349,8 @@ std::string pythonStrFormat(Renderer &r, llvm::StringRef format, const std::vect
         fail("Replacement index " + std::to_string(automatic) + " out of range for positional args tuple", line);
       arg = args[automatic++];
     } else if (llvm::all_of(name, llvm::isDigit)) {
-      size_t index = std::stoul(name.str());
-      if (index >= args.size())
+      size_t index;
+      if (name.getAsInteger(10, index) || index >= args.size())
         fail("Replacement index " + name.str() + " out of range for positional args tuple", line);
       arg = args[index];
     } else {
@@ -1066,8 +1071,10 @@ Value filterBody(Renderer &r, llvm::StringRef name, const Value &value, std::vec
     } else {
       std::string filter = requireStr(pos[0], "map's filter name", line);
       std::vector<Value> rest(pos.begin() + 1, pos.end());
-      for (const Value &item : items)
+      for (const Value &item : items) {
+        r.chargeBytes(rest.size() * sizeof(Value), line); // each call gets its own copy
         mapped.push_back(r.applyFilter(filter, item, rest, kw, line));
+      }
     }
     return iteratorOf(std::move(mapped), "generator");
   }
@@ -1340,55 +1347,40 @@ bool testBody(Renderer &r, llvm::StringRef name, const Value &value, std::vector
     return pos.empty() ? kw.front().second : pos[0];
   };
   Value::Kind k = value.kind();
+  // The tests that ask only for the value's kind.
+  auto kindIn = [&](std::initializer_list<Value::Kind> kinds) {
+    noArguments();
+    return llvm::is_contained(kinds, k);
+  };
   if (name == "defined" || name == "undefined") {
     noArguments();
     return (k == Value::Kind::Undefined) == (name == "undefined");
   }
-  if (name == "none") {
-    noArguments();
-    return k == Value::Kind::None;
-  }
-  if (name == "boolean") {
-    noArguments();
-    return k == Value::Kind::Bool;
-  }
+  if (name == "none")
+    return kindIn({Value::Kind::None});
+  if (name == "boolean")
+    return kindIn({Value::Kind::Bool});
   if (name == "true" || name == "false") {
     noArguments();
     return k == Value::Kind::Bool && value.asBool() == (name == "true");
   }
-  if (name == "integer") {
-    noArguments();
-    return k == Value::Kind::Int;
-  }
-  if (name == "float") {
-    noArguments();
-    return k == Value::Kind::Float;
-  }
-  if (name == "number") {
-    noArguments();
-    return k == Value::Kind::Int || k == Value::Kind::Float || k == Value::Kind::Bool;
-  }
-  if (name == "string") {
-    noArguments();
-    return k == Value::Kind::String;
-  }
-  if (name == "mapping") {
-    noArguments();
-    return k == Value::Kind::Dict;
-  }
-  if (name == "iterable") {
-    noArguments();
-    return k == Value::Kind::String || k == Value::Kind::List || k == Value::Kind::Dict ||
-           k == Value::Kind::Iterator || k == Value::Kind::Undefined || k == Value::Kind::Loop;
-  }
-  if (name == "sequence") {
-    noArguments();
-    return k == Value::Kind::String || k == Value::Kind::List || k == Value::Kind::Dict || k == Value::Kind::Undefined;
-  }
-  if (name == "callable") {
-    noArguments();
-    return k == Value::Kind::Callable || k == Value::Kind::Undefined || k == Value::Kind::Loop;
-  }
+  if (name == "integer")
+    return kindIn({Value::Kind::Int});
+  if (name == "float")
+    return kindIn({Value::Kind::Float});
+  if (name == "number")
+    return kindIn({Value::Kind::Int, Value::Kind::Float, Value::Kind::Bool});
+  if (name == "string")
+    return kindIn({Value::Kind::String});
+  if (name == "mapping")
+    return kindIn({Value::Kind::Dict});
+  if (name == "iterable")
+    return kindIn({Value::Kind::String, Value::Kind::List, Value::Kind::Dict, Value::Kind::Iterator,
+                   Value::Kind::Undefined, Value::Kind::Loop});
+  if (name == "sequence")
+    return kindIn({Value::Kind::String, Value::Kind::List, Value::Kind::Dict, Value::Kind::Undefined});
+  if (name == "callable")
+    return kindIn({Value::Kind::Callable, Value::Kind::Undefined, Value::Kind::Loop});
   if (name == "escaped") {
     noArguments();
     return value.isMarkup();
@@ -1535,7 +1527,6 @@ Value callGlobal(Renderer &r, const CallableObject &callee, std::vector<Value> &
     int64_t step = pos.size() == 3 ? intOf(pos[2]) : 1;
     if (step == 0)
       fail("range() arg 3 must not be zero", line);
-    py::SliceBounds b{start, stop, step, 0};
     // len(range(start, stop, step)) in 128-bit arithmetic: the bounds are any int64.
     __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
     __int128 count = span <= 0 ? 0 : (span - 1) / (step > 0 ? __int128(step) : -__int128(step)) + 1;
@@ -1543,8 +1534,9 @@ Value callGlobal(Renderer &r, const CallableObject &callee, std::vector<Value> &
     if (count > 100000)
       fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).", line);
     std::vector<Value> items;
-    for (int64_t i = 0, v = b.start; i < int64_t(count); ++i, v += step)
-      items.push_back(Value::integer(v));
+    // start + i * step is inside [start, stop) for i < count: no intermediate overflows.
+    for (int64_t i = 0; i < int64_t(count); ++i)
+      items.push_back(Value::integer(int64_t(__int128(start) + __int128(i) * step)));
     return r.makeList(std::move(items), false, line);
   }
   if (name == "namespace" || name == "dict") {

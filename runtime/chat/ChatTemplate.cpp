@@ -48,12 +48,4 @@ llvm::Expected<std::string> ChatTemplate::render(const Value &variables, const R
   }
 }
 
-llvm::Expected<std::string> ChatTemplate::render(const llvm::json::Object &variables,
-                                                 const RenderOptions &options) const {
-  auto converted = Value::fromJson(llvm::json::Value(llvm::json::Object(variables)));
-  if (!converted)
-    return converted.takeError();
-  return render(*converted, options);
-}
-
 } // namespace helm::chat

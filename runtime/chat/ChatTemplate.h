@@ -25,7 +25,6 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/JSON.h"
 
 #include <cstddef>
 #include <ctime>
@@ -62,10 +61,8 @@ public:
   static llvm::Expected<ChatTemplate> parse(llvm::StringRef source);
 
   /// Renders with `variables` (messages, add_generation_prompt, bos_token, eos_token, tools, ...)
-  /// bound as the template's names. llvm::json objects have no key order: their keys are visited
-  /// sorted. Use the Value overload with Value::parseJson to keep the order a request gave.
-  llvm::Expected<std::string> render(const llvm::json::Object &variables, const RenderOptions &options = {}) const;
-  /// `variables` must be a dict with string keys. A parsed template is immutable: any number of
+  /// bound as the template's names: a dict with string keys (Value::parseJson keeps a JSON
+  /// object's key order). A parsed template is immutable: any number of
   /// threads may render it at once.
   llvm::Expected<std::string> render(const Value &variables, const RenderOptions &options = {}) const;
 

@@ -40,6 +40,19 @@ struct TemplateError {
 };
 [[noreturn]] void fail(const std::string &message, int line = 0);
 
+/// An undefined value used where a value is needed: its reason ("'x' is undefined"), or `fallback`.
+[[noreturn]] inline void failUndefined(const Value &undefined, int line,
+                                       llvm::StringRef fallback = "an undefined value was used") {
+  llvm::StringRef why = undefined.asString();
+  fail(why.empty() ? fallback.str() : why.str(), line);
+}
+
+/// Python's numeric tower: bool is an int, ints and bools are numbers, and so are floats.
+inline bool isIntLike(const Value &v) { return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool; }
+inline bool isNumeric(const Value &v) { return isIntLike(v) || v.kind() == Value::Kind::Float; }
+inline int64_t intOf(const Value &v) { return v.kind() == Value::Kind::Bool ? int64_t(v.asBool()) : v.asInt(); }
+inline double floatOf(const Value &v) { return v.kind() == Value::Kind::Float ? v.asFloat() : double(intOf(v)); }
+
 //===--- tokens ---------------------------------------------------------------===//
 
 enum class TokenKind { Data, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, End };
@@ -134,11 +147,11 @@ struct TemplateAst {
 /// Parses template text (the caller has checked it is UTF-8). Throws TemplateError.
 std::shared_ptr<const TemplateAst> parseTemplate(llvm::StringRef source);
 
-/// Whether jinja2 has a filter / test of this name, and whether this engine implements it.
+/// Whether jinja2 has a filter / test of this name, and whether this engine implements a filter
+/// (it implements every test).
 bool isJinjaFilter(llvm::StringRef name);
 bool isSupportedFilter(llvm::StringRef name);
 bool isJinjaTest(llvm::StringRef name);
-bool isSupportedTest(llvm::StringRef name);
 
 //===--- runtime objects ------------------------------------------------------===//
 
@@ -147,6 +160,12 @@ struct Scope;
 
 /// jinja2's Namespace: attributes set with `{% set ns.x = ... %}`.
 struct NamespaceObject : Object {
+  ~NamespaceObject() override {
+    std::vector<Value> values;
+    for (auto &attribute : attributes)
+      values.push_back(std::move(attribute.second));
+    releaseValues(std::move(values));
+  }
   std::vector<std::pair<std::string, Value>> attributes;
   Value *find(llvm::StringRef name);
 };
@@ -154,6 +173,11 @@ struct NamespaceObject : Object {
 /// A callable: a global function, a bound method of a str/dict/list, or a macro (with the scope
 /// it was defined in, for the names its body reads).
 struct CallableObject : Object {
+  ~CallableObject() override {
+    std::vector<Value> values;
+    values.push_back(std::move(self));
+    releaseValues(std::move(values));
+  }
   enum class Kind { Global, Method, Macro, LoopCycle, LoopChanged } kind;
   std::string name;
   Value self;                      // Method: the object; LoopCycle, LoopChanged: the loop
@@ -164,6 +188,7 @@ struct CallableObject : Object {
 /// What jinja2's select/map/unique/reverse filters return: a generator, iterable once, always true
 /// and without a length.
 struct IteratorObject : Object {
+  ~IteratorObject() override { releaseValues(std::move(items)); }
   std::vector<Value> items;
   bool consumed = false;
   std::string typeName;
@@ -171,6 +196,11 @@ struct IteratorObject : Object {
 
 /// A for loop's `loop` variable.
 struct LoopObject : Object {
+  ~LoopObject() override {
+    releaseValues(std::move(items));
+    if (lastChanged)
+      releaseValues(std::move(*lastChanged));
+  }
   int64_t index0 = 0, length = 0;
   std::vector<Value> items; // previtem / nextitem
   int64_t depth0 = 0;

@@ -66,7 +66,6 @@ public:
   }
 
 private:
-  llvm::StringRef rest() const { return llvm::StringRef(text_).substr(pos_); }
   bool startsWith(size_t at, llvm::StringRef s) const { return llvm::StringRef(text_).substr(at).starts_with(s); }
 
   size_t findTag(size_t from) const {
@@ -93,12 +92,11 @@ private:
     return p - at;
   }
 
-  static size_t countNewlines(llvm::StringRef s) { return s.count('\n'); }
 
   void emitData(llvm::StringRef data) {
     if (!data.empty())
       tokens_.push_back(Token{TokenKind::Data, data.str(), line_});
-    line_ += int(countNewlines(data));
+    line_ += int(data.count('\n'));
   }
 
   static llvm::StringRef rstripPython(llvm::StringRef s) {
@@ -134,7 +132,7 @@ private:
     }
     if (!kept.empty())
       tokens_.push_back(Token{TokenKind::Data, kept.str(), line_});
-    line_ += int(countNewlines(data));
+    line_ += int(data.count('\n'));
   }
 
   // `{% raw %}...{% endraw %}`: its text is data, whitespace control applied at both ends.
@@ -162,7 +160,7 @@ private:
       return false;
     }
     emitTextBeforeTag(llvm::StringRef(text_).slice(pos_, tag), sign, false);
-    line_ += int(countNewlines(llvm::StringRef(text_).slice(tag, end)));
+    line_ += int(llvm::StringRef(text_).slice(tag, end).count('\n'));
     pos_ = end;
     lineStarting_ = last == '\n';
     // The first `{%[-+]? endraw [-+]?%}` after it.
@@ -195,7 +193,7 @@ private:
         continue;
       }
       emitTextBeforeTag(llvm::StringRef(text_).slice(pos_, q), endSign, false);
-      line_ += int(countNewlines(llvm::StringRef(text_).slice(q, close)));
+      line_ += int(llvm::StringRef(text_).slice(q, close).count('\n'));
       pos_ = close;
       lineStarting_ = closeLast == '\n';
       return true;
@@ -221,7 +219,7 @@ private:
       } else {
         continue;
       }
-      line_ += int(countNewlines(llvm::StringRef(text_).slice(pos_, close)));
+      line_ += int(llvm::StringRef(text_).slice(pos_, close).count('\n'));
       pos_ = close;
       lineStarting_ = last == '\n';
       return;
@@ -267,7 +265,7 @@ private:
       return false;
     }
     tokens_.push_back(Token{block ? TokenKind::BlockEnd : TokenKind::VariableEnd, "", line_});
-    line_ += int(countNewlines(llvm::StringRef(text_).slice(pos_, close)));
+    line_ += int(llvm::StringRef(text_).slice(pos_, close).count('\n'));
     pos_ = close;
     lineStarting_ = last == '\n';
     return true;
@@ -403,7 +401,7 @@ private:
       return false; // no closing quote: an unexpected character, as in jinja2
     llvm::StringRef body = llvm::StringRef(text_).slice(pos_ + 1, p);
     tokens_.push_back(Token{TokenKind::String, decodeStringLiteral(body), line_});
-    line_ += int(countNewlines(body));
+    line_ += int(body.count('\n'));
     pos_ = p + 1;
     return true;
   }

@@ -29,7 +29,8 @@ namespace {
 
 constexpr unsigned kMaxNesting = 256;
 
-// jinja2's builtin filters and tests; those implemented by Builtins.cpp are listed there.
+// jinja2's builtin filters and tests, and the filters this engine implements (Builtins.cpp); every
+// jinja2 test is implemented.
 constexpr llvm::StringLiteral kJinjaFilters[] = {
     "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
     "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
@@ -283,7 +284,7 @@ private:
   std::unique_ptr<Stmt> parseFor() {
     int line = next().line;
     auto s = makeStmt(StmtKind::For, line);
-    s->target = parseAssignTarget(true, false, {"in"});
+    s->target = parseAssignTarget(false, {"in"});
     if (!skipName("in"))
       fail("expected 'in', got " + describe(current()), current().line);
     s->expr = parseTuple(false, {"recursive"}, false);
@@ -322,7 +323,7 @@ private:
 
   std::unique_ptr<Stmt> parseSet() {
     int line = next().line;
-    Target target = parseAssignTarget(true, true, {});
+    Target target = parseAssignTarget(true, {});
     if (skipOperator("=")) {
       auto s = makeStmt(StmtKind::Set, line);
       s->target = std::move(target);
@@ -399,7 +400,7 @@ private:
     while (current().kind != TokenKind::BlockEnd) {
       if (!s->assignments.empty())
         expectOperator(",");
-      Target target = parseAssignTarget(true, false, {});
+      Target target = parseAssignTarget(false, {});
       expectOperator("=");
       s->assignments.emplace_back(std::move(target), parseExpression(true));
     }
@@ -509,10 +510,8 @@ private:
     return tuple;
   }
 
-  Target parseAssignTarget(bool withTuple, bool withNamespace, std::initializer_list<llvm::StringRef> extraEnd) {
-    if (withTuple)
-      return parseTargetTuple(withNamespace, extraEnd, false);
-    return parseTargetPrimary(withNamespace);
+  Target parseAssignTarget(bool withNamespace, std::initializer_list<llvm::StringRef> extraEnd) {
+    return parseTargetTuple(withNamespace, extraEnd, false);
   }
 
   //===--- expressions ------------------------------------------------------===//
@@ -525,8 +524,11 @@ private:
     while (skipName("if")) {
       auto e = make(ExprKind::Conditional, line);
       e->condition = parseOr();
-      if (skipName("else"))
+      if (skipName("else")) {
+        // `a if b else c if d else ...` recurses here without passing parseUnary's guard.
+        NestingGuard guard(*this);
         e->other = parseCondexpr();
+      }
       e->operand = std::move(expr1);
       expr1 = seal(std::move(e));
       line = current().line;
@@ -944,8 +946,6 @@ private:
     auto e = make(ExprKind::Test, line);
     e->name = dottedName();
     e->negated = negated;
-    if (isJinjaTest(e->name) && !isSupportedTest(e->name))
-      fail("unsupported test '" + e->name + "'", line);
     if (isOperator("(")) {
       parseCallArguments(*e);
     } else {
@@ -976,7 +976,6 @@ private:
 bool isJinjaFilter(llvm::StringRef name) { return contains(kJinjaFilters, name); }
 bool isSupportedFilter(llvm::StringRef name) { return contains(kSupportedFilters, name); }
 bool isJinjaTest(llvm::StringRef name) { return contains(kJinjaTests, name); }
-bool isSupportedTest(llvm::StringRef name) { return contains(kJinjaTests, name); }
 
 std::shared_ptr<const TemplateAst> parseTemplate(llvm::StringRef source) {
   Parser parser(tokenize(source));

@@ -1,46 +1,20 @@
 //===- PythonText.cpp - Python's str semantics on UTF-8 text -----------------------===//
 #include "runtime/chat/PythonText.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string.h> // memmem
 
 namespace helm::chat::py {
 
 bool isValidUtf8(llvm::StringRef text) {
-  const auto *bytes = reinterpret_cast<const unsigned char *>(text.data());
-  size_t n = text.size(), i = 0;
-  while (i < n) {
-    unsigned char b = bytes[i];
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t extra;
-    char32_t c, minimum;
-    if ((b & 0xE0) == 0xC0) {
-      extra = 1, c = b & 0x1F, minimum = 0x80;
-    } else if ((b & 0xF0) == 0xE0) {
-      extra = 2, c = b & 0x0F, minimum = 0x800;
-    } else if ((b & 0xF8) == 0xF0) {
-      extra = 3, c = b & 0x07, minimum = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + extra >= n)
-      return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      if ((bytes[i + k] & 0xC0) != 0x80)
-        return false;
-      c = (c << 6) | (bytes[i + k] & 0x3F);
-    }
-    if (c < minimum || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-      return false;
-    i += extra + 1;
-  }
-  return true;
+  // LLVM's check is strict in the same ways: no overlong forms, no surrogates, nothing past U+10FFFF.
+  return llvm::json::isUTF8(text);
 }
 
 char32_t decodeAt(llvm::StringRef text, size_t &pos) {
@@ -661,6 +635,8 @@ SliceBounds sliceIndices(int64_t length, std::optional<int64_t> start, std::opti
     }
     return i;
   };
+  // CPython clamps the step to -sys.maxsize, so -step below cannot overflow.
+  step = std::max(step, -std::numeric_limits<int64_t>::max());
   SliceBounds b;
   b.step = step;
   b.start = clamp(start, step < 0 ? length - 1 : 0);

@@ -75,6 +75,8 @@ std::string formatFloat(double value);
 /// A code-point index range [start, stop) with step, clamped as Python's slice.indices() does.
 struct SliceBounds {
   int64_t start, stop, step, count;
+  /// The i-th index (i < count), computed without an intermediate that could overflow.
+  size_t at(int64_t i) const { return size_t(__int128(start) + __int128(i) * step); }
 };
 SliceBounds sliceIndices(int64_t length, std::optional<int64_t> start, std::optional<int64_t> stop,
                          int64_t step);

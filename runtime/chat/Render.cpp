@@ -39,10 +39,6 @@ namespace {
 // The render running on this thread, for chargeWork and currentStringLimit.
 thread_local Renderer *currentRenderer = nullptr;
 
-[[noreturn]] void failUndefined(const Value &undefined, int line, llvm::StringRef fallback) {
-  llvm::StringRef why = undefined.asString();
-  fail(why.empty() ? fallback.str() : why.str(), line);
-}
 
 std::string objectTypeRepr(const Value &v) {
   if (v.isNone())
@@ -568,10 +564,6 @@ Value Renderer::evalCompare(const Expr &expr, const std::shared_ptr<Scope> &scop
 }
 
 namespace {
-bool isIntLike(const Value &v) { return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool; }
-bool isNumeric(const Value &v) { return isIntLike(v) || v.kind() == Value::Kind::Float; }
-int64_t intOf(const Value &v) { return v.kind() == Value::Kind::Bool ? int64_t(v.asBool()) : v.asInt(); }
-double floatOf(const Value &v) { return v.kind() == Value::Kind::Float ? v.asFloat() : double(intOf(v)); }
 
 [[noreturn]] void unsupportedOperands(const char *op, const Value &a, const Value &b, int line) {
   fail(std::string("unsupported operand type(s) for ") + op + ": '" + typeName(a) + "' and '" + typeName(b) + "'",
@@ -786,8 +778,8 @@ Value Renderer::slice(const Value &object, const Expr &expr, const std::shared_p
     py::SliceBounds b = py::sliceIndices(int64_t(items.size()), start, stop, stride);
     std::vector<Value> out;
     out.reserve(size_t(b.count));
-    for (int64_t i = 0, k = b.start; i < b.count; ++i, k += stride)
-      out.push_back(items[size_t(k)]);
+    for (int64_t i = 0; i < b.count; ++i)
+      out.push_back(items[b.at(i)]);
     return makeList(std::move(out), object.isTuple(), expr.line);
   }
   if (object.isString()) {
@@ -799,14 +791,14 @@ Value Renderer::slice(const Value &object, const Expr &expr, const std::shared_p
       if (stride == 1) {
         out = text.substr(size_t(b.start), size_t(b.count)).str();
       } else {
-        for (int64_t i = 0, k = b.start; i < b.count; ++i, k += stride)
-          out += text[size_t(k)];
+        for (int64_t i = 0; i < b.count; ++i)
+          out += text[b.at(i)];
       }
     } else {
       std::vector<char32_t> points = py::codePoints(text);
       py::SliceBounds b = py::sliceIndices(int64_t(points.size()), start, stop, stride);
-      for (int64_t i = 0, k = b.start; i < b.count; ++i, k += stride)
-        py::appendUtf8(out, points[size_t(k)]);
+      for (int64_t i = 0; i < b.count; ++i)
+        py::appendUtf8(out, points[b.at(i)]);
     }
     Value v = makeString(std::move(out), expr.line);
     return object.isMarkup() ? markup(v.asString().str()) : v;
@@ -994,6 +986,7 @@ std::vector<Value> Renderer::iterate(const Value &value, int line) {
 
 Value Renderer::call(const Value &callee, std::vector<Value> positional,
                      std::vector<std::pair<std::string, Value>> keywords, int line) {
+  DepthGuard guard(*this, line);
   if (callee.isUndefined())
     failUndefined(callee, line, "an undefined value was called");
   if (callee.kind() != Value::Kind::Callable)
@@ -1092,12 +1085,15 @@ Value Renderer::callMacro(const CallableObject &macro, std::vector<Value> positi
 
 Value Renderer::applyFilter(llvm::StringRef name, const Value &value, std::vector<Value> positional,
                             std::vector<std::pair<std::string, Value>> keywords, int line) {
+  // A filter may apply filters (map('map', ...)): each level counts against the nesting limit.
+  DepthGuard guard(*this, line);
   chargeSteps(1, line);
   return filterBody(*this, name, value, positional, keywords, line);
 }
 
 bool Renderer::applyTest(llvm::StringRef name, const Value &value, std::vector<Value> positional,
                          std::vector<std::pair<std::string, Value>> keywords, int line) {
+  DepthGuard guard(*this, line);
   chargeSteps(1, line);
   return testBody(*this, name, value, positional, keywords, line);
 }

@@ -106,10 +106,6 @@ void appendRepr(std::string &out, const Value &v, unsigned depth) {
   appendStr(out, v, depth);
 }
 
-bool isNumeric(const Value &v) {
-  return v.kind() == Value::Kind::Bool || v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Float;
-}
-int64_t intOf(const Value &v) { return v.kind() == Value::Kind::Bool ? int64_t(v.asBool()) : v.asInt(); }
 
 // -1, 0, 1, or 2 when unordered (a NaN); exact between ints and floats, as Python compares them.
 int compareNumbers(const Value &a, const Value &b) {

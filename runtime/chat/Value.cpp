@@ -402,45 +402,6 @@ private:
   size_t pos_ = 0;
 };
 
-Value convertJson(const llvm::json::Value &json, unsigned depth) {
-  switch (json.kind()) {
-  case llvm::json::Value::Null: return Value::none();
-  case llvm::json::Value::Boolean: return Value::boolean(*json.getAsBoolean());
-  case llvm::json::Value::Number:
-    if (auto i = json.getAsInteger())
-      return Value::integer(*i);
-    return Value::number(*json.getAsNumber());
-  case llvm::json::Value::String: {
-    llvm::StringRef s = *json.getAsString();
-    if (!py::isValidUtf8(s))
-      fail("a JSON string is not valid UTF-8");
-    return Value::string(s.str());
-  }
-  case llvm::json::Value::Array: {
-    if (depth >= Value::kMaxDepth)
-      fail("JSON nests deeper than " + std::to_string(Value::kMaxDepth) + " levels");
-    std::vector<Value> items;
-    for (const llvm::json::Value &item : *json.getAsArray())
-      items.push_back(convertJson(item, depth + 1));
-    return Value::list(std::move(items));
-  }
-  case llvm::json::Value::Object: {
-    if (depth >= Value::kMaxDepth)
-      fail("JSON nests deeper than " + std::to_string(Value::kMaxDepth) + " levels");
-    const llvm::json::Object &object = *json.getAsObject();
-    std::vector<llvm::StringRef> keys;
-    for (const auto &entry : object)
-      keys.push_back(entry.first);
-    llvm::sort(keys);
-    std::vector<std::pair<Value, Value>> entries;
-    for (llvm::StringRef key : keys)
-      entries.emplace_back(Value::string(key.str()), convertJson(*object.get(key), depth + 1));
-    return Value::dict(std::move(entries));
-  }
-  }
-  return Value();
-}
-
 llvm::Error toLlvmError(const TemplateError &e) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), e.message);
 }
@@ -459,14 +420,6 @@ llvm::Expected<Value> Value::parseJson(llvm::StringRef text) {
   }
 }
 
-llvm::Expected<Value> Value::fromJson(const llvm::json::Value &json) {
-  try {
-    return convertJson(json, 0);
-  } catch (const TemplateError &e) {
-    return toLlvmError(e);
-  }
-}
-
 llvm::Expected<std::string> Value::toJson() const {
   if (depth() > kMaxDepth) // only a value built by hand can be; writing it would recurse as deep
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -478,6 +431,42 @@ llvm::Expected<std::string> Value::toJson() const {
   } catch (const std::bad_alloc &) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "out of memory writing JSON");
   }
+}
+
+//===--- freeing ------------------------------------------------------------===//
+
+namespace {
+/// The queue of the outermost releaseValues on this thread (null when none runs).
+thread_local std::vector<Value> *releasing = nullptr;
+} // namespace
+
+void releaseValues(std::vector<Value> &&values) {
+  if (releasing) {
+    for (Value &v : values)
+      releasing->push_back(std::move(v));
+    values.clear();
+    return;
+  }
+  std::vector<Value> queue = std::move(values);
+  releasing = &queue;
+  while (!queue.empty()) {
+    Value last = std::move(queue.back());
+    queue.pop_back();
+    // `last` is destroyed here; what its object holds joins the queue instead of recursing.
+  }
+  releasing = nullptr;
+}
+
+DictObject::~DictObject() {
+  if (!holdsReferences)
+    return;
+  std::vector<Value> values;
+  values.reserve(entries.size() * 2);
+  for (auto &[key, value] : entries) {
+    values.push_back(std::move(key));
+    values.push_back(std::move(value));
+  }
+  releaseValues(std::move(values));
 }
 
 } // namespace helm::chat

@@ -10,8 +10,8 @@
 // sharing. Only a namespace changes after it is made (`{% set ns.x = ... %}`).
 //
 // JSON comes in through parseJson, which keeps object keys in their order as json.loads does, so
-// `tools | tojson` writes a tool's keys in the order the request gave them. fromJson takes an
-// llvm::json::Value, whose objects have no order: their keys come out sorted.
+// `tools | tojson` writes a tool's keys in the order the request gave them (the server builds its
+// values from its ordered request JSON directly, runtime/server/ChatPrompt).
 //
 //===----------------------------------------------------------------------------===//
 #ifndef HELM_RUNTIME_CHAT_VALUE_H
@@ -21,7 +21,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
@@ -65,8 +64,6 @@ public:
   /// JSON text to a value: objects keep their key order (dicts), integers that fit int64 are ints,
   /// other numbers floats. Nesting deeper than kMaxDepth is an error.
   static llvm::Expected<Value> parseJson(llvm::StringRef text);
-  /// An llvm::json value (object keys sorted, since llvm::json::Object has no order).
-  static llvm::Expected<Value> fromJson(const llvm::json::Value &json);
   /// json.dumps(value, ensure_ascii=False): separators ", " and ": ". Undefined, namespaces,
   /// callables and iterators are not JSON: an error, as json.dumps raises.
   llvm::Expected<std::string> toJson() const;
@@ -116,6 +113,12 @@ private:
   std::shared_ptr<Object> object_;
 };
 
+/// Destroys `values` without recursing through what they hold. A destructor already freeing
+/// values on this thread takes them into its queue, so a long chain of objects (a namespace
+/// holding a namespace holding ..., built in a loop) is freed in a loop, not on the stack. Objects
+/// that can hold a namespace, iterator, callable or loop free their values through this.
+void releaseValues(std::vector<Value> &&values);
+
 /// The bodies behind Value's kinds.
 struct StringObject : Object {
   explicit StringObject(std::string text) : text(std::move(text)) {}
@@ -123,6 +126,10 @@ struct StringObject : Object {
 };
 
 struct ListObject : Object {
+  ~ListObject() override {
+    if (holdsReferences) // plain data nests at most kMaxDepth: only references can chain on
+      releaseValues(std::move(items));
+  }
   std::vector<Value> items;
   bool tuple = false;
   bool holdsReferences = false;
@@ -130,6 +137,7 @@ struct ListObject : Object {
 };
 
 struct DictObject : Object {
+  ~DictObject() override;
   std::vector<std::pair<Value, Value>> entries;
   bool holdsReferences = false;
   unsigned depth = 1;

@@ -340,6 +340,10 @@ def render_helm(render, template_path, contexts):
         Path(path).unlink()
     if r.returncode != 0:
         message = r.stderr.decode("utf-8", "replace").strip()
+        if r.returncode != 1 or not message:
+            # A refusal is exit 1 with one line; a signal or any other status is a crash, which
+            # must not pass as "refused".
+            raise RuntimeError(f"helm-render-template crashed on {template_path} (exit {r.returncode}): {message[-500:]!r}")
         if "\n" in message:
             raise RuntimeError(f"helm-render-template's error is not one line: {message!r}")
         return message, None

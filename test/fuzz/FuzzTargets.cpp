@@ -10,7 +10,6 @@
 #include "runtime/package/Checksum.h"
 #include "passes/plan/TargetProfile.h"
 #include "runtime/chat/ChatTemplate.h"
-#include "runtime/chat/PythonText.h"
 #include "runtime/package/Package.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "tools/helm-rt/Options.h"
@@ -19,6 +18,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstring>
 #include <ctime>
@@ -335,7 +335,7 @@ void chatTemplateInput(const uint8_t *data, size_t size) {
         __builtin_trap(); // the second render fails where the first succeeded
       continue;
     }
-    if (text->size() > options.maxOutputBytes || !helm::chat::py::isValidUtf8(*text))
+    if (text->size() > options.maxOutputBytes || !llvm::json::isUTF8(*text))
       __builtin_trap();
     if (round == 1 && first != *text)
       __builtin_trap(); // rendering is deterministic
