@@ -86,9 +86,17 @@ private:
   /// The metadata `<arch>.<key>`, or nullptr.
   const gguf::Value *archFind(llvm::StringRef key) const { return file.find(archKey(key)); }
   std::string archKey(llvm::StringRef key) const { return (arch->name + "." + key).str(); }
-  /// `<arch>.<key>`: its value, nullptr when absent and `required` is false, an error when absent
-  /// and required.
-  llvm::Expected<const gguf::Value *> archValue(llvm::StringRef key, bool required) const;
+  /// `<arch>.<key>` as `convert` reads it (given the value and the full key, for messages);
+  /// `fallback` when absent, an error when absent without one.
+  template <typename T, typename Convert>
+  llvm::Expected<T> archNumber(llvm::StringRef key, std::optional<T> fallback, Convert convert) const {
+    const gguf::Value *value = archFind(key);
+    if (value)
+      return convert(*value, archKey(key));
+    if (fallback)
+      return *fallback;
+    return fail("the required key '" + archKey(key) + "' is missing");
+  }
   /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
@@ -112,45 +120,28 @@ private:
   llvm::StringSet<> used;
 };
 
-llvm::Expected<const gguf::Value *> Importer::archValue(llvm::StringRef key, bool required) const {
-  const gguf::Value *value = archFind(key);
-  if (!value && required)
-    return fail("the required key '" + archKey(key) + "' is missing");
-  return value;
-}
-
 llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int64_t> fallback) {
-  auto found = archValue(key, !fallback);
-  if (!found)
-    return found.takeError();
-  if (!*found)
-    return *fallback;
-  const gguf::Value *value = *found;
-  const std::string full = archKey(key);
-  if (value->type == gguf::ValueType::Array)
-    return fail("'" + full + "' is an array (per-layer values), which HELM does not support");
-  std::optional<int64_t> v = value->type == gguf::ValueType::Bool ? std::nullopt : value->asInt();
-  if (!v)
-    return fail("'" + full + "' is a " + gguf::valueTypeName(value->type) + ", not an integer");
-  if (*v <= 0 || *v > (int64_t(1) << 30))
-    return fail(llvm::formatv("'{0}' is {1}, outside 1..2^30", full, *v).str());
-  return *v;
+  return archNumber<int64_t>(key, fallback, [&](const gguf::Value &value, const std::string &full) -> llvm::Expected<int64_t> {
+    if (value.type == gguf::ValueType::Array)
+      return fail("'" + full + "' is an array (per-layer values), which HELM does not support");
+    std::optional<int64_t> v = value.type == gguf::ValueType::Bool ? std::nullopt : value.asInt();
+    if (!v)
+      return fail("'" + full + "' is a " + gguf::valueTypeName(value.type) + ", not an integer");
+    if (*v <= 0 || *v > (int64_t(1) << 30))
+      return fail(llvm::formatv("'{0}' is {1}, outside 1..2^30", full, *v).str());
+    return *v;
+  });
 }
 
 llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<double> fallback) {
-  auto found = archValue(key, !fallback);
-  if (!found)
-    return found.takeError();
-  if (!*found)
-    return *fallback;
-  const gguf::Value *value = *found;
-  const std::string full = archKey(key);
-  std::optional<double> v = value->type == gguf::ValueType::Array ? std::nullopt : value->asFloat();
-  if (!v)
-    return fail("'" + full + "' is a " + gguf::valueTypeName(value->type) + ", not a number");
-  if (!std::isfinite(*v) || *v <= 0)
-    return fail(llvm::formatv("'{0}' is {1}, not a positive number", full, *v).str());
-  return *v;
+  return archNumber<double>(key, fallback, [&](const gguf::Value &value, const std::string &full) -> llvm::Expected<double> {
+    std::optional<double> v = value.type == gguf::ValueType::Array ? std::nullopt : value.asFloat();
+    if (!v)
+      return fail("'" + full + "' is a " + gguf::valueTypeName(value.type) + ", not a number");
+    if (!std::isfinite(*v) || *v <= 0)
+      return fail(llvm::formatv("'{0}' is {1}, not a positive number", full, *v).str());
+    return *v;
+  });
 }
 
 llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {

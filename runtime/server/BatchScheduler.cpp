@@ -94,7 +94,7 @@ Admission BatchScheduler::submit(SequenceRequest request) {
     answer.message = "the prompt is empty (no tokens)";
     return answer;
   }
-  for (int32_t id : request.prompt)
+  for (int64_t id : request.prompt)
     if (id < 0 || id >= info.vocab) {
       answer.status = 400;
       answer.message = "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
@@ -267,11 +267,11 @@ void BatchScheduler::step() {
     const auto &prompt = sequence->request_.prompt;
     int64_t at = sequence->fed_;
     int64_t count = std::min(options_.prefillChunk, int64_t(prompt.size()) - at);
-    std::vector<int64_t> ids(prompt.begin() + at, prompt.begin() + at + count), positions(static_cast<size_t>(count));
+    std::vector<int64_t> positions(static_cast<size_t>(count));
     std::iota(positions.begin(), positions.end(), at);
     int32_t slot = int32_t(s);
     logits_.assign(size_t(vocab), 0.0f);
-    if (llvm::Error e = model_.run(*session_, &slot, &at, ids.data(), positions.data(),
+    if (llvm::Error e = model_.run(*session_, &slot, &at, prompt.data() + at, positions.data(),
                                    logits_.data(), 1, count)) {
       release(*sequence, FinishReason::Error, llvm::toString(std::move(e)));
       break;

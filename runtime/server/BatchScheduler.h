@@ -38,7 +38,7 @@ struct SchedulerOptions {
 };
 
 struct SequenceRequest {
-  std::vector<int32_t> prompt;
+  std::vector<int64_t> prompt; // as the stages take ids; submit() checks them
   int64_t maxTokens = 0; // 0: until the slot is full
   SamplingOptions sampling;
   std::vector<int32_t> stopIds; // end-of-sequence ids

@@ -130,6 +130,49 @@ private:
   bool stopped_ = false, finished_ = false;
 };
 
+/// Where a request's sequence stands, as advance() leaves it.
+struct Progress {
+  bool finished = false;
+  FinishReason reason = FinishReason::None; // the finish_reason, once finished
+  bool timedOut = false;                    // finished by --timeout
+  std::string error;                        // finished by a failure (the model's, the decoder's)
+};
+
+/// Waits up to 100 ms for the sequence once: new tokens go into `text`; a stop string, the
+/// sequence's end, a failure or the deadline finish it (the sequence is cancelled where it would
+/// go on). Returns whether anything changed.
+bool advance(Sequence &sequence, CompletionText &text, Clock::time_point deadline, Progress &progress) {
+  if (Clock::now() > deadline) {
+    sequence.cancel();
+    progress.finished = progress.timedOut = true;
+    return true;
+  }
+  Sequence::Events events;
+  if (!sequence.next(events, std::chrono::milliseconds(100)))
+    return false;
+  if (llvm::Error e = text.add(events.tokens)) {
+    sequence.cancel();
+    progress.finished = true;
+    progress.error = llvm::toString(std::move(e));
+    return true;
+  }
+  if (text.stopped()) {
+    sequence.cancel();
+    progress.finished = true;
+  } else if (events.finished) {
+    progress.finished = true;
+    progress.reason = events.reason;
+    if (events.reason == FinishReason::Error)
+      progress.error = events.error;
+  }
+  if (progress.finished) {
+    text.finish();
+    if (text.stopped()) // also a stop string completed by the decoder's held-back bytes
+      progress.reason = FinishReason::Stop;
+  }
+  return true;
+}
+
 } // namespace
 
 class HttpServer::Impl {
@@ -167,7 +210,7 @@ public:
   std::atomic<bool> stopping{false}, closed{false};
   std::mutex mutex;
   std::map<std::pair<std::string, int>, uint64_t> requests;
-  uint64_t timedOut = 0;
+  std::atomic<uint64_t> timedOut{0};
 };
 
 namespace {
@@ -192,9 +235,12 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
     return refuse(*error);
   CompletionParams params = std::move(std::get<CompletionParams>(parsed));
 
-  // The prompt's ids.
-  std::vector<int32_t> prompt;
-  const int64_t vocab = model.info().vocab;
+  // The prompt's ids; the scheduler checks them against the vocabulary and the slot.
+  SequenceRequest request;
+  auto encode = [&](llvm::StringRef text, bool addSpecialTokens) {
+    std::vector<int32_t> ids = tokenizer->encode(text, addSpecialTokens);
+    request.prompt.assign(ids.begin(), ids.end());
+  };
   if (chat) {
     if (!renderChat)
       return refuse(apiError(400, "invalid_request_error",
@@ -210,31 +256,20 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
                              "messages"));
     // As transformers' apply_chat_template(tokenize=True): the template writes the special
     // tokens itself, so none are added.
-    prompt = tokenizer->encode(*text, /*addSpecialTokens=*/false);
+    encode(*text, /*addSpecialTokens=*/false);
   } else if (params.promptIsIds) {
-    for (int64_t id : params.promptIds) {
-      if (id < 0 || id >= vocab)
-        return refuse(apiError(400, "invalid_request_error",
-                               "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                                   std::to_string(vocab - 1) + ")",
-                               "prompt"));
-      prompt.push_back(int32_t(id));
-    }
+    request.prompt = std::move(params.promptIds);
   } else {
     if (!tokenizer)
       return refuse(apiError(400, "invalid_request_error",
                              "this model has no tokenizer: send the prompt as token ids", "prompt"));
     // As helm-rt -p: the tokenizer's special tokens (a leading BOS) are added.
-    prompt = tokenizer->encode(params.promptText, /*addSpecialTokens=*/true);
+    encode(params.promptText, /*addSpecialTokens=*/true);
   }
-  if (prompt.empty())
-    return refuse(apiError(400, "invalid_request_error", "the prompt encodes to no tokens", "prompt"));
   if (!params.stop.empty() && !tokenizer)
     return refuse(apiError(400, "invalid_request_error",
                            "'stop' matches text, and this model has no tokenizer to decode it", "stop"));
 
-  SequenceRequest request;
-  request.prompt = std::move(prompt);
   request.maxTokens = params.maxTokens;
   request.sampling.temperature = float(params.temperature);
   request.sampling.topK = int(params.topK);
@@ -242,7 +277,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
   request.sampling.seed = params.seed ? *params.seed : std::random_device{}();
   if (!params.ignoreEos)
     request.stopIds = model.info().eosIds;
-  int64_t promptTokens = int64_t(request.prompt.size());
+  const int64_t promptTokens = int64_t(request.prompt.size());
   if (stopping.load())
     return refuse(apiError(503, "server_error", "the server is shutting down"));
   Admission admission = scheduler.submit(std::move(request));
@@ -252,102 +287,78 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
   std::shared_ptr<Sequence> sequence = admission.sequence;
 
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(nextId++);
+  const std::string object = chat ? (params.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   const std::time_t created = std::time(nullptr);
   const std::string modelId = options.modelId;
   const bool returnIds = params.returnTokenIds;
   const auto deadline =
       Clock::now() + std::chrono::milliseconds(int64_t(options.timeoutSeconds * 1000));
-  auto usage = [promptTokens](const CompletionText &text) {
-    int64_t completion = int64_t(text.ids().size());
-    return Json{{"prompt_tokens", promptTokens},
-                {"completion_tokens", completion},
-                {"total_tokens", promptTokens + completion}};
+  const std::string timeoutMessage = "the request did not finish within --timeout " +
+                                     std::to_string(int64_t(options.timeoutSeconds)) + " s";
+  // A response body: id, object, created, model, then `choices` and (with usage) `usage`.
+  auto body = [=](Json choices, const CompletionText *usageOf) {
+    Json out = {{"id", id}, {"object", object}, {"created", created}, {"model", modelId},
+                {"choices", std::move(choices)}};
+    if (usageOf) {
+      int64_t completion = int64_t(usageOf->ids().size());
+      out["usage"] = {{"prompt_tokens", promptTokens},
+                      {"completion_tokens", completion},
+                      {"total_tokens", promptTokens + completion}};
+    }
+    return out;
   };
   auto text = std::make_shared<CompletionText>(tokenizer, params.stop);
 
   if (!params.stream) {
     InFlight guard(inFlight);
-    Sequence::Events events;
-    FinishReason reason = FinishReason::None;
-    for (;;) {
-      if (Clock::now() > deadline) {
-        sequence->cancel();
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          ++timedOut;
-        }
-        return refuse(apiError(504, "server_error", "the request did not finish within --timeout " +
-                                                       std::to_string(int64_t(options.timeoutSeconds)) + " s"));
-      }
-      if (!sequence->next(events, std::chrono::milliseconds(100)))
-        continue;
-      if (llvm::Error e = text->add(events.tokens)) {
-        sequence->cancel();
-        return refuse(apiError(500, "server_error", llvm::toString(std::move(e))));
-      }
-      if (text->stopped()) {
-        sequence->cancel();
-        reason = FinishReason::Stop;
-        break;
-      }
-      if (events.finished) {
-        if (events.reason == FinishReason::Error)
-          return refuse(apiError(500, "server_error", events.error));
-        reason = events.reason;
-        break;
-      }
+    Progress progress;
+    while (!progress.finished)
+      advance(*sequence, *text, deadline, progress);
+    if (progress.timedOut) {
+      ++timedOut;
+      return refuse(apiError(504, "server_error", timeoutMessage));
     }
-    text->finish();
-    if (text->stopped())
-      reason = FinishReason::Stop;
+    if (!progress.error.empty())
+      return refuse(apiError(500, "server_error", progress.error));
     Json choice = {{"index", 0}};
     if (chat)
       choice["message"] = {{"role", "assistant"}, {"content", text->text()}};
     else
       choice["text"] = text->text();
     choice["logprobs"] = nullptr;
-    choice["finish_reason"] = finishReasonName(reason);
+    choice["finish_reason"] = finishReasonName(progress.reason);
     if (returnIds)
       choice["token_ids"] = text->ids();
-    Json body = {{"id", id},
-                 {"object", chat ? "chat.completion" : "text_completion"},
-                 {"created", created},
-                 {"model", modelId},
-                 {"choices", Json::array({std::move(choice)})},
-                 {"usage", usage(*text)}};
-    res.set_content(jsonText(body), "application/json");
+    res.set_content(jsonText(body(Json::array({std::move(choice)}), text.get())), "application/json");
     count(endpoint, 200);
     return;
   }
 
   // Streaming: server-sent events, one per batch of new text, then the finish, usage, [DONE].
   count(endpoint, 200);
-  bool includeUsage = params.includeUsage;
+  const bool includeUsage = params.includeUsage;
   auto chunk = [=](const Json &delta, const char *finish, const std::vector<int32_t> *ids = nullptr) {
     Json choice = {{"index", 0}};
-    if (chat)
+    if (chat) {
       choice["delta"] = delta;
-    else
+    } else {
       choice["text"] = delta.value("content", std::string());
-    if (!chat)
       choice["logprobs"] = nullptr;
+    }
     if (ids)
       choice["token_ids"] = *ids;
     choice["finish_reason"] = finish ? Json(finish) : Json(nullptr);
-    Json body = {{"id", id},
-                 {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                 {"created", created},
-                 {"model", modelId},
-                 {"choices", Json::array({std::move(choice)})}};
-    return "data: " + jsonText(body) + "\n\n";
+    return "data: " + jsonText(body(Json::array({std::move(choice)}), nullptr)) + "\n\n";
   };
   struct StreamState {
-    bool sentRole = false, done = false;
+    bool sentRole = false;
+    Progress progress;
     Clock::time_point lastWrite = Clock::now();
   };
   auto state = std::make_shared<StreamState>();
   auto flight = std::make_shared<InFlight>(inFlight);
   res.set_header("Cache-Control", "no-cache");
+  // httplib calls the provider until sink.done(); each call waits for the sequence once.
   res.set_chunked_content_provider(
       "text/event-stream",
       [=, this](size_t, httplib::DataSink &sink) -> bool {
@@ -365,77 +376,30 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             if (!send(chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr)))
               return false;
           }
-          Sequence::Events events;
-          FinishReason reason = FinishReason::None;
-          bool finished = false;
-          std::string error;
-          // Wait for something to send (or the end); a closed connection is noticed at the next
-          // write, which comes with the next token.
-          while (!finished) {
-            if (Clock::now() > deadline) {
-              sequence->cancel();
-              {
-                std::lock_guard<std::mutex> lock(mutex);
-                ++timedOut;
-              }
-              error = "the request did not finish within --timeout " +
-                      std::to_string(int64_t(options.timeoutSeconds)) + " s";
-              finished = true;
-              break;
-            }
-            if (!sequence->next(events, std::chrono::milliseconds(100))) {
-              // Nothing to send yet (queued, or text held back for a stop string): an SSE comment
-              // each second finds a client that went away, which frees its place at once.
-              if (Clock::now() - state->lastWrite > std::chrono::seconds(1) && !send(": waiting\n\n"))
-                return false;
-              continue;
-            }
-            if (llvm::Error e = text->add(events.tokens)) {
-              error = llvm::toString(std::move(e));
-              sequence->cancel();
-              finished = true;
-              break;
-            }
-            if (text->stopped()) {
-              sequence->cancel();
-              reason = FinishReason::Stop;
-              finished = true;
-            } else if (events.finished) {
-              if (events.reason == FinishReason::Error)
-                error = events.error;
-              reason = events.reason;
-              finished = true;
-            }
-            if (!finished)
-              break; // send what came
+          Progress &progress = state->progress;
+          if (!advance(*sequence, *text, deadline, progress)) {
+            // Nothing to send yet (queued, or text held back for a stop string): an SSE comment
+            // each second finds a client that went away, which frees its place at once.
+            return Clock::now() - state->lastWrite <= std::chrono::seconds(1) || send(": waiting\n\n");
           }
-          if (finished)
-            text->finish();
           std::string piece = text->takeStreamable();
           std::vector<int32_t> newIds = returnIds ? text->takeNewIds() : std::vector<int32_t>();
           if ((!piece.empty() || !newIds.empty()) &&
               !send(chunk(Json{{"content", piece}}, nullptr, returnIds ? &newIds : nullptr)))
             return false;
-          if (!finished)
+          if (!progress.finished)
             return true;
-          if (!error.empty()) {
-            if (!send("data: " + apiError(500, "server_error", error).body() + "\n\n"))
+          if (progress.timedOut)
+            ++timedOut;
+          if (progress.timedOut || !progress.error.empty()) {
+            const std::string &why = progress.timedOut ? timeoutMessage : progress.error;
+            if (!send("data: " + apiError(500, "server_error", why).body() + "\n\n"))
               return false;
           } else {
-            if (text->stopped())
-              reason = FinishReason::Stop;
-            if (!send(chunk(Json::object(), finishReasonName(reason))))
+            if (!send(chunk(Json::object(), finishReasonName(progress.reason))))
               return false;
-            if (includeUsage) {
-              Json body = {{"id", id},
-                           {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                           {"created", created},
-                           {"model", modelId},
-                           {"choices", Json::array()},
-                           {"usage", usage(*text)}};
-              if (!send("data: " + jsonText(body) + "\n\n"))
-                return false;
-            }
+            if (includeUsage && !send("data: " + jsonText(body(Json::array(), text.get())) + "\n\n"))
+              return false;
           }
           if (!send("data: [DONE]\n\n"))
             return false;
@@ -466,8 +430,8 @@ std::string HttpServer::Impl::metricsText() {
     for (const auto &[key, n] : requests)
       out += "helm_requests_total{endpoint=\"" + key.first + "\",status=\"" +
              std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
-    metric("helm_requests_timed_out_total", "counter", "Requests cancelled by --timeout.", double(timedOut));
   }
+  metric("helm_requests_timed_out_total", "counter", "Requests cancelled by --timeout.", double(timedOut.load()));
   metric("helm_requests_in_flight", "gauge", "Requests being answered now.", double(inFlight.load()));
   metric("helm_sequences_admitted_total", "counter", "Sequences given a KV slot.", double(m.admitted));
   metric("helm_sequences_finished_total", "counter", "Sequences that ended (stop, length, error).", double(m.finished));

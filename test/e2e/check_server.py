@@ -101,9 +101,10 @@ class Server:
         return self.proc.returncode
 
 
-def single_run(helm_rt: str, package: str, ids: list[int], n: int, ignore_eos: bool = False) -> list[int]:
+def single_run(helm_rt: str, package: str, ids: list[int], n: int, ignore_eos: bool = False,
+               extra: tuple[str, ...] = ()) -> list[int]:
     cmd = [helm_rt, package, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n),
-           "--temperature", "0", "--emit-ids", "-q"]
+           "--temperature", "0", "--emit-ids", "-q", *extra]
     if ignore_eos:
         cmd.append("--ignore-eos")
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -147,7 +148,7 @@ def test_default_model(args, tmp: Path) -> None:
     template_text = (Path(args.root) / "models/default/chat_template.jinja").read_text()
     eos = {0, 2}
 
-    server = Server(args.helm_rt, pkg, "--parallel", "2")
+    server = Server(args.helm_rt, pkg, "--parallel", "2", "--shutdown-timeout", "1")
     try:
         client = OpenAI(base_url=server.base + "/v1", api_key="none", max_retries=0)
         models = client.models.list()
@@ -220,8 +221,9 @@ def test_default_model(args, tmp: Path) -> None:
         a = client.completions.create(model="default", prompt=prompt, max_tokens=12, temperature=0.9, seed=7)
         b = client.completions.create(model="default", prompt=prompt, max_tokens=12, temperature=0.9, seed=7)
         check(a.choices[0].text == b.choices[0].text, "completions: the same seed gives the same sample")
+        test_sigterm_mid_stream(server, ids)
     finally:
-        check(server.stop() == 0, "default model: SIGTERM ends the server with status 0")
+        check(server.stop() == 0, "default model: the server exited with status 0")
 
 
 def compile_corpus(args, tmp: Path) -> str:
@@ -278,36 +280,33 @@ def test_concurrency(args, pkg: str) -> None:
 
 def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
     """A client that goes away mid-stream: its sequence is cancelled and its slot freed."""
-    if True:
-
-        # A client that goes away mid-stream: its sequence is cancelled and its slot freed.
-        before = server.metrics()
-        sock = socket.create_connection(("127.0.0.1", server.port))
-        body = json.dumps({"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "stream": True,
-                           "return_token_ids": True})
-        sock.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
-        got = b""
-        sock.settimeout(60)
-        while got.count(b"data: ") < 3:
-            more = sock.recv(4096)
-            if not more:
-                break
-            got += more
-        during = server.metrics()
-        sock.close()
-        deadline = time.time() + 20
+    before = server.metrics()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    body = json.dumps({"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "stream": True,
+                       "return_token_ids": True})
+    sock.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    got = b""
+    sock.settimeout(60)
+    while got.count(b"data: ") < 3:
+        more = sock.recv(4096)
+        if not more:
+            break
+        got += more
+    during = server.metrics()
+    sock.close()
+    deadline = time.time() + 20
+    after = server.metrics()
+    while time.time() < deadline and after.get("helm_active_slots", 1) != 0:
+        time.sleep(0.05)
         after = server.metrics()
-        while time.time() < deadline and after.get("helm_active_slots", 1) != 0:
-            time.sleep(0.05)
-            after = server.metrics()
-        check(during.get("helm_active_slots") == 1 and during.get("helm_kv_bytes", 0) > before.get("helm_kv_bytes", 0),
-              f"mid-stream: 1 active slot holding {during.get('helm_kv_bytes')} KV bytes")
-        check(after.get("helm_active_slots") == 0
-              and after.get("helm_sequences_cancelled_total", 0) == before.get("helm_sequences_cancelled_total", 0) + 1
-              and after.get("helm_kv_bytes", 1) == 0,
-              f"after the disconnect: active {after.get('helm_active_slots')}, cancelled "
-              f"{after.get('helm_sequences_cancelled_total')}, KV bytes {after.get('helm_kv_bytes')}")
+    check(during.get("helm_active_slots") == 1 and during.get("helm_kv_bytes", 0) > before.get("helm_kv_bytes", 0),
+          f"mid-stream: 1 active slot holding {during.get('helm_kv_bytes')} KV bytes")
+    check(after.get("helm_active_slots") == 0
+          and after.get("helm_sequences_cancelled_total", 0) == before.get("helm_sequences_cancelled_total", 0) + 1
+          and after.get("helm_kv_bytes", 1) == 0,
+          f"after the disconnect: active {after.get('helm_active_slots')}, cancelled "
+          f"{after.get('helm_sequences_cancelled_total')}, KV bytes {after.get('helm_kv_bytes')}")
 
 
 def test_split(args, tmp: Path) -> None:
@@ -321,12 +320,7 @@ def test_split(args, tmp: Path) -> None:
         return
     prompts = [[(11 * i + 5 * j + 2) % 250 + 1 for j in range(5 + 9 * i)] for i in range(8)]
     n = 24
-    want = []
-    for p in prompts:
-        cmd = [args.helm_rt, pkg, "--prompt-ids", ",".join(map(str, p)), "-n", str(n), "--temperature", "0",
-               "--emit-ids", "-q", "--ignore-eos", "--kv-page", "16"]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()
-        want.append([int(t) for t in out[-1].split(",")])
+    want = [single_run(args.helm_rt, pkg, p, n, ignore_eos=True, extra=("--kv-page", "16")) for p in prompts]
     server = Server(args.helm_rt, pkg, "--parallel", "4", "--kv-page", "16")
     try:
         def one(i: int):
@@ -478,19 +472,23 @@ def test_bad_requests(args, pkg: str) -> None:
         check(server.stop() == 0, "bad-request server: SIGTERM, status 0")
 
 
-def test_sigterm_mid_stream(args, pkg: str) -> None:
-    server = Server(args.helm_rt, pkg, "--shutdown-timeout", "1")
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-    conn.request("POST", "/v1/completions", json.dumps({"prompt": [1, 2, 3], "max_tokens": 100000,
+def test_sigterm_mid_stream(server: Server, prompt_ids: list[int]) -> None:
+    """SIGTERM while a long stream runs (the default model, --shutdown-timeout 1): the sequence is
+    cut, its stream still ends with a finish chunk and [DONE], and the server exits 0."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn.request("POST", "/v1/completions", json.dumps({"prompt": prompt_ids, "max_tokens": 2000, "ignore_eos": True,
                                                        "temperature": 0.5, "stream": True}),
                  {"Content-Type": "application/json"})
     resp = conn.getresponse()
     first = resp.readline()
     t0 = time.time()
     code = server.stop()
-    rest = resp.read()
-    check(code == 0 and first.startswith(b"data: ") and b"[DONE]" in rest and time.time() - t0 < 30,
-          f"SIGTERM mid-stream: exit {code}, the stream ended with [DONE] after {time.time() - t0:.1f} s")
+    events = [e for e in [first.decode().strip()] + [line.strip() for line in resp.read().decode().splitlines()] if e]
+    chunks = [json.loads(e[6:]) for e in events if e.startswith("data: {")]
+    finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    check(code == 0 and events[-1] == "data: [DONE]" and finish == ["length"] and len(chunks) < 2000,
+          f"SIGTERM mid-stream: exit {code}, cut after {len(chunks) - 1} of 2000 tokens, finish {finish}, "
+          f"[DONE] {events[-1] == 'data: [DONE]'}, {time.time() - t0:.1f} s")
 
 
 def main() -> int:
@@ -508,7 +506,6 @@ def main() -> int:
             test_limits(args, pkg)
             test_concurrency(args, pkg)
             test_split(args, tmp)
-            test_sigterm_mid_stream(args, pkg)
             test_default_model(args, tmp)
         except Exception as e:  # noqa: BLE001 - report and fail rather than hang the suite
             check(False, f"unexpected error: {type(e).__name__}: {e}")

@@ -1,13 +1,16 @@
 //===- ServerRequestTarget.cpp - the server's request bodies as a fuzz target ----------===//
 //
-// Kept apart from FuzzTargets.cpp so that only this file includes nlohmann-json.
+// Kept apart from FuzzTargets.cpp so that only this file includes nlohmann-json. The chat
+// messages go through chatVariables, the server's own conversion.
 //
 //===----------------------------------------------------------------------===//
 #include "test/fuzz/FuzzTargets.h"
 
 #include "runtime/chat/ChatTemplate.h"
-#include "runtime/chat/PythonText.h"
+#include "runtime/server/ChatPrompt.h"
 #include "runtime/server/OpenAiApi.h"
+
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <string_view>
@@ -54,25 +57,18 @@ void serverRequestInput(const uint8_t *data, size_t size) {
     __builtin_trap();
   if (!chat)
     return;
-  // The messages as the server hands them to the template: JSON text read back by the engine.
   static const chat::ChatTemplate compiled = [] {
     auto parsed = chat::ChatTemplate::parse(kTemplate);
     if (!parsed)
       __builtin_trap();
     return std::move(*parsed);
   }();
-  Json variables = Json::object();
-  variables["messages"] = Json::array();
-  for (const ChatMessage &message : params.messages)
-    variables["messages"].push_back(message.fields);
-  variables["add_generation_prompt"] = true;
-  auto value = chat::Value::parseJson(variables.dump(-1, ' ', false, Json::error_handler_t::replace));
-  if (!value)
-    __builtin_trap(); // what the parser accepted is JSON the engine reads
+  // The messages as the server hands them to the template.
+  chat::Value variables = chatVariables(params.messages, "<s>", "</s>");
   chat::RenderOptions options;
   options.maxSteps = 200000;
-  auto text = compiled.render(*value, options);
-  if (text ? !chat::py::isValidUtf8(*text) : llvm::toString(text.takeError()).find('\n') != std::string::npos)
+  auto text = compiled.render(variables, options);
+  if (text ? !llvm::json::isUTF8(*text) : llvm::toString(text.takeError()).find('\n') != std::string::npos)
     __builtin_trap();
 }
 

@@ -118,6 +118,8 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
     }
     return "";
   };
+  // The first flag given that goes only with serve, and the first that never does.
+  std::string generateOnlyGiven, serveOnlyGiven;
   for (int i = 1; i < argc; ++i) {
     StringRef a = argv[i];
     std::string inlineValue;
@@ -154,11 +156,11 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
                                             "--prefill-chunk", "--timeout", "--max-body", "--api-key",
                                             "--api-key-file", "--model-name", "--shutdown-timeout"};
     for (const char *flag : generateOnly)
-      if (a == flag)
-        o.generateOnlyFlags.push_back(a.str());
+      if (a == flag && generateOnlyGiven.empty())
+        generateOnlyGiven = a.str();
     for (const char *flag : serveOnly)
-      if (a == flag)
-        o.serveOnlyFlags.push_back(a.str());
+      if (a == flag && serveOnlyGiven.empty())
+        serveOnlyGiven = a.str();
     if (a == "--host") {
       if (!(err = value(o.host)).empty()) return err;
       if (o.host.empty()) return "--host needs an address";
@@ -295,12 +297,12 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
   }
   if (o.infoTensors && !o.info)
     return "--tensors goes with --info";
-  if (o.serve && !o.generateOnlyFlags.empty())
-    return o.generateOnlyFlags.front() +
+  if (o.serve && !generateOnlyGiven.empty())
+    return generateOnlyGiven +
            " does not apply to helm-rt serve (clients send prompts and sampling per request)";
-  if (!o.serve && !o.serveOnlyFlags.empty())
-    return o.serveOnlyFlags.front() + " goes with helm-rt serve (helm-rt serve model.helmpkg " +
-           o.serveOnlyFlags.front() + " ...)";
+  if (!o.serve && !serveOnlyGiven.empty())
+    return serveOnlyGiven + " goes with helm-rt serve (helm-rt serve model.helmpkg " +
+           serveOnlyGiven + " ...)";
   if (!o.apiKey.empty() && !o.apiKeyFile.empty())
     return "give either --api-key or --api-key-file, not both";
   return "";

@@ -47,8 +47,6 @@ struct Options {
   double shutdownSeconds = 10;    // SIGINT/SIGTERM: how long running requests may finish
   uint64_t maxBodyBytes = 1 << 20;
   std::string apiKey, apiKeyFile, modelName;
-  /// Flags given, for the checks that some go only with serve and some never with it.
-  std::vector<std::string> generateOnlyFlags, serveOnlyFlags;
 };
 
 /// The --help text.

@@ -252,7 +252,7 @@ int main(int argc, char **argv) {
   int64_t numTokens = o.numTokens;
   int64_t batch = o.batch;
   float temperature = o.temperature, topP = o.topP;
-  int topK = o.topK, threads = o.threads;
+  int topK = o.topK;
   int64_t seed = o.seed;
   bool ignoreEos = o.ignoreEos, emitIds = o.emitIds, info = o.info, check = o.check,
        quiet = o.quiet;
