@@ -145,7 +145,12 @@ def test_default_model(args, tmp: Path) -> None:
     tok_json = subprocess.run([args.helm_gguf_dump, str(gguf), "--tokenizer-json"], capture_output=True,
                               text=True, check=True).stdout
     tokenizer = Tokenizer.from_str(tok_json)
-    template_text = (Path(args.root) / "models/default/chat_template.jinja").read_text()
+    # The template the GGUF file carries, read by the gguf package (not HELM's reader).
+    import gguf as gguf_py
+    field = gguf_py.GGUFReader(str(gguf)).get_field("tokenizer.chat_template")
+    if not check(field is not None, f"default model: {GGUF} carries tokenizer.chat_template"):
+        return
+    template_text = field.contents()
     eos = {0, 2}
 
     server = Server(args.helm_rt, pkg, "--parallel", "2", "--shutdown-timeout", "1")
