@@ -5,7 +5,8 @@ For each file, both servers run with the same slots (--parallel / -np = the larg
 the same positions per slot and the same threads. For each load of S concurrent streams (1, 4, 16)
 and each round (--runs; the systems interleave within a round, since memory bandwidth here swings
 between minutes), S clients each stream one /v1/completions request at once: its own text prompt,
-greedy, `ignore_eos`, exactly --tokens tokens. Measured per system and load:
+never seen by the server before (so no prompt cache helps), greedy, `ignore_eos`, exactly --tokens
+tokens (checked from the final usage chunk). Measured per system and load:
   aggregate tok/s     all streams' generated tokens / wall time from the first request to the last [DONE]
   TTFT p50            time from a request to its first text chunk
   ITL p50 / p99       time between consecutive text chunks of a stream, over all streams
@@ -79,12 +80,14 @@ class Running:
 def stream_one(port, prompt, tokens):
     """One streamed completion: (start, first chunk time, chunk times, tokens counted)."""
     body = json.dumps({"prompt": prompt, "max_tokens": tokens, "temperature": 0, "stream": True,
-                       "ignore_eos": True})
+                       "ignore_eos": True, "stream_options": {"include_usage": True}})
     t0 = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     resp = conn.getresponse()
-    times = []
+    if resp.status != 200:
+        raise RuntimeError(f"port {port}: status {resp.status}: {resp.read()[:300]!r}")
+    times, generated = [], None
     for raw in resp:
         line = raw.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
@@ -93,14 +96,23 @@ def stream_one(port, prompt, tokens):
         choices = event.get("choices") or []
         if choices and choices[0].get("text"):
             times.append(time.monotonic())
+        if event.get("usage"):
+            generated = event["usage"]["completion_tokens"]
     conn.close()
+    # Both systems must generate exactly the tokens asked for, or tok/s would compare different work.
+    if generated != tokens:
+        raise RuntimeError(f"port {port}: a stream generated {generated} tokens, not {tokens}")
     return t0, times
 
 
-def run_load(port, streams, tokens):
+def run_load(port, streams, tokens, tag):
+    """S streams at once. Each prompt starts with `tag` and the stream's number, so no request shares
+    more than the first token or two with an earlier one: llama-server's prompt cache (on by default)
+    cannot skip a prefill that helm must do, and both systems get the same prompts."""
     with concurrent.futures.ThreadPoolExecutor(streams) as pool:
         start = time.monotonic()
-        results = list(pool.map(lambda i: stream_one(port, PROMPTS[i % len(PROMPTS)], tokens), range(streams)))
+        results = list(pool.map(lambda i: stream_one(port, f"{tag}.{i}. {PROMPTS[i % len(PROMPTS)]}", tokens),
+                                range(streams)))
         end = time.monotonic()
     ttft = [times[0] - t0 for t0, times in results if times]
     itl = [b - a for _, times in results for a, b in zip(times, times[1:])]
@@ -149,9 +161,9 @@ def main():
                     port = free_port()
                     server = start(port)
                     try:
-                        run_load(port, 1, 8)  # warm-up
+                        run_load(port, 1, 8, "Warm-up")
                         for s in streams:
-                            m = run_load(port, s, args.tokens)
+                            m = run_load(port, s, args.tokens, f"Request {r}.{s}")
                             measured[(name, s)].append(m)
                             log(f"{f.name} round {r + 1} {name} {s} streams: {m['tok_s']:.1f} tok/s, "
                                 f"TTFT {m['ttft_ms']:.0f} ms, ITL p50 {m['itl_p50_ms']:.1f} p99 {m['itl_p99_ms']:.1f} ms")

@@ -6,11 +6,19 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
 #include <random>
+
+#include <dirent.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 namespace helm::rt::serve {
 
@@ -130,6 +138,78 @@ private:
   bool stopped_ = false, finished_ = false;
 };
 
+/// A request's TCP connection, found among this process's sockets: httplib 0.11 hands a handler no
+/// socket, and a non-streaming response writes nothing until it is done, so without this a client
+/// that left would hold its slot until max_tokens or --timeout. The connection is the socket whose
+/// peer is the request's remote address and port and whose local port is the server's (Linux:
+/// /proc/self/fd). A client gone means its end reads EOF or an error, as httplib's own liveness
+/// check in later releases decides; pipelined bytes of a next request read as alive.
+class ClientConnection {
+public:
+  ClientConnection(std::string address, int port, int localPort)
+      : address_(std::move(address)), port_(std::to_string(port)), localPort_(localPort) {}
+
+  /// Whether the client closed or reset the connection. False when its socket cannot be found
+  /// (nothing is cancelled on a guess).
+  bool gone() {
+    if (!searched_) {
+      searched_ = true;
+      fd_ = find();
+    }
+    if (fd_ < 0 || !matches(fd_))
+      return false;
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0)
+      return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+      return true;
+    char byte;
+    ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+private:
+  bool matches(int fd) const {
+    sockaddr_storage peer{}, local{};
+    socklen_t peerLength = sizeof(peer), localLength = sizeof(local);
+    if (::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peerLength) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &localLength) != 0)
+      return false;
+    char host[NI_MAXHOST], service[NI_MAXSERV], localService[NI_MAXSERV];
+    if (::getnameinfo(reinterpret_cast<sockaddr *>(&peer), peerLength, host, sizeof(host), service,
+                      sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr *>(&local), localLength, nullptr, 0, localService,
+                      sizeof(localService), NI_NUMERICSERV) != 0)
+      return false;
+    return address_ == host && port_ == service && std::atoi(localService) == localPort_;
+  }
+
+  int find() const {
+    DIR *dir = ::opendir("/proc/self/fd");
+    if (!dir)
+      return -1;
+    int found = -1;
+    while (dirent *entry = ::readdir(dir)) {
+      char *end = nullptr;
+      long fd = std::strtol(entry->d_name, &end, 10);
+      if (end == entry->d_name || *end != '\0' || fd == ::dirfd(dir))
+        continue;
+      struct stat st;
+      if (::fstat(int(fd), &st) == 0 && S_ISSOCK(st.st_mode) && matches(int(fd))) {
+        found = int(fd);
+        break;
+      }
+    }
+    ::closedir(dir);
+    return found;
+  }
+
+  std::string address_, port_;
+  int localPort_;
+  int fd_ = -1;
+  bool searched_ = false;
+};
+
 /// Where a request's sequence stands, as advance() leaves it.
 struct Progress {
   bool finished = false;
@@ -211,6 +291,8 @@ public:
   std::mutex mutex;
   std::map<std::pair<std::string, int>, uint64_t> requests;
   std::atomic<uint64_t> timedOut{0};
+  std::atomic<uint64_t> clientsGone{0};
+  int localPort = 0; // the port the server listens on, once bound
 };
 
 namespace {
@@ -312,8 +394,23 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
   if (!params.stream) {
     InFlight guard(inFlight);
     Progress progress;
-    while (!progress.finished)
+    ClientConnection client(req.remote_addr, req.remote_port, localPort);
+    Clock::time_point lastLook = Clock::now();
+    while (!progress.finished) {
       advance(*sequence, *text, deadline, progress);
+      if (progress.finished || Clock::now() - lastLook < std::chrono::milliseconds(250))
+        continue;
+      lastLook = Clock::now();
+      if (client.gone()) {
+        // Nobody reads an answer: the slot is freed at the next step. 499 (nginx's "client closed
+        // request") only labels the metric; httplib's write of it fails quietly.
+        sequence->cancel();
+        ++clientsGone;
+        res.status = 499;
+        count(endpoint, 499);
+        return;
+      }
+    }
     if (progress.timedOut) {
       ++timedOut;
       return refuse(apiError(504, "server_error", timeoutMessage));
@@ -369,6 +466,7 @@ void HttpServer::Impl::completions(const httplib::Request &req, httplib::Respons
             if (sink.write(data.data(), data.size()))
               return true;
             sequence->cancel(); // the client went away: its slot is freed at the next step
+            ++clientsGone;
             return false;
           };
           if (chat && !state->sentRole) {
@@ -432,6 +530,9 @@ std::string HttpServer::Impl::metricsText() {
              std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
   }
   metric("helm_requests_timed_out_total", "counter", "Requests cancelled by --timeout.", double(timedOut.load()));
+  metric("helm_requests_client_gone_total", "counter",
+         "Requests whose client left before the answer was complete (their sequence is cancelled).",
+         double(clientsGone.load()));
   metric("helm_requests_in_flight", "gauge", "Requests being answered now.", double(inFlight.load()));
   metric("helm_sequences_admitted_total", "counter", "Sequences given a KV slot.", double(m.admitted));
   metric("helm_sequences_finished_total", "counter", "Sequences that ended (stop, length, error).", double(m.finished));
@@ -563,6 +664,7 @@ llvm::Error HttpServer::bind() {
     if (port_ <= 0)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "cannot listen on " + o.host + " (any port)");
+    impl_->localPort = port_;
     return llvm::Error::success();
   }
   if (!impl_->http.bind_to_port(o.host, o.port))
@@ -570,6 +672,7 @@ llvm::Error HttpServer::bind() {
                                    "cannot listen on " + o.host + ":" + std::to_string(o.port) +
                                        " (in use, or not an address of this machine)");
   port_ = o.port;
+  impl_->localPort = port_;
   return llvm::Error::success();
 }
 

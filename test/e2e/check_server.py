@@ -221,6 +221,7 @@ def test_default_model(args, tmp: Path) -> None:
             check(text == resp.choices[0].message.content, f"chat {k} stream: same content")
 
         test_disconnect(server, ids)
+        test_disconnect_whole(server, ids)
 
         # Sampling with a seed is reproducible.
         a = client.completions.create(model="default", prompt=prompt, max_tokens=12, temperature=0.9, seed=7)
@@ -312,6 +313,42 @@ def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
           and after.get("helm_kv_bytes", 1) == 0,
           f"after the disconnect: active {after.get('helm_active_slots')}, cancelled "
           f"{after.get('helm_sequences_cancelled_total')}, KV bytes {after.get('helm_kv_bytes')}")
+
+
+def test_disconnect_whole(server: Server, prompt_ids: list[int]) -> None:
+    """A client that goes away while waiting for a non-streaming answer (nothing is written to it
+    until the end): the server notices within a second, cancels the sequence and frees the slot,
+    long before the answer would have been done."""
+    before = server.metrics()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    body = json.dumps({"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "ignore_eos": True})
+    sock.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    # Generating: the slot is taken and tokens are being made.
+    deadline = time.time() + 30
+    during = server.metrics()
+    while time.time() < deadline and not (
+            during.get("helm_active_slots") == 1
+            and during.get("helm_generated_tokens_total", 0) >= before.get("helm_generated_tokens_total", 0) + 16):
+        time.sleep(0.02)
+        during = server.metrics()
+    sock.close()
+    closed = time.time()
+    after = server.metrics()
+    while time.time() < closed + 20 and after.get("helm_active_slots", 1) != 0:
+        time.sleep(0.02)
+        after = server.metrics()
+    freed_after = time.time() - closed
+    generated = after.get("helm_generated_tokens_total", 0) - before.get("helm_generated_tokens_total", 0)
+    slot = server.metrics().get("helm_kv_bytes", -1)
+    check(during.get("helm_active_slots") == 1, f"non-streaming: generating in 1 slot ({generated:.0f} tokens in all)")
+    check(after.get("helm_active_slots") == 0 and freed_after < 3
+          and after.get("helm_sequences_cancelled_total", 0) == before.get("helm_sequences_cancelled_total", 0) + 1
+          and after.get("helm_requests_client_gone_total", 0) == before.get("helm_requests_client_gone_total", 0) + 1
+          and slot == 0,
+          f"non-streaming client gone: slot freed {freed_after:.2f} s after the close, cancelled "
+          f"{after.get('helm_sequences_cancelled_total')}, client gone {after.get('helm_requests_client_gone_total')}, "
+          f"KV bytes {slot}")
 
 
 def test_split(args, tmp: Path) -> None:
