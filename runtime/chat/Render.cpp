@@ -664,6 +664,8 @@ Value Renderer::binary(BinaryOp op, const Value &left, const Value &right, int l
       int64_t n = std::max<int64_t>(0, intOf(count));
       size_t unit = sequence.isString() ? sequence.asString().size() : sequence.items().size();
       size_t limit = sequence.isString() ? options_.maxOutputBytes : kMaxListItems;
+      if (unit == 0) // an empty sequence repeated any number of times, at once (not n empty copies)
+        n = 0;
       if (unit && uint64_t(n) > limit / unit)
         fail("a repeated " + typeName(sequence) + " passes the limit of " + std::to_string(limit) +
                  (sequence.isString() ? " bytes" : " items"),

@@ -598,6 +598,25 @@ TEST(ChatTemplateLimits, NumbersAtTheEdges) {
   EXPECT_EQ(render("{{ ('%.300f' % 1.5)|length }}", "{}"), "302");
 }
 
+TEST(ChatTemplateLimits, EmptySequencesRepeatedAtOnce) {
+  // Expected strings from jinja2 3.1.6. An empty sequence times 10^14 is empty, made at once: a loop
+  // over the count ran for minutes (found by the chat-template fuzzer).
+  std::string a, b, c, d, e;
+  double s = secondsFor([&] {
+    a = render("{{ ('' * 100000000000000)|length }}", "{}");
+    b = render("{{ () * 100000000000000 }}", "{}");
+    c = render("{{ [] * 100000000000000 }}", "{}");
+    d = render("{{ 100000000000000 * [] }}", "{}");
+    e = render("{{ 1 + ()* 6 ** 6 ** 3 }}", "{}"); // jinja2: TypeError (int + tuple)
+  });
+  EXPECT_EQ(a, "0");
+  EXPECT_EQ(b, "()");
+  EXPECT_EQ(c, "[]");
+  EXPECT_EQ(d, "[]");
+  EXPECT_EQ(e.rfind("ERROR: ", 0), 0u) << e;
+  EXPECT_LT(s, kQuickly);
+}
+
 TEST(ChatTemplateLimits, DeepNestingAtRunTime) {
   EXPECT_EQ(render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{}"),
             "ERROR: line 1: the template nests deeper than 512 levels at run time (macro calls, blocks and "
