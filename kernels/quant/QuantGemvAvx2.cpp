@@ -141,6 +141,12 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *c
   }
 }
 
+template <BlockFormat F, int MB>
+HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
+                                       const float *const *dx, const float *const *sx, __m256 *acc) {
+  kQuantGroup<F, MB>(p, b0, codes, dx, sx, acc);
+}
+
 } // namespace
 
 const QuantKernels &quantKernelsAvx2() {

@@ -197,6 +197,132 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t 
   }
 }
 
+/// The weight registers of a k-quant super-block in the codes' order: w[h][0] holds the first
+/// 16 codes of sub-blocks 4h..4h+3 (one per 128-bit lane), w[h][1] their second 16, unsigned
+/// (q4_k 0..15, q5_k 0..31, q6_k 0..63 before its -32). q4_k / q5_k keep sub-blocks 2i and 2i + 1
+/// in the low and high nibbles of the same 32 bytes; q6_k keeps 32-code blocks t and t + 2 of each
+/// 128 in the low and high nibbles, with two more bits each in qh.
+template <BlockFormat F> HELM_QAVX512 inline void kQuantWeights(const uint8_t *p, __m512i w[2][2]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  if constexpr (F == BlockFormat::q6_k) {
+    const __m512i low2 = _mm512_set1_epi8(0x03);
+    // Lane t of a half's register is block 4h + t: ql bytes from 128-bit lane (t & 1) * 2 (+ 1 for
+    // the second halves) of the 64 at 64h, the high nibble for t >= 2; qh bits 2t..2t+1.
+    const __m512i shifts = _mm512_set_epi64(0x0006000600060006, 0x0006000600060006, 0x0004000400040004,
+                                            0x0004000400040004, 0x0002000200020002, 0x0002000200020002, 0, 0);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_loadu_si512(p + 64 * h);
+      const __m512i src[2] = {_mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 3, 1))};
+      for (int half = 0; half < 2; ++half) {
+        const __m512i nibbles = _mm512_and_si512(_mm512_mask_srli_epi16(src[half], 0xFFFF0000u, src[half], 4), low4);
+        const __m512i qh = _mm512_broadcast_i32x4(
+            _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KQhOffset + 32 * h + 16 * half)));
+        // 16-bit shifts carry bits of the high byte into the low one; the 2-bit mask drops them.
+        const __m512i top = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shifts), low2), 4);
+        w[h][half] = _mm512_or_si512(nibbles, top);
+      }
+    }
+  } else {
+    const uint8_t *qs = p + (F == BlockFormat::q4_k ? kQ4KQsOffset : kQ5KQsOffset);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+      // Lane j: bytes of 128-bit lane (j / 2) * 2 (+ 1 for the second halves), high nibble for odd j.
+      const __m512i src[2] = {_mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(2, 2, 0, 0)),
+                              _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 3, 1, 1))};
+      for (int half = 0; half < 2; ++half)
+        w[h][half] = _mm512_and_si512(_mm512_mask_srli_epi16(src[half], 0xFF00FF00u, src[half], 4), low4);
+    }
+    if constexpr (F == BlockFormat::q5_k) {
+      // The fifth bit of code i of sub-block j is bit j of qh[i].
+      const __m512i sixteen = _mm512_set1_epi8(16);
+      for (int h = 0; h < 2; ++h) {
+        const int j = 4 * h;
+        const auto bit = [](int k) { return int(0x01010101u << k); };
+        const __m512i bits = _mm512_set_epi32(bit(j + 3), bit(j + 3), bit(j + 3), bit(j + 3), bit(j + 2), bit(j + 2),
+                                              bit(j + 2), bit(j + 2), bit(j + 1), bit(j + 1), bit(j + 1), bit(j + 1),
+                                              bit(j), bit(j), bit(j), bit(j));
+        for (int half = 0; half < 2; ++half) {
+          const __m512i qh = _mm512_broadcast_i32x4(
+              _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ5KQhOffset + 16 * half)));
+          w[h][half] = _mm512_mask_add_epi8(w[h][half], _mm512_test_epi8_mask(qh, bits), w[h][half], sixteen);
+        }
+      }
+    }
+  }
+}
+
+/// The k-quant super-block at p (activation blocks [b0, b0 + 8)) added to acc[m] for the MB rows
+/// of x, as kQuantGroup computes it: the same exact integer sums per activation block, then the
+/// same float operations, so the results are bit-identical; here each block's codes meet the
+/// weights in 512-bit VNNI dot products, 4 per row of x (q6_k: 8, and its per-16 scales).
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
+                                         const float *const *dx, const float *const *sx, __m256 *acc) {
+  __m512i w[2][2];
+  kQuantWeights<F>(p, w);
+  if constexpr (F == BlockFormat::q6_k) {
+    // Lane t of scale[h][half]: the int8 scale of 16-code sub-block 2 (4h + t) + half.
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
+    __m512i scale[2][2];
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        const int base = 8 * h + half;
+        scale[h][half] = _mm512_permutexvar_epi32(
+            _mm512_set_epi32(base + 6, base + 6, base + 6, base + 6, base + 4, base + 4, base + 4, base + 4, base + 2,
+                             base + 2, base + 2, base + 2, base, base, base, base),
+            sc);
+      }
+    const __m512i bias = _mm512_set1_epi8(32);
+    const __m256 d = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m512i dot[2];
+      for (int h = 0; h < 2; ++h) {
+        const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
+        dot[h] = _mm512_setzero_si512();
+        for (int half = 0; half < 2; ++half) {
+          const __m512i cv = _mm512_loadu_si512(c + 64 * half);
+          // (q - 32) . c per four codes: |q . c| <= 4 * 63 * 127, exact in int32, as is the product
+          // with an int8 scale.
+          const __m512i qc = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][half], cv),
+                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, cv));
+          dot[h] = _mm512_add_epi32(dot[h], _mm512_mullo_epi32(qc, scale[h][half]));
+        }
+      }
+      const __m256i isum = reduce8(dot[0], dot[1]);
+      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(dx[m] + b0));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    }
+  } else {
+    // kQuantGroup's scales and mins, lane j = sub-block j.
+    uint32_t packed[3], unpacked[4];
+    std::memcpy(packed, p + kScalesOffset, sizeof packed);
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4s = 0x0f0f0f0f, low2s = 0x03030303;
+    unpacked[0] = packed[0] & low6;
+    unpacked[1] = (packed[2] & low4s) | (((packed[0] >> 6) & low2s) << 4);
+    unpacked[2] = packed[1] & low6;
+    unpacked[3] = ((packed[2] >> 4) & low4s) | (((packed[1] >> 6) & low2s) << 4);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(unpacked));
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+    const __m256 dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)),
+                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m512i dot[2];
+      for (int h = 0; h < 2; ++h) {
+        const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
+        dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], _mm512_loadu_si512(c)),
+                                     w[h][1], _mm512_loadu_si512(c + 64));
+      }
+      const __m256i isum = reduce8(dot[0], dot[1]);
+      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(dx[m] + b0));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(sx[m] + b0)));
+    }
+  }
+}
+
 } // namespace
 
 const QuantKernels &quantKernelsAvx512Vnni() {

@@ -6,9 +6,11 @@
 //                                  QuantizedX layout (AVX2: in order; AVX-512: interleaved halves);
 //   dotU8S8(u, s)                  eight int32 sums of four u8 x s8 products, exact for the ranges
 //                                  used here (AVX2: maddubs + madd; AVX-512: 256-bit VNNI);
-//   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1.
+//   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1;
+//   pathKQuantGroup<F, MB>(...)    the path's kernel for a k-quant super-block: AVX2 forwards to
+//                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI.
 // This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
-// integer dot products on both paths) and the loop over rows, groups and the tail. Everything is in
+// integer dot products) and the loop over rows, groups and the tail. Everything is in
 // an anonymous namespace: each including file gets its own copy, compiled for its target.
 //
 // The arithmetic is QuantGemvImpl.h's, lane j = sub-block j of the super-block.
@@ -36,6 +38,9 @@ HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
                                      const int32_t *const *xsum, const float *const *sx, __m256 *acc);
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
+                                         const float *const *dx, const float *const *sx, __m256 *acc);
 
 /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
 HELM_QTARGET inline float hsumOrder(__m256 acc) {
@@ -187,7 +192,7 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
       const uint8_t *gp = row + g * gb;
       prefetchAhead<F>(gp);
       if constexpr (isKQuant(F))
-        kQuantGroup<F, MB>(gp, g * kLanes, codes, dx, sx, acc);
+        pathKQuantGroup<F, MB>(gp, g * kLanes, codes, dx, sx, acc);
       else
         legacyGroup<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
     }
