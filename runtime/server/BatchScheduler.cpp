@@ -256,25 +256,17 @@ void BatchScheduler::step() {
     metrics_.queued = int64_t(queue_.size());
   }
 
-  // Prefill, round-robin over the prompts still prefilling: one chunk (at most --prefill-chunk
-  // tokens, page-aligned for a paged cache), then more chunks of other prompts while the step's
-  // prefill stays within one chunk's tokens. So a long prompt delays the running sequences by at
-  // most a chunk per step, and short prompts that arrive together are all prefilled in one step
-  // (the running sequences wait once, not once per newcomer). A chunk is never cut to fit.
+  // One prefill chunk, for the next prefilling slot in round-robin order.
   const size_t n = slots_.size();
-  int64_t budget = options_.prefillChunk;
-  for (size_t k = 0; k < n && budget > 0; ++k) {
+  for (size_t k = 0; k < n; ++k) {
     size_t s = (nextPrefill_ + k) % n;
     std::shared_ptr<Sequence> sequence = slots_[s];
     if (!sequence || sequence->fed_ >= sequence->promptTokens())
       continue;
+    nextPrefill_ = (s + 1) % n;
     const auto &prompt = sequence->request_.prompt;
     int64_t at = sequence->fed_;
     int64_t count = std::min(options_.prefillChunk, int64_t(prompt.size()) - at);
-    if (budget < options_.prefillChunk && count > budget)
-      break; // the first chunk of the next step
-    budget -= count;
-    nextPrefill_ = (s + 1) % n;
     std::vector<int64_t> positions(static_cast<size_t>(count));
     std::iota(positions.begin(), positions.end(), at);
     int32_t slot = int32_t(s);
@@ -282,7 +274,7 @@ void BatchScheduler::step() {
     if (llvm::Error e = model_.run(*session_, &slot, &at, prompt.data() + at, positions.data(),
                                    logits_.data(), 1, count)) {
       release(*sequence, FinishReason::Error, llvm::toString(std::move(e)));
-      continue;
+      break;
     }
     sequence->fed_ += count;
     {
@@ -291,6 +283,7 @@ void BatchScheduler::step() {
     }
     if (sequence->fed_ == sequence->promptTokens())
       accept(*sequence, sequence->sampler_.sample(logits_.data(), vocab));
+    break;
   }
 
   // One decode step for every sequence past its prompt.

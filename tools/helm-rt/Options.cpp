@@ -80,9 +80,8 @@ helm-rt serve: an OpenAI-compatible HTTP server (docs/server.md) with continuous
   --ctx-per-slot N        positions per slot, prompt and completion (default: the package's
                           context limit)
   --queue N               requests that may wait for a slot; more get 503 (default 64)
-  --prefill-chunk N       prompt tokens prefilled per step (one prompt's chunk, or several
-                          short prompts), so a long prompt delays the running sequences by
-                          one chunk per step (default 256)
+  --prefill-chunk N       prompt tokens prefilled per step, so a long prompt delays the
+                          running sequences by one chunk per step (default 256)
   --timeout S             seconds a request may take (default 600)
   --max-body BYTES        largest request body, e.g. 1MiB (default); larger: 413
   --api-key KEY           require 'Authorization: Bearer KEY' (all endpoints but /health)
