@@ -87,6 +87,16 @@ for t in "${targets[@]}"; do
   existing=()
   for d in "${seed_dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
   log="$state/last-run.log"
+  # Artifacts that an interrupted earlier run left behind are reported as that run's, before this
+  # one starts (they still make the script fail), so the summary counts only this run's findings.
+  for f in "$state"/artifacts/*; do
+    [ -f "$f" ] || continue
+    mkdir -p "test/fuzz/regressions/$t"
+    cp "$f" "test/fuzz/regressions/$t/"
+    echo "   left by an earlier, interrupted run: $f -> test/fuzz/regressions/$t/$(basename "$f")"
+    rm -f "$f"
+    findings=$((findings + 1))
+  done
   echo "== $t: ${minutes} min, max_len ${max_len}, corpus $state/corpus"
   # One process by default; with --jobs J > 1, libFuzzer's parallel mode (its parent copies each
   # worker's log to its own output, so $log has them all once; the fuzz-<n>.log files are removed).
