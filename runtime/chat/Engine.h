@@ -318,6 +318,7 @@ private:
   RenderOptions options_;
   size_t steps_ = 0, bytes_ = 0;
   unsigned depth_ = 0;
+  unsigned filterDepth_ = 0; // filters applied by filters (map('map', ...)), see applyFilter
   // The only objects that can close a reference cycle, which shared_ptr alone would never free: a
   // macro holds the scope it was defined in (which holds the macro), and a namespace can be given
   // a value that leads back to it (`{% set ns.me = ns %}`). Every cycle passes through a captured
@@ -327,6 +328,7 @@ private:
   std::vector<std::shared_ptr<NamespaceObject>> namespaces_;
 
   friend class DepthGuard;
+  friend class FilterDepthGuard;
 };
 
 /// The global functions transformers gives templates (raise_exception, strftime_now, namespace,

@@ -35,6 +35,23 @@ private:
   Renderer &renderer_;
 };
 
+/// Filters applied by filters (map('map', 'map', ...)) stop at kMaxFilterDepth levels, well
+/// before the nesting limit: each level is a frame of filterBody, which is large (under ASan 512
+/// of them overflow an 8 MiB stack), and real templates nest them a level or two.
+class FilterDepthGuard {
+public:
+  static constexpr unsigned kMaxFilterDepth = 64;
+  FilterDepthGuard(Renderer &renderer, int line) : renderer_(renderer) {
+    if (renderer_.filterDepth_ >= kMaxFilterDepth)
+      fail("filters applied by filters nest deeper than " + std::to_string(kMaxFilterDepth) + " levels", line);
+    ++renderer_.filterDepth_;
+  }
+  ~FilterDepthGuard() { --renderer_.filterDepth_; }
+
+private:
+  Renderer &renderer_;
+};
+
 namespace {
 // The render running on this thread, for chargeWork and currentStringLimit.
 thread_local Renderer *currentRenderer = nullptr;
@@ -1087,8 +1104,10 @@ Value Renderer::callMacro(const CallableObject &macro, std::vector<Value> positi
 
 Value Renderer::applyFilter(llvm::StringRef name, const Value &value, std::vector<Value> positional,
                             std::vector<std::pair<std::string, Value>> keywords, int line) {
-  // A filter may apply filters (map('map', ...)): each level counts against the nesting limit.
+  // A filter may apply filters (map('map', ...)): each level counts against the nesting limit,
+  // and against the shorter limit of filters in filters.
   DepthGuard guard(*this, line);
+  FilterDepthGuard filterGuard(*this, line);
   chargeSteps(1, line);
   return filterBody(*this, name, value, positional, keywords, line);
 }

@@ -573,13 +573,15 @@ TEST(ChatTemplateLimits, LongChainsAreFreedWithoutRecursion) {
                      "{}"),
               "ok")
         << link;
-  // A filter that applies filters counts against the nesting limit (map('map', 'map', ...)).
+  // Filters that apply filters (map('map', 'map', ...)) stop at 64 levels (the stack under ASan
+  // overflowed before the general nesting limit of 512); a few levels work.
   std::string maps = "{{ ['a']|map(";
   for (int i = 0; i < 4000; ++i)
     maps += "'map',";
   maps += "'upper')|list }}";
-  EXPECT_EQ(render(maps, "{}").rfind("ERROR: line 1: the template nests deeper than 512 levels", 0), 0u)
-      << render(maps, "{}").substr(0, 200);
+  EXPECT_EQ(render(maps, "{}"), "ERROR: line 1: filters applied by filters nest deeper than 64 levels");
+  // jinja2 3.1.6 renders this as "[['A']]".
+  EXPECT_EQ(render("{{ [['a']]|map('map', 'upper')|map('list')|list }}", "{}"), "[['A']]");
 }
 
 TEST(ChatTemplateLimits, NumbersAtTheEdges) {
