@@ -70,6 +70,21 @@ for t in "${targets[@]}"; do
   cmake --build build-fuzz -j "${HELM_JOBS:-2}" --target "$(exe_of "$t")"
 done
 
+# collect_artifacts TARGET STATE LABEL: moves the target's libFuzzer artifacts into its regression
+# folder, one line each on stderr, and prints how many there were.
+collect_artifacts() {
+  local n=0 f
+  for f in "$2"/artifacts/*; do
+    [ -f "$f" ] || continue
+    mkdir -p "test/fuzz/regressions/$1"
+    cp "$f" "test/fuzz/regressions/$1/"
+    echo "   $3: $f -> test/fuzz/regressions/$1/$(basename "$f")" >&2
+    rm -f "$f"
+    n=$((n + 1))
+  done
+  echo "$n"
+}
+
 findings=0
 summary=()
 for t in "${targets[@]}"; do
@@ -89,14 +104,8 @@ for t in "${targets[@]}"; do
   log="$state/last-run.log"
   # Artifacts that an interrupted earlier run left behind are reported as that run's, before this
   # one starts (they still make the script fail), so the summary counts only this run's findings.
-  for f in "$state"/artifacts/*; do
-    [ -f "$f" ] || continue
-    mkdir -p "test/fuzz/regressions/$t"
-    cp "$f" "test/fuzz/regressions/$t/"
-    echo "   left by an earlier, interrupted run: $f -> test/fuzz/regressions/$t/$(basename "$f")"
-    rm -f "$f"
-    findings=$((findings + 1))
-  done
+  left="$(collect_artifacts "$t" "$state" "left by an earlier, interrupted run")"
+  findings=$((findings + left))
   echo "== $t: ${minutes} min, max_len ${max_len}, corpus $state/corpus"
   # One process by default; with --jobs J > 1, libFuzzer's parallel mode (its parent copies each
   # worker's log to its own output, so $log has them all once; the fuzz-<n>.log files are removed).
@@ -112,15 +121,7 @@ for t in "${targets[@]}"; do
   # awk alone: a log without the lines (a fuzzer that died at start) gives 0, not a failed pipe.
   execs="$(awk '/^stat::number_of_executed_units/ {s += $2} END {print s + 0}' "$log")"
   cov="$(awk '{for (i = 1; i < NF; ++i) if ($i == "cov:") c = $(i + 1)} END {print c + 0}' "$log")"
-  new_findings=0
-  for f in "$state"/artifacts/*; do
-    [ -f "$f" ] || continue
-    mkdir -p "test/fuzz/regressions/$t"
-    cp "$f" "test/fuzz/regressions/$t/"
-    echo "   finding: $f -> test/fuzz/regressions/$t/$(basename "$f")"
-    rm -f "$f"
-    new_findings=$((new_findings + 1))
-  done
+  new_findings="$(collect_artifacts "$t" "$state" "finding")"
   if [ "$rc" -ne 0 ] && [ "$new_findings" -eq 0 ]; then
     echo "   $exe exited $rc without an artifact; see $log" >&2
     new_findings=1
