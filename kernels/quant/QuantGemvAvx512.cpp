@@ -295,18 +295,8 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     }
   } else {
-    // kQuantGroup's scales and mins, lane j = sub-block j.
-    uint32_t packed[3], unpacked[4];
-    std::memcpy(packed, p + kScalesOffset, sizeof packed);
-    constexpr uint32_t low6 = 0x3f3f3f3f, low4s = 0x0f0f0f0f, low2s = 0x03030303;
-    unpacked[0] = packed[0] & low6;
-    unpacked[1] = (packed[2] & low4s) | (((packed[0] >> 6) & low2s) << 4);
-    unpacked[2] = packed[1] & low6;
-    unpacked[3] = ((packed[2] >> 4) & low4s) | (((packed[1] >> 6) & low2s) << 4);
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(unpacked));
-    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
-    const __m256 dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)),
-                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+    __m256 dsc, dmn;
+    kQuantScalesMins(p, dsc, dmn);
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
       __m512i dot[2];

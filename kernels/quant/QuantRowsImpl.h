@@ -79,6 +79,22 @@ HELM_QTARGET inline __m256i q6TopBits(__m256i qh, int shift, __m256i low2) {
   return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4);
 }
 
+/// A q4_k / q5_k super-block's eight sub-block scales and mins as f32 lanes, lane j = sub-block j:
+/// dsc = d * scale_j, dmn = dmin * min_j (unpackScaleMin for all eight at once, on 32-bit words:
+/// bytes 0-7 of `unpacked` are the scales, bytes 8-15 the mins).
+HELM_QTARGET inline void kQuantScalesMins(const uint8_t *p, __m256 &dsc, __m256 &dmn) {
+  uint32_t packed[3], unpacked[4];
+  std::memcpy(packed, p + kScalesOffset, sizeof packed);
+  constexpr uint32_t low6 = 0x3f3f3f3f, low4s = 0x0f0f0f0f, low2s = 0x03030303;
+  unpacked[0] = packed[0] & low6;
+  unpacked[1] = (packed[2] & low4s) | (((packed[0] >> 6) & low2s) << 4);
+  unpacked[2] = packed[1] & low6;
+  unpacked[3] = ((packed[2] >> 4) & low4s) | (((packed[1] >> 6) & low2s) << 4);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(unpacked));
+  dsc = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+  dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+}
+
 /// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
@@ -134,19 +150,8 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const int8_t 
         wv[j] = _mm256_or_si256(wv[j], _mm256_and_si256(set, sixteen));
       }
     }
-    // unpackScaleMin for all eight sub-blocks at once, on 32-bit words: bytes 0-7 of `unpacked`
-    // are the scales, bytes 8-15 the mins.
-    uint32_t packed[3], unpacked[4];
-    std::memcpy(packed, p + kScalesOffset, sizeof packed);
-    constexpr uint32_t low6 = 0x3f3f3f3f, low4s = 0x0f0f0f0f, low2s = 0x03030303;
-    unpacked[0] = packed[0] & low6;
-    unpacked[1] = (packed[2] & low4s) | (((packed[0] >> 6) & low2s) << 4);
-    unpacked[2] = packed[1] & low6;
-    unpacked[3] = ((packed[2] >> 4) & low4s) | (((packed[1] >> 6) & low2s) << 4);
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(unpacked));
-    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
-    const __m256 dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)),
-                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+    __m256 dsc, dmn;
+    kQuantScalesMins(p, dsc, dmn);
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
       __m256i prod[8];
