@@ -24,10 +24,12 @@ namespace helm::chat {
 class DepthGuard {
 public:
   DepthGuard(Renderer &renderer, int line) : renderer_(renderer) {
-    if (++renderer_.depth_ > renderer_.options_.maxDepth)
+    // Checked before counting: a failing constructor runs no destructor to count back.
+    if (renderer_.depth_ >= renderer_.options_.maxDepth)
       fail("the template nests deeper than " + std::to_string(renderer_.options_.maxDepth) +
                " levels at run time (macro calls, blocks and expressions)",
            line);
+    ++renderer_.depth_;
   }
   ~DepthGuard() { --renderer_.depth_; }
 
