@@ -78,7 +78,8 @@ class Running:
 
 
 def stream_one(port, prompt, tokens):
-    """One streamed completion: (start, first chunk time, chunk times, tokens counted)."""
+    """One streamed completion: (start time, the times of its text chunks); fails unless it
+    generated exactly `tokens` tokens."""
     body = json.dumps({"prompt": prompt, "max_tokens": tokens, "temperature": 0, "stream": True,
                        "ignore_eos": True, "stream_options": {"include_usage": True}})
     t0 = time.monotonic()
