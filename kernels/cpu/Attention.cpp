@@ -343,6 +343,75 @@ ItemScratch &itemScratch() {
   return s;
 }
 
+/// Merges one page's result for work item (kv head g, query rows [s0, s1)) -- its (m_p, l_p, o_p)
+/// per query in `page` -- into the running (m, l, o) of those queries (query q = row * heads +
+/// head at index q - firstQuery; o has headDim floats each):
+///   m' = max(m, m_p), a = l e^(m - m'), b = l_p e^(m_p - m'), o' = (a o + b o_p) / (a + b).
+/// The first page a query sees is taken as it is, so a context of one page gives exactly the
+/// one-pass kernel's result.
+void mergePage(const AttentionProblem &p, int64_t g, int64_t s0, int64_t s1, const ItemScratch &page, float *max,
+               float *sum, float *out, int64_t firstQuery) {
+  const int64_t D = p.headDim, group = p.heads / p.kvHeads;
+  for (int64_t r = 0; r < s1 - s0; ++r)
+    for (int64_t j = 0; j < group; ++j) {
+      const int64_t i = r * group + j;
+      const float lp = page.sum[size_t(i)];
+      if (!(lp > 0))
+        continue;
+      const int64_t q = (s0 + r) * p.heads + g * group + j - firstQuery;
+      float &m = max[q], &l = sum[q];
+      float *o = out + q * D;
+      const float *op = page.acc.data() + i * D;
+      const float mp = page.max[size_t(i)];
+      if (!(l > 0)) {
+        m = mp;
+        l = lp;
+        std::copy(op, op + D, o);
+        continue;
+      }
+      const float mNew = std::max(m, mp);
+      const float a = l * std::exp(m - mNew), b = lp * std::exp(mp - mNew);
+      const float inv = 1.0f / (a + b);
+      for (int64_t d = 0; d < D; ++d)
+        o[d] = (a * o[d] + b * op[d]) * inv;
+      m = mNew;
+      l = a + b;
+    }
+}
+
+/// Work item (kv head g, query rows [s0, s1)) of `p` streamed over p.spans as pages, exactly as
+/// StreamingAttention computes it, with the running state in per-thread buffers; writes the
+/// item's rows of p.out.
+void streamItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0, int64_t s1) {
+  const int64_t D = p.headDim, group = p.heads / p.kvHeads, elem = dtypeBytes(p.dt);
+  const int64_t nq = (s1 - s0) * group;
+  ItemScratch &buf = itemScratch();
+  buf.fit(nq, D);
+  // The running state of the item's queries: query (row * heads + head) of the problem at index
+  // query - first.
+  thread_local std::vector<float> runMax, runSum, runOut;
+  const int64_t first = s0 * p.heads + g * group, span = (s1 - s0 - 1) * p.heads + group;
+  runMax.assign(size_t(span), -std::numeric_limits<float>::infinity());
+  runSum.assign(size_t(span), 0.0f);
+  runOut.assign(size_t(span * D), 0.0f);
+  for (int64_t si = 0; si < p.numSpans; ++si) {
+    const KvSpan &page = p.spans[si];
+    if (page.count <= 0)
+      continue;
+    AttentionProblem pageProblem = p;
+    pageProblem.spans = &page;
+    pageProblem.numSpans = 1;
+    attendItemRange(pageProblem, ops, g, s0, s1, page.start, page.start + page.count, buf.acc.data(),
+                    buf.max.data(), buf.sum.data());
+    mergePage(p, g, s0, s1, buf, runMax.data(), runSum.data(), runOut.data(), first);
+  }
+  for (int64_t r = 0; r < s1 - s0; ++r)
+    for (int64_t j = 0; j < group; ++j) {
+      const int64_t q = (s0 + r) * p.heads + g * group + j;
+      narrow(runOut.data() + (q - first) * D, p.dt, static_cast<char *>(p.out) + q * D * elem, D);
+    }
+}
+
 /// One work item of the one-pass kernel: kv head g, query rows [s0, s1), all keys.
 void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, int64_t s0,
                 int64_t s1) {
@@ -387,6 +456,34 @@ void attendCausal(const AttentionProblem &p) {
   forEachItem(p, [&](int64_t g, int64_t s0, int64_t s1) { attendItem(p, ops, g, s0, s1); });
 }
 
+void attendBatch(const AttentionProblem *problems, int64_t count) {
+  const AttentionOps &ops = opsFor(activeIsa());
+  // Item it of the batch: problem b with firstItem[b] <= it < firstItem[b + 1]; within it, the
+  // order of forEachItem (kv head fastest, query blocks 0, B-1, 1, B-2, ...).
+  thread_local std::vector<int64_t> firstItem;
+  firstItem.assign(size_t(count + 1), 0);
+  for (int64_t b = 0; b < count; ++b) {
+    const AttentionProblem &p = problems[b];
+    const int64_t items = p.S > 0 && p.heads > 0 ? p.kvHeads * ((p.S + kQueryBlock - 1) / kQueryBlock) : 0;
+    assert(items == 0 || (p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0));
+    firstItem[size_t(b + 1)] = firstItem[size_t(b)] + items;
+  }
+  const std::vector<int64_t> &starts = firstItem; // the pool's threads read the caller's copy
+  pool().parallelFor(starts[size_t(count)], 1, [&](int64_t begin, int64_t end) {
+    int64_t b = std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1;
+    for (int64_t it = begin; it < end; ++it) {
+      while (it >= starts[size_t(b + 1)])
+        ++b;
+      const AttentionProblem &p = problems[b];
+      const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock, local = it - starts[size_t(b)];
+      const int64_t g = local % p.kvHeads, k = local / p.kvHeads;
+      const int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+      const int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
+      streamItem(p, ops, g, s0, s1);
+    }
+  });
+}
+
 void StreamingAttention::begin(const AttentionProblem &p) {
   problem_ = p;
   problem_.spans = nullptr;
@@ -414,35 +511,7 @@ void StreamingAttention::addPage(const KvSpan &page) {
     buf.fit(nq, D);
     attendItemRange(pageProblem, ops, g, s0, s1, page.start, page.start + page.count,
                     buf.acc.data(), buf.max.data(), buf.sum.data());
-    // Merge the page's (m_p, l_p, o_p) into the running (m, l, o) of each query:
-    //   m' = max(m, m_p), a = l e^(m - m'), b = l_p e^(m_p - m'), o' = (a o + b o_p) / (a + b).
-    // The first page a query sees is taken as it is, so a context of one page gives exactly the
-    // one-pass kernel's result.
-    for (int64_t r = 0; r < s1 - s0; ++r)
-      for (int64_t j = 0; j < group; ++j) {
-        const int64_t i = r * group + j;
-        const float lp = buf.sum[size_t(i)];
-        if (!(lp > 0))
-          continue;
-        const int64_t q = (s0 + r) * p.heads + g * group + j;
-        float &m = max_[size_t(q)], &l = sum_[size_t(q)];
-        float *o = out_.data() + q * D;
-        const float *op = buf.acc.data() + i * D;
-        const float mp = buf.max[size_t(i)];
-        if (!(l > 0)) {
-          m = mp;
-          l = lp;
-          std::copy(op, op + D, o);
-          continue;
-        }
-        const float mNew = std::max(m, mp);
-        const float a = l * std::exp(m - mNew), b = lp * std::exp(mp - mNew);
-        const float inv = 1.0f / (a + b);
-        for (int64_t d = 0; d < D; ++d)
-          o[d] = (a * o[d] + b * op[d]) * inv;
-        m = mNew;
-        l = a + b;
-      }
+    mergePage(p, g, s0, s1, buf, max_.data(), sum_.data(), out_.data(), 0);
   });
   ++pages_;
 }

@@ -40,6 +40,13 @@ struct AttentionProblem {
 /// rounded to dt where the reference frameworks round them. Threads over (kv head, query block).
 void attendCausal(const AttentionProblem &p);
 
+/// Several problems at once (a decode batch: one sequence each), in one dispatch on the thread
+/// pool over all their (kv head, query block) items. Each item streams over its problem's spans as
+/// StreamingAttention streams over pages, so each problem's output equals StreamingAttention's
+/// with its spans added in order as pages (and attendCausal's when it has one span). Every span
+/// must stay readable until the call returns.
+void attendBatch(const AttentionProblem *problems, int64_t count);
+
 /// The same attention computed page by page (streaming paged attention): only the page being
 /// added has to be in memory. For every query row and head it keeps the online-softmax state
 /// (m: the largest score so far, l: the sum of exp(score - m), o: the output normalised by l, f32)

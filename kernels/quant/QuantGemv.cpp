@@ -28,7 +28,8 @@ namespace {
 
 // ---- the scalar reference ----------------------------------------------------------------------
 
-void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum, float &scaledSum) {
+void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum, float &scaledSum,
+                         int16_t *halfSum) {
   uint32_t amaxBits = 0;
   for (int j = 0; j < kBlock; ++j) {
     uint32_t bits;
@@ -39,6 +40,7 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
   if (amaxBits >= 0x7f800000u) { // an infinity or NaN: the whole row of y becomes NaN
     scale = scaledSum = std::numeric_limits<float>::quiet_NaN();
     std::memset(codes, 0, kBlock);
+    halfSum[0] = halfSum[1] = 0;
     return;
   }
   float amax;
@@ -55,7 +57,10 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
     }
     codes[j] = int8_t(c);
     sum += c;
+    if (j == kBlock / 2 - 1)
+      halfSum[0] = int16_t(sum);
   }
+  halfSum[1] = int16_t(sum - halfSum[0]);
   scale = roundToHalf(d);
   scaledSum = roundToHalf(d * float(sum));
 }
@@ -65,7 +70,8 @@ void quantizeXScalar(const float *x, const QuantizedX &q) {
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const int64_t i = m * q.paddedBlocks + b;
-      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i]);
+      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i],
+                          q.halfSum + 2 * i);
     }
 }
 
@@ -245,7 +251,8 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
   q.paddedBlocks = (blocks + kLanes - 1) / kLanes * kLanes;
   const size_t perRow = size_t(q.paddedBlocks);
   const size_t codeBytes = size_t(M) * perRow * kBlock, fieldBytes = size_t(M) * perRow * 4;
-  const size_t round = 64, total = codeBytes + 3 * (fieldBytes + round) + 2 * round;
+  // halfSum: two int16 per block, as many bytes as one of the four-byte fields.
+  const size_t round = 64, total = codeBytes + 4 * (fieldBytes + round) + 2 * round;
   thread_local std::vector<uint8_t> buffer;
   if (buffer.size() < total)
     buffer.resize(total);
@@ -258,6 +265,8 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
   q.sum = reinterpret_cast<int32_t *>(p);
   p = align(p + fieldBytes);
   q.scaledSum = reinterpret_cast<float *>(p);
+  p = align(p + fieldBytes);
+  q.halfSum = reinterpret_cast<int16_t *>(p);
   // The padding blocks must read as zero codes, scales and sums. The codes are cleared from the
   // last whole group of 4 blocks on: the AVX-512 layout interleaves the halves of 4 blocks.
   for (int64_t m = 0; m < M; ++m) {
@@ -267,6 +276,7 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
     std::fill_n(q.scale + first, count, 0.0f);
     std::fill_n(q.sum + first, count, 0);
     std::fill_n(q.scaledSum + first, count, 0.0f);
+    std::fill_n(q.halfSum + 2 * first, 2 * count, int16_t(0));
   }
   return q;
 }

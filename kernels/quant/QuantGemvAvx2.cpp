@@ -17,6 +17,21 @@
 
 #define HELM_QAVX2 __attribute__((target("avx2,fma,f16c")))
 #define HELM_QTARGET HELM_QAVX2
+
+namespace helm::quant::detail {
+namespace {
+/// One register of eight f32 lanes per row of x.
+template <int MB> struct PathAcc {
+  __m256 v[MB];
+  HELM_QAVX2 void zero() {
+    for (__m256 &r : v)
+      r = _mm256_setzero_ps();
+  }
+  HELM_QAVX2 __m256 row(int m) const { return v[m]; }
+};
+} // namespace
+} // namespace helm::quant::detail
+
 #include "kernels/quant/QuantRowsImpl.h"
 
 namespace helm::quant::detail {
@@ -56,6 +71,7 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
       if (amaxBits >= 0x7f800000u) {
         q.scale[i] = q.scaledSum[i] = std::numeric_limits<float>::quiet_NaN();
         q.sum[i] = 0;
+        q.halfSum[2 * i] = q.halfSum[2 * i + 1] = 0;
         std::memset(codes, 0, kBlock);
         continue;
       }
@@ -65,13 +81,16 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
       const float id = amax != 0.0f ? 127.0f / amax : 0.0f; // amax 0: id 0, codes 0
       if (!(id <= std::numeric_limits<float>::max())) { // a subnormal amax: 127 / amax overflows
         q.sum[i] = 0;
+        q.halfSum[2 * i] = q.halfSum[2 * i + 1] = 0;
         std::memset(codes, 0, kBlock);
       } else {
         const __m256 idv = _mm256_set1_ps(id);
         __m256i c[4];
         for (int r = 0; r < 4; ++r)
           c[r] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[r], idv), lo), hi));
-        q.sum[i] = hsumI32(_mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3])));
+        q.halfSum[2 * i] = int16_t(hsumI32(_mm256_add_epi32(c[0], c[1])));
+        q.halfSum[2 * i + 1] = int16_t(hsumI32(_mm256_add_epi32(c[2], c[3])));
+        q.sum[i] = q.halfSum[2 * i] + q.halfSum[2 * i + 1];
         const __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
         const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), order);
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes), packed);
@@ -102,9 +121,12 @@ HELM_QAVX2 inline __m256 halvesToFloat(const uint8_t *p, int bs, int offset) {
 
 /// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
-                             const int32_t *const *xsum, const float *const *sx, __m256 *acc) {
+HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &accs) {
   constexpr int bs = int(blockBytes(F));
+  const int8_t *const *codes = x.codes;
+  const float *const *dx = x.dx, *const *sx = x.sx;
+  const int32_t *const *xsum = x.xsum;
+  __m256 *acc = accs.v;
   const __m256 dw = halvesToFloat(p, bs, 0);
   __m256 mw = _mm256_setzero_ps();
   if constexpr (F == BlockFormat::q4_1)
@@ -142,9 +164,8 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *c
 }
 
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
-                                       const float *const *dx, const float *const *sx, __m256 *acc) {
-  kQuantGroup<F, MB>(p, b0, codes, dx, sx, acc);
+HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
+  kQuantGroup<F, MB>(p, b0, x, acc.v);
 }
 
 } // namespace

@@ -10,7 +10,8 @@
 // A group of 8 blocks is read with whole 64-byte loads; byte permutes (vpermt2b, AVX512-VBMI) pick
 // the code bytes and word permutes (vpermt2w) the f16 scales out of them. The activation codes are
 // stored in the registers' order (QuantizedX: per group of 4 blocks, the 4 first halves, then the
-// 4 second halves). The f32 part is the AVX2 path's, lane by lane.
+// 4 second halves). The f32 part is the AVX2 path's, lane by lane, with two rows of x per 512-bit
+// register (PathAcc): one reduction (reduce8x2) and one float step serve both.
 //
 //===------------------------------------------------------------------------------===//
 #include <immintrin.h>
@@ -24,6 +25,50 @@
 
 #define HELM_QAVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define HELM_QTARGET HELM_QAVX512
+
+namespace helm::quant::detail {
+namespace {
+
+// AVX512F only (no DQ): the 256-bit halves of a 512-bit register moved as 64-bit elements.
+HELM_QAVX512 inline __m256 upperHalf(__m512 v) {
+  return _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(v), 1));
+}
+/// Eight floats at a (lanes 0-7) and eight at b (lanes 8-15).
+HELM_QAVX512 inline __m512 load2(const float *a, const float *b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(a))),
+                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+}
+HELM_QAVX512 inline __m512i load2(const int32_t *a, const int32_t *b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(a))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b)), 1);
+}
+HELM_QAVX512 inline __m512i load2(const int16_t *a, const int16_t *b) {
+  return load2(reinterpret_cast<const int32_t *>(a), reinterpret_cast<const int32_t *>(b));
+}
+/// v in both 256-bit halves.
+HELM_QAVX512 inline __m512 twice(__m256 v) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v))); }
+
+/// The f32 lanes of rows 2p and 2p + 1 of x share pair[p] (lanes 0-7 and 8-15), so the float work
+/// of two rows is one 512-bit operation, lane by lane the same as two 256-bit ones. An odd last row
+/// has a 256-bit register of its own.
+template <int MB> struct PathAcc {
+  __m512 pair[MB / 2 > 0 ? MB / 2 : 1];
+  __m256 last;
+  HELM_QAVX512 void zero() {
+    for (__m512 &r : pair)
+      r = _mm512_setzero_ps();
+    last = _mm256_setzero_ps();
+  }
+  HELM_QAVX512 __m256 row(int m) const {
+    if (MB % 2 == 1 && m == MB - 1)
+      return last;
+    return m % 2 ? upperHalf(pair[m / 2]) : _mm512_castps512_ps256(pair[m / 2]);
+  }
+};
+
+} // namespace
+} // namespace helm::quant::detail
+
 #include "kernels/quant/QuantRowsImpl.h"
 
 namespace helm::quant::detail {
@@ -56,13 +101,16 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
       }
       if (!(id <= std::numeric_limits<float>::max())) { // NaN, or a subnormal amax (127 / amax overflows)
         q.sum[i] = 0;
+        q.halfSum[2 * i] = q.halfSum[2 * i + 1] = 0;
         std::memset(first, 0, 16);
         std::memset(second, 0, 16);
       } else {
         const __m512 idv = _mm512_set1_ps(id);
         const __m512i c0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, idv), lo), hi));
         const __m512i c1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, idv), lo), hi));
-        q.sum[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+        q.halfSum[2 * i] = int16_t(_mm512_reduce_add_epi32(c0));
+        q.halfSum[2 * i + 1] = int16_t(_mm512_reduce_add_epi32(c1));
+        q.sum[i] = q.halfSum[2 * i] + q.halfSum[2 * i + 1];
         _mm_storeu_si128(reinterpret_cast<__m128i *>(first), _mm512_cvtsepi32_epi8(c0));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(second), _mm512_cvtsepi32_epi8(c1));
       }
@@ -78,6 +126,17 @@ HELM_QAVX512 inline __m256i reduce8(__m512i a, __m512i b) {
   const __m512i s2 = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
   return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, s2));
+}
+
+/// reduce8 for two rows of x at once: (a0, a1) row A's registers, (b0, b1) row B's. Lanes 0-7 are
+/// row A's eight block sums, lanes 8-15 row B's (ten operations, where two reduce8 take twelve).
+HELM_QAVX512 inline __m512i reduce8x2(__m512i a0, __m512i a1, __m512i b0, __m512i b1) {
+  // Per 128-bit lane t: sa = [a0 0+2, a1 0+2, a0 1+3, a1 1+3] (partial sums by index), as sb.
+  const __m512i sa = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
+  const __m512i sb = _mm512_add_epi32(_mm512_unpacklo_epi32(b0, b1), _mm512_unpackhi_epi32(b0, b1));
+  // Per 128-bit lane t: [A block t, A block 4 + t, B block t, B block 4 + t].
+  const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(sa, sb), _mm512_unpackhi_epi64(sa, sb));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
 }
 
 /// vpermt2b indices that pick 16 bytes from each of the blocks 4h..4h+3 of a group of 8 (one block
@@ -127,9 +186,24 @@ HELM_QAVX512 inline __m512i pick16(const uint8_t *p, int a, __m512i second, cons
 }
 
 /// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
+/// One row's integer dot products of a legacy group: dot[h] holds blocks 4h..4h+3, one per 128-bit
+/// lane (four partial sums each).
+template <BlockFormat F>
+HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negative[2][2], const int8_t *codes,
+                                    int64_t b0, __m512i dot[2]) {
+  for (int h = 0; h < 2; ++h) {
+    const int8_t *c = codes + (b0 + 4 * h) / 4 * 128;
+    __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
+    if constexpr (F == BlockFormat::q8_0) {
+      first = _mm512_mask_sub_epi8(first, negative[h][0], _mm512_setzero_si512(), first);
+      second = _mm512_mask_sub_epi8(second, negative[h][1], _mm512_setzero_si512(), second);
+    }
+    dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], first), w[h][1], second);
+  }
+}
+
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
-                               const int32_t *const *xsum, const float *const *sx, __m256 *acc) {
+HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
   __m256 dw, mw = _mm256_setzero_ps();
@@ -175,25 +249,32 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t 
       w[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
     }
   }
-#pragma GCC unroll 8
-  for (int m = 0; m < MB; ++m) {
-    __m512i dot[2];
-    for (int h = 0; h < 2; ++h) {
-      const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
-      __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
-      if constexpr (F == BlockFormat::q8_0) {
-        first = _mm512_mask_sub_epi8(first, negative[h][0], _mm512_setzero_si512(), first);
-        second = _mm512_mask_sub_epi8(second, negative[h][1], _mm512_setzero_si512(), second);
-      }
-      dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], first), w[h][1], second);
-    }
-    __m256i isum = reduce8(dot[0], dot[1]);
+  const __m512 dw2 = twice(dw), mw2 = twice(mw);
+#pragma GCC unroll 4
+  for (int m = 0; m + 1 < MB; m += 2) {
+    __m512i da[2], db[2];
+    legacyDots<F>(w, negative, x.codes[m], b0, da);
+    legacyDots<F>(w, negative, x.codes[m + 1], b0, db);
+    __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum[m] + b0)), 3));
-    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(dx[m] + b0));
-    acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum[m] + b0, x.xsum[m + 1] + b0), 3));
+    const __m512 s = _mm512_mul_ps(dw2, load2(x.dx[m] + b0, x.dx[m + 1] + b0));
+    __m512 &a = acc.pair[m / 2];
+    a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
     if constexpr (F == BlockFormat::q4_1)
-      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(sx[m] + b0)));
+      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx[m] + b0, x.sx[m + 1] + b0)));
+  }
+  if constexpr (MB % 2 == 1) {
+    constexpr int m = MB - 1;
+    __m512i dot[2];
+    legacyDots<F>(w, negative, x.codes[m], b0, dot);
+    __m256i isum = reduce8(dot[0], dot[1]);
+    if constexpr (F == BlockFormat::q4_0)
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum[m] + b0)), 3));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx[m] + b0));
+    acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    if constexpr (F == BlockFormat::q4_1)
+      acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx[m] + b0)));
   }
 }
 
@@ -252,64 +333,88 @@ template <BlockFormat F> HELM_QAVX512 inline void kQuantWeights(const uint8_t *p
   }
 }
 
-/// The k-quant super-block at p (activation blocks [b0, b0 + 8)) added to acc[m] for the MB rows
-/// of x, as kQuantGroup computes it: the same exact integer sums per activation block, then the
-/// same float operations, so the results are bit-identical; here each block's codes meet the
-/// weights in 512-bit VNNI dot products, 4 per row of x (q6_k: 8, and its per-16 scales).
+/// One row's integer dot products of a k-quant super-block: dot[h] holds activation blocks
+/// 4h..4h+3, one per 128-bit lane (four partial sums each). q6_k: sum sc * q * c with q unsigned
+/// (0..63), the offset of 32 left to the caller; maddubs pairs (|pair| <= 2 * 63 * 127) times the
+/// 16-code sub-block's int8 scale, summed into int32 by vpdpwssd, exact.
+template <BlockFormat F>
+HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16[2][2], const int8_t *codes,
+                                    int64_t b0, __m512i dot[2]) {
+  for (int h = 0; h < 2; ++h) {
+    const int8_t *c = codes + (b0 + 4 * h) / 4 * 128;
+    const __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
+    if constexpr (F == BlockFormat::q6_k)
+      dot[h] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(w[h][0], first),
+                                                       scale16[h][0]),
+                                   _mm512_maddubs_epi16(w[h][1], second), scale16[h][1]);
+    else
+      dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], first), w[h][1], second);
+  }
+}
+
+/// The k-quant super-block at p (activation blocks [b0, b0 + 8)) added to the MB rows' lanes, as
+/// kQuantGroup computes it: the same exact integer sums per activation block, then the same float
+/// operations, so the results are bit-identical. Each block's codes meet the weights in 512-bit
+/// dot products (q4_k / q5_k: VNNI bytes; q6_k: maddubs, then VNNI words with its per-16 scales);
+/// q6_k's offset, 32 * sum sc * (sum of 16 codes), comes from the activations' halfSum. Rows of x
+/// go in pairs: one reduction and one 512-bit float step for two.
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
-                                         const float *const *dx, const float *const *sx, __m256 *acc) {
+HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
   __m512i w[2][2];
   kQuantWeights<F>(p, w);
+  // q6_k: lane t of scale16[h][half] holds, in all 8 words, the int8 scale of 16-code sub-block
+  // 2 (4h + t) + half; sc16 the 16 scales as words in sub-block order (the offset's dot product).
+  __m512i scale16[2][2] = {};
+  __m256i sc16 = _mm256_setzero_si256();
+  __m256 dsc = _mm256_setzero_ps(), dmn = _mm256_setzero_ps();
   if constexpr (F == BlockFormat::q6_k) {
-    // Lane t of scale[h][half]: the int8 scale of 16-code sub-block 2 (4h + t) + half.
-    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
-    __m512i scale[2][2];
+    sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
+    const __m512i words = _mm512_castsi256_si512(sc16);
     for (int h = 0; h < 2; ++h)
       for (int half = 0; half < 2; ++half) {
         const int base = 8 * h + half;
-        scale[h][half] = _mm512_permutexvar_epi32(
-            _mm512_set_epi32(base + 6, base + 6, base + 6, base + 6, base + 4, base + 4, base + 4, base + 4, base + 2,
-                             base + 2, base + 2, base + 2, base, base, base, base),
-            sc);
+        scale16[h][half] = _mm512_permutexvar_epi16(
+            _mm512_set_epi16(base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6,
+                             base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4,
+                             base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2,
+                             base, base, base, base, base, base, base, base),
+            words);
       }
-    const __m512i bias = _mm512_set1_epi8(32);
-    const __m256 d = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
-#pragma GCC unroll 8
-    for (int m = 0; m < MB; ++m) {
-      __m512i dot[2];
-      for (int h = 0; h < 2; ++h) {
-        const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
-        dot[h] = _mm512_setzero_si512();
-        for (int half = 0; half < 2; ++half) {
-          const __m512i cv = _mm512_loadu_si512(c + 64 * half);
-          // (q - 32) . c per four codes: |q . c| <= 4 * 63 * 127, exact in int32, as is the product
-          // with an int8 scale.
-          const __m512i qc = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][half], cv),
-                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, cv));
-          dot[h] = _mm512_add_epi32(dot[h], _mm512_mullo_epi32(qc, scale[h][half]));
-        }
-      }
-      const __m256i isum = reduce8(dot[0], dot[1]);
-      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(dx[m] + b0));
-      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
-    }
+    dsc = _mm256_set1_ps(halfAt(p + kQ6KDOffset)); // d: q6_k's scales are integers in isum
   } else {
-    __m256 dsc, dmn;
     kQuantScalesMins(p, dsc, dmn);
-#pragma GCC unroll 8
-    for (int m = 0; m < MB; ++m) {
-      __m512i dot[2];
-      for (int h = 0; h < 2; ++h) {
-        const int8_t *c = codes[m] + (b0 + 4 * h) / 4 * 128;
-        dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], _mm512_loadu_si512(c)),
-                                     w[h][1], _mm512_loadu_si512(c + 64));
-      }
-      const __m256i isum = reduce8(dot[0], dot[1]);
-      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(dx[m] + b0));
-      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
-      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(sx[m] + b0)));
-    }
+  }
+  const __m512 dsc2 = twice(dsc), dmn2 = twice(dmn);
+  const __m512i sc16x2 = _mm512_broadcast_i64x4(sc16);
+#pragma GCC unroll 4
+  for (int m = 0; m + 1 < MB; m += 2) {
+    __m512i da[2], db[2];
+    kQuantDots<F>(w, scale16, x.codes[m], b0, da);
+    kQuantDots<F>(w, scale16, x.codes[m + 1], b0, db);
+    __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
+    if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
+      isum = _mm512_sub_epi32(
+          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum[m] + 2 * b0, x.halfSum[m + 1] + 2 * b0)), 5));
+    const __m512 s = _mm512_mul_ps(dsc2, load2(x.dx[m] + b0, x.dx[m + 1] + b0));
+    __m512 &a = acc.pair[m / 2];
+    a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
+    if constexpr (F != BlockFormat::q6_k)
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx[m] + b0, x.sx[m + 1] + b0)));
+  }
+  if constexpr (MB % 2 == 1) {
+    constexpr int m = MB - 1;
+    __m512i dot[2];
+    kQuantDots<F>(w, scale16, x.codes[m], b0, dot);
+    __m256i isum = reduce8(dot[0], dot[1]);
+    if constexpr (F == BlockFormat::q6_k)
+      isum = _mm256_sub_epi32(
+          isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+                                                              x.halfSum[m] + 2 * b0))),
+                                  5));
+    const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx[m] + b0));
+    acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    if constexpr (F != BlockFormat::q6_k)
+      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx[m] + b0)));
   }
 }
 

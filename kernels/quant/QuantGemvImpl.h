@@ -106,6 +106,9 @@ struct QuantizedX {
   float *scale = nullptr;     ///< [M][paddedBlocks]: f16(d)
   int32_t *sum = nullptr;     ///< [M][paddedBlocks]: the sum of the block's codes
   float *scaledSum = nullptr; ///< [M][paddedBlocks]: f16(d * float(sum)), d before its rounding
+  /// [M][paddedBlocks * 2]: the sums of each block's first and of its second 16 codes (q6_k's
+  /// 16-weight sub-blocks; the AVX-512 path subtracts q6_k's offset of 32 with them).
+  int16_t *halfSum = nullptr;
 };
 
 /// Fills q (whose sizes and buffers the caller set) from x [M, K].

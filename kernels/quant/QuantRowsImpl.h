@@ -1,7 +1,10 @@
 //===- QuantRowsImpl.h - the vector paths' row loop and k-quant groups, written once ---===//
 //
 // Included (only) by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp, which define HELM_QTARGET (the
-// path's function attribute) before and these three (declared here) after:
+// path's function attribute) and PathAcc before and these (declared here) after:
+//   PathAcc<MB>                    the f32 partial sums of MB rows of x: zero() clears them,
+//                                  row(m) is row m's eight lanes (AVX2: one register per row;
+//                                  AVX-512: two rows per 512-bit register);
 //   loadCodes(codes, b)            block b's 32 activation codes, in order, from the path's
 //                                  QuantizedX layout (AVX2: in order; AVX-512: interleaved halves);
 //   dotU8S8(u, s)                  eight int32 sums of four u8 x s8 products, exact for the ranges
@@ -35,12 +38,17 @@ namespace {
 // ---- provided by the including file ----
 HELM_QTARGET inline __m256i loadCodes(const int8_t *codes, int64_t b);
 HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
+/// Row m's pointers into QuantizedX, for the MB rows of x a kernel call handles.
+template <int MB> struct XRows {
+  const int8_t *codes[MB];
+  const float *dx[MB], *sx[MB];
+  const int32_t *xsum[MB];
+  const int16_t *halfSum[MB];
+};
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes, const float *const *dx,
-                                     const int32_t *const *xsum, const float *const *sx, __m256 *acc);
+HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc);
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
-                                         const float *const *dx, const float *const *sx, __m256 *acc);
+HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc);
 
 /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
 HELM_QTARGET inline float hsumOrder(__m256 acc) {
@@ -97,8 +105,9 @@ HELM_QTARGET inline void kQuantScalesMins(const uint8_t *p, __m256 &dsc, __m256 
 
 /// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const int8_t *const *codes,
-                                     const float *const *dx, const float *const *sx, __m256 *acc) {
+HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, __m256 *acc) {
+  const int8_t *const *codes = x.codes;
+  const float *const *dx = x.dx, *const *sx = x.sx;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i wv[8]; // sub-block j's 32 weight codes, unsigned (q6_k: q, 0..63, before the -32)
   if constexpr (F == BlockFormat::q6_k) {
@@ -170,15 +179,14 @@ template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
-  const int8_t *codes[MB];
-  const float *dx[MB], *sx[MB];
-  const int32_t *xsum[MB];
+  XRows<MB> x;
   for (int m = 0; m < MB; ++m) {
     const int64_t i = (m0 + m) * q.paddedBlocks;
-    codes[m] = q.codes + i * kBlock;
-    dx[m] = q.scale + i;
-    xsum[m] = q.sum + i;
-    sx[m] = q.scaledSum + i;
+    x.codes[m] = q.codes + i * kBlock;
+    x.dx[m] = q.scale + i;
+    x.xsum[m] = q.sum + i;
+    x.sx[m] = q.scaledSum + i;
+    x.halfSum[m] = q.halfSum + 2 * i;
   }
   // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
   // have a tail.
@@ -190,24 +198,23 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
     std::memset(tailBlocks, 0, sizeof tailBlocks);
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *row = w + n * rowBytes;
-    __m256 acc[MB];
-    for (int m = 0; m < MB; ++m)
-      acc[m] = _mm256_setzero_ps();
+    PathAcc<MB> acc;
+    acc.zero();
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t *gp = row + g * gb;
       prefetchAhead<F>(gp);
       if constexpr (isKQuant(F))
-        pathKQuantGroup<F, MB>(gp, g * kLanes, codes, dx, sx, acc);
+        pathKQuantGroup<F, MB>(gp, g * kLanes, x, acc);
       else
-        legacyGroup<F, MB>(gp, g * kLanes, codes, dx, xsum, sx, acc);
+        legacyGroup<F, MB>(gp, g * kLanes, x, acc);
     }
     if constexpr (!isKQuant(F))
       if (tail) {
         std::memcpy(tailBlocks, row + groups * gb, size_t(tail * blockBytes(F)));
-        legacyGroup<F, MB>(tailBlocks, groups * kLanes, codes, dx, xsum, sx, acc);
+        legacyGroup<F, MB>(tailBlocks, groups * kLanes, x, acc);
       }
     for (int m = 0; m < MB; ++m)
-      y[(m0 + m) * N + n] = hsumOrder(acc[m]);
+      y[(m0 + m) * N + n] = hsumOrder(acc.row(m));
   }
 }
 

@@ -50,29 +50,56 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
     if (!stored)
       return kv.error().c_str();
   }
-  // 2. Attend, one sequence at a time, streaming over the pages (spans) the cache keeps this
-  // sequence's rows in: a paged cache may bring each page to memory only for its turn. With one
-  // span (the contiguous host cache) this is the one-pass kernel's result exactly.
-  thread_local StreamingAttention attention;
+  // 2. Attend. A cache that does not page keeps every span in host memory for the whole call: all
+  // B sequences go to the kernel at once, one thread-pool dispatch over every (sequence, kv head,
+  // query block) item (a decode batch of 16 short sequences otherwise pays 16 dispatches per
+  // layer, each with 8 small items). A paged cache may bring each page to memory only for its
+  // turn: one sequence at a time, streaming over its pages. Both give StreamingAttention's result
+  // with the spans as pages; with one span (the contiguous host cache) the one-pass kernel's.
   size_t qBytes = size_t(S * qWidth) * elem;
+  auto problemOf = [&](int64_t b) {
+    return AttentionProblem{static_cast<const char *>(q) + b * qBytes,
+                            static_cast<char *>(out) + b * qBytes,
+                            dt,
+                            S,
+                            heads,
+                            kvHeads,
+                            headDim,
+                            kvWidth,
+                            scale,
+                            past[b],
+                            window,
+                            nullptr,
+                            0};
+  };
+  // Keys before the first query's window are never visible: their pages are not read.
+  auto firstVisible = [&](int64_t b) { return window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0; };
+  if (kv.pageTokens() == 0) {
+    thread_local std::vector<AttentionProblem> problems;
+    thread_local std::vector<KvSpan> spans;
+    thread_local std::vector<size_t> firstSpan;
+    problems.clear();
+    spans.clear();
+    firstSpan.assign(size_t(B + 1), 0);
+    for (int64_t b = 0; b < B; ++b) {
+      kv.forEachSpan(layer, sequence[b], firstVisible(b), past[b] + S,
+                     [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                       spans.push_back({ks, vs, start, count});
+                     });
+      firstSpan[size_t(b + 1)] = spans.size();
+    }
+    for (int64_t b = 0; b < B; ++b) { // spans no longer grows: its addresses are final
+      problems.push_back(problemOf(b));
+      problems.back().spans = spans.data() + firstSpan[size_t(b)];
+      problems.back().numSpans = int64_t(firstSpan[size_t(b + 1)] - firstSpan[size_t(b)]);
+    }
+    attendBatch(problems.data(), B);
+    return nullptr;
+  }
+  thread_local StreamingAttention attention;
   for (int64_t b = 0; b < B; ++b) {
-    AttentionProblem problem{static_cast<const char *>(q) + b * qBytes,
-                             static_cast<char *>(out) + b * qBytes,
-                             dt,
-                             S,
-                             heads,
-                             kvHeads,
-                             headDim,
-                             kvWidth,
-                             scale,
-                             past[b],
-                             window,
-                             nullptr,
-                             0};
-    attention.begin(problem);
-    // Keys before the first query's window are never visible: their pages are not read.
-    int64_t from = window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0;
-    kv.forEachSpan(layer, sequence[b], from, past[b] + S,
+    attention.begin(problemOf(b));
+    kv.forEachSpan(layer, sequence[b], firstVisible(b), past[b] + S,
                    [&](const float *ks, const float *vs, int64_t start, int64_t count) {
                      attention.addPage({ks, vs, start, count});
                    });

@@ -295,7 +295,13 @@ def open_completion(server: Server, body: dict) -> socket.socket:
 
 def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
     """A client that goes away mid-stream: its sequence is cancelled and its slot freed."""
+    # The previous request's client has its [DONE], but the server frees that slot just after
+    # sending it: wait for it, so `before` counts no KV bytes of another sequence.
+    deadline = time.time() + 20
     before = server.metrics()
+    while time.time() < deadline and before.get("helm_active_slots", 1) != 0:
+        time.sleep(0.05)
+        before = server.metrics()
     sock = open_completion(server, {"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "stream": True,
                                     "return_token_ids": True})
     got = b""

@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -180,4 +182,82 @@ TEST(StreamingAttention, WindowSkipsWholePages) {
   hk::AttentionProblem p{&q, nullptr, hk::DType::f32, 1, 1, 1, 1, stride, 1.0f, 99, 4, nullptr, 0};
   std::vector<float> out = streamed(p, cache, total, 10);
   EXPECT_FLOAT_EQ(out[0], (96 + 97 + 98 + 99) / 4.0f);
+}
+
+// attendBatch (a decode batch in one thread-pool dispatch): every problem of a batch -- different
+// GQA ratios, head sizes, decode and prefill rows, windows, f32 / f16 / bf16 -- gives the bits
+// StreamingAttention gives for it alone with its spans as pages, on 1 and 2 threads; a problem
+// with S = 0 writes nothing.
+TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
+  struct Case {
+    int64_t heads, kvHeads, headDim, S, past, window, page;
+    hk::DType dt;
+  };
+  const Case cases[] = {{16, 8, 128, 1, 83, 0, 512, hk::DType::f32}, {16, 8, 128, 1, 20, 0, 7, hk::DType::f32},
+                        {8, 2, 32, 1, 300, 64, 16, hk::DType::f16},  {4, 4, 16, 0, 10, 0, 4, hk::DType::f32},
+                        {4, 1, 16, 33, 90, 0, 40, hk::DType::bf16},  {8, 8, 8, 5, 0, 0, 3, hk::DType::f32}};
+  const int64_t count = int64_t(std::size(cases));
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<Cache> caches;
+  std::vector<std::vector<uint16_t>> queries; // f32 queries use two words per value
+  std::vector<std::vector<hk::KvSpan>> spans(static_cast<size_t>(count));
+  std::vector<hk::AttentionProblem> problems;
+  for (int64_t b = 0; b < count; ++b) {
+    const Case &c = cases[b];
+    const int64_t total = c.past + c.S, stride = c.kvHeads * c.headDim + 3;
+    Cache cache{std::vector<float>(size_t(total * stride)), std::vector<float>(size_t(total * stride)), stride};
+    for (float &x : cache.k)
+      x = uni(rng);
+    for (float &x : cache.v)
+      x = uni(rng);
+    caches.push_back(std::move(cache));
+    const int64_t n = c.S * c.heads * c.headDim;
+    std::vector<uint16_t> q(size_t(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = 3.0f * uni(rng);
+      if (c.dt == hk::DType::f32)
+        std::memcpy(q.data() + 2 * i, &x, 4);
+      else
+        q[size_t(i)] = c.dt == hk::DType::f16 ? hk::floatToHalf(x) : hk::floatToBf16(x);
+    }
+    queries.push_back(std::move(q));
+  }
+  for (int64_t b = 0; b < count; ++b) {
+    const Case &c = cases[b];
+    const int64_t total = c.past + c.S;
+    const Cache &cache = caches[size_t(b)];
+    for (int64_t start = 0; start < total; start += c.page)
+      spans[size_t(b)].push_back({cache.k.data() + start * cache.stride, cache.v.data() + start * cache.stride, start,
+                                  std::min(c.page, total - start)});
+    problems.push_back({queries[size_t(b)].data(), nullptr, c.dt, c.S, c.heads, c.kvHeads, c.headDim, cache.stride,
+                        float(1.0 / std::sqrt(double(c.headDim))), c.past, c.window, spans[size_t(b)].data(),
+                        int64_t(spans[size_t(b)].size())});
+  }
+  for (int threads : {1, 2}) {
+    hk::setThreads(threads);
+    std::vector<std::vector<float>> got(static_cast<size_t>(count));
+    for (int64_t b = 0; b < count; ++b) {
+      got[size_t(b)].assign(size_t(problems[size_t(b)].S * cases[b].heads * cases[b].headDim), -7.0f);
+      problems[size_t(b)].out = got[size_t(b)].data();
+    }
+    hk::attendBatch(problems.data(), count);
+    for (int64_t b = 0; b < count; ++b) {
+      const Case &c = cases[b];
+      std::vector<float> want(got[size_t(b)].size(), -7.0f);
+      hk::AttentionProblem alone = problems[size_t(b)];
+      alone.out = want.data();
+      alone.spans = nullptr;
+      alone.numSpans = 0;
+      hk::StreamingAttention att;
+      att.begin(alone);
+      for (const hk::KvSpan &span : spans[size_t(b)])
+        att.addPage(span);
+      att.end();
+      EXPECT_EQ(std::memcmp(want.data(), got[size_t(b)].data(), want.size() * sizeof(float)), 0)
+          << "problem " << b << " (heads " << c.heads << "/" << c.kvHeads << " D " << c.headDim << " S " << c.S
+          << " past " << c.past << " window " << c.window << " page " << c.page << "), " << threads << " threads";
+    }
+  }
+  hk::setThreads(0);
 }

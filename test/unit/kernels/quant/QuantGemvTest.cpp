@@ -383,6 +383,57 @@ TEST(QuantGemv, Avx512VnniEqualsScalarReference) {
   expectPathEqualsScalar(QuantPath::avx512vnni);
 }
 
+// (a) at the integer ranges' edges: every activation code +-127 and every weight code at its
+// largest (q4_k 15, q5_k 31, q6_k 63: the largest u8 x s8 pairs any path forms in int16), q6_k's
+// int8 scales -128 and 127, q4_k / q5_k's 6-bit scales and mins 63. x = +-127/128 makes the
+// activation scale exactly 2^-7, so every partial sum below is exact in f32: each path must give
+// the value computed here in double, which the scalar reference gives too.
+TEST(QuantGemv, IntegerRangeEdgesAreExactOnEveryPath) {
+  PathGuard guard;
+  constexpr int64_t K = 512, supers = K / 256, N = 3;
+  for (BlockFormat f : {BlockFormat::q4_k, BlockFormat::q5_k, BlockFormat::q6_k}) {
+    const int64_t bs = bytesPerBlock(f);
+    std::vector<uint8_t> w(size_t(N * supers * bs), 0xFF); // every code bit set: the largest codes
+    double perCode[N];                                      // y / (sign * 127 * 2^-7 * codes) per row
+    const uint16_t one = 0x3c00, half = 0x3800;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < supers; ++s) {
+        uint8_t *p = w.data() + (n * supers + s) * bs;
+        if (f == BlockFormat::q6_k) {
+          // Row 0: every scale -128; row 1: 127; row 2: -128 and 127 in turn. d = 1.
+          for (int i = 0; i < 16; ++i)
+            p[192 + i] = uint8_t(int8_t(n == 0 ? -128 : n == 1 ? 127 : i % 2 ? 127 : -128));
+          std::memcpy(p + 208, &one, 2);
+          perCode[n] = 31.0 * (n == 0 ? -128.0 : n == 1 ? 127.0 : -0.5); // (q - 32) * mean scale
+        } else {
+          // 0xFF scale bytes: every 6-bit scale and min is 63; d = 1, dmin = 1/2.
+          std::memcpy(p, &one, 2);
+          std::memcpy(p + 2, &half, 2);
+          perCode[n] = 63.0 * (f == BlockFormat::q4_k ? 15.0 : 31.0);
+        }
+      }
+    for (float sign : {1.0f, -1.0f}) {
+      const std::vector<float> x(size_t(3 * K), sign * 127.0f / 128.0f); // 3 rows: a pair and one alone
+      for (QuantPath path : kPaths) {
+        if (!q::quantPathSupported(path))
+          continue;
+        const std::vector<float> y = run(path, f, x, 3, K, w, N, 1);
+        for (int64_t m = 0; m < 3; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            // Codes sign * 127, activation scale 2^-7; q4_k / q5_k subtract dmin * min * f16(d * sum)
+            // = 0.5 * 63 * sign * 31.75 per block of 32.
+            double want = sign * (perCode[n] * 127.0 / 128.0) * double(K);
+            if (f != BlockFormat::q6_k)
+              want -= sign * 0.5 * 63.0 * 31.75 * double(K / 32);
+            EXPECT_EQ(double(y[size_t(m * N + n)]), want)
+                << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " x " << sign << " m " << m
+                << " row " << n;
+          }
+      }
+    }
+  }
+}
+
 TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
   PathGuard guard;
   std::mt19937 rng(5);
