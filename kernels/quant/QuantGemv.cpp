@@ -285,7 +285,7 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
 
 namespace detail {
 const QuantKernels &quantKernelsScalar() {
-  static const QuantKernels k{&quantizeXScalar, &rowsScalar};
+  static const QuantKernels k{&quantizeXScalar, &rowsScalar, kMaxRowsOfX};
   return k;
 }
 } // namespace detail
@@ -356,11 +356,12 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
   // rows of x over a tile while it is in L2, so W streams from memory once rather than once per
   // group. Each output is one kernel call's whatever the tiling, so the bits do not depend on it.
   const int64_t rowBytes = K / weightsPerBlock * blockFormatInfo(wFormat).bytesPerBlock;
-  const int64_t tileRows = M <= kMaxRowsOfX ? N : std::max<int64_t>(kRowGrain, (int64_t(256) << 10) / rowBytes);
+  const int64_t maxRows = kernels.maxRows;
+  const int64_t tileRows = M <= maxRows ? N : std::max<int64_t>(kRowGrain, (int64_t(256) << 10) / rowBytes);
   auto run = [&](int64_t n0, int64_t n1) {
     for (int64_t t0 = n0; t0 < n1; t0 += tileRows)
-      for (int64_t m0 = 0; m0 < M; m0 += kMaxRowsOfX)
-        kernels.rows(wFormat, q, m0, std::min(kMaxRowsOfX, M - m0), weights, t0, std::min(n1, t0 + tileRows), y, N);
+      for (int64_t m0 = 0; m0 < M; m0 += maxRows)
+        kernels.rows(wFormat, q, m0, std::min(maxRows, M - m0), weights, t0, std::min(n1, t0 + tileRows), y, N);
   };
   kernels::ThreadPool &threads = kernels::pool();
   if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {

@@ -10,6 +10,8 @@
 // scaled and added lane by lane to the eight f32 partial sums, exactly as the scalar reference.
 //
 //===------------------------------------------------------------------------------===//
+#include "kernels/quant/QuantGemvImpl.h"
+
 #include <immintrin.h>
 
 #include <cstring>
@@ -20,6 +22,7 @@
 
 namespace helm::quant::detail {
 namespace {
+constexpr int64_t kPathMaxRows = kMaxRowsOfX;
 /// One register of eight f32 lanes per row of x.
 template <int MB> struct PathAcc {
   __m256 v[MB];
@@ -171,7 +174,7 @@ HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows
 } // namespace
 
 const QuantKernels &quantKernelsAvx2() {
-  static const QuantKernels k{&quantizeXAvx2, &rowsVector};
+  static const QuantKernels k{&quantizeXAvx2, &rowsVector, kPathMaxRows};
   return k;
 }
 

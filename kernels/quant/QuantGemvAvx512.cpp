@@ -14,6 +14,8 @@
 // register (PathAcc): one reduction (reduce8x2) and one float step serve both.
 //
 //===------------------------------------------------------------------------------===//
+#include "kernels/quant/QuantGemvImpl.h"
+
 #include <immintrin.h>
 
 #include <cstring>
@@ -28,6 +30,8 @@
 
 namespace helm::quant::detail {
 namespace {
+
+constexpr int64_t kPathMaxRows = kMaxRowsOfXWide;
 
 // AVX512F only (no DQ): the 256-bit halves of a 512-bit register moved as 64-bit elements.
 HELM_QAVX512 inline __m256 upperHalf(__m512 v) {
@@ -55,6 +59,7 @@ template <int MB> struct PathAcc {
   __m512 pair[MB / 2 > 0 ? MB / 2 : 1];
   __m256 last;
   HELM_QAVX512 void zero() {
+#pragma GCC unroll 8
     for (__m512 &r : pair)
       r = _mm512_setzero_ps();
     last = _mm256_setzero_ps();
@@ -250,7 +255,7 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<M
     }
   }
   const __m512 dw2 = twice(dw), mw2 = twice(mw);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
     legacyDots<F>(w, negative, x.codes[m], b0, da);
@@ -386,7 +391,7 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
   }
   const __m512 dsc2 = twice(dsc), dmn2 = twice(dmn);
   const __m512i sc16x2 = _mm512_broadcast_i64x4(sc16);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
     kQuantDots<F>(w, scale16, x.codes[m], b0, da);
@@ -421,7 +426,7 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
 } // namespace
 
 const QuantKernels &quantKernelsAvx512Vnni() {
-  static const QuantKernels k{&quantizeXAvx512, &rowsVector};
+  static const QuantKernels k{&quantizeXAvx512, &rowsVector, kPathMaxRows};
   return k;
 }
 

@@ -40,7 +40,8 @@ namespace helm::quant::detail {
 
 constexpr int64_t kBlock = 32;     ///< values per block (activations and every supported format)
 constexpr int64_t kLanes = 8;      ///< f32 partial sums per output: block b goes to lane b % 8
-constexpr int64_t kMaxRowsOfX = 8; ///< rows of x one kernel call handles
+constexpr int64_t kMaxRowsOfX = 8; ///< rows of x one kernel call of the scalar and AVX2 paths handles
+constexpr int64_t kMaxRowsOfXWide = 16; ///< ... and of the AVX-512 path (two rows per register)
 
 /// How far ahead of the group being read the vector paths prefetch the weight row (one sequential
 /// stream per thread; measured on Zen 4 with q4_0 from DRAM: 12 -> 16-18 GB/s on one thread, flat
@@ -113,13 +114,17 @@ struct QuantizedX {
 
 /// Fills q (whose sizes and buffers the caller set) from x [M, K].
 using QuantizeXFn = void (*)(const float *x, const QuantizedX &q);
-/// y[(m0 + m) * N + n] for m < mb (<= 8) and n in [n0, n1); w holds N rows of q.blocks blocks.
+/// y[(m0 + m) * N + n] for m < mb (<= the path's maxRows) and n in [n0, n1); w holds N rows of
+/// q.blocks blocks.
 using RowsFn = void (*)(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
                         int64_t n1, float *y, int64_t N);
 
 struct QuantKernels {
   QuantizeXFn quantizeX;
   RowsFn rows;
+  /// The most rows of x one rows call takes: each super-block's weights are unpacked once for
+  /// all of them. Which rows share a call changes no bits (each output is one call's).
+  int64_t maxRows;
 };
 
 const QuantKernels &quantKernelsScalar();

@@ -2,6 +2,7 @@
 //
 // Included (only) by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp, which define HELM_QTARGET (the
 // path's function attribute) and PathAcc before and these (declared here) after:
+//   kPathMaxRows                   the most rows of x one call takes (8 or 16);
 //   PathAcc<MB>                    the f32 partial sums of MB rows of x: zero() clears them,
 //                                  row(m) is row m's eight lanes (AVX2: one register per row;
 //                                  AVX-512: two rows per 512-bit register);
@@ -213,6 +214,9 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         std::memcpy(tailBlocks, row + groups * gb, size_t(tail * blockBytes(F)));
         legacyGroup<F, MB>(tailBlocks, groups * kLanes, x, acc);
       }
+    // Unrolled, so that every access to acc has a constant index and its registers are never
+    // addressed through memory (a loop here left MB = 8's accumulators on the stack).
+#pragma GCC unroll 16
     for (int m = 0; m < MB; ++m)
       y[(m0 + m) * N + n] = hsumOrder(acc.row(m));
   }
@@ -229,7 +233,16 @@ void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_
   case 5: return rowsT<F, 5>(q, m0, w, n0, n1, y, N);
   case 6: return rowsT<F, 6>(q, m0, w, n0, n1, y, N);
   case 7: return rowsT<F, 7>(q, m0, w, n0, n1, y, N);
-  default: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
+  case 8: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
+  default:
+    // 9..15 rows: 8, then the rest (only 16 has its own instance, a server's usual batch).
+    if constexpr (kPathMaxRows >= 16) {
+      if (mb == 16)
+        return rowsT<F, 16>(q, m0, w, n0, n1, y, N);
+      rowsT<F, 8>(q, m0, w, n0, n1, y, N);
+      return rowsF<F>(q, m0 + 8, mb - 8, w, n0, n1, y, N);
+    }
+    return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
   }
 }
 
