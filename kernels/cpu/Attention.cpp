@@ -458,29 +458,35 @@ void attendCausal(const AttentionProblem &p) {
 
 void attendBatch(const AttentionProblem *problems, int64_t count) {
   const AttentionOps &ops = opsFor(activeIsa());
-  // Item it of the batch: problem b with firstItem[b] <= it < firstItem[b + 1]; within it, the
-  // order of forEachItem (kv head fastest, query blocks 0, B-1, 1, B-2, ...).
-  thread_local std::vector<int64_t> firstItem;
-  firstItem.assign(size_t(count + 1), 0);
-  for (int64_t b = 0; b < count; ++b) {
-    const AttentionProblem &p = problems[b];
-    const int64_t items = p.S > 0 && p.heads > 0 ? p.kvHeads * ((p.S + kQueryBlock - 1) / kQueryBlock) : 0;
-    assert(items == 0 || (p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0));
-    firstItem[size_t(b + 1)] = firstItem[size_t(b)] + items;
-  }
-  const std::vector<int64_t> &starts = firstItem; // the pool's threads read the caller's copy
-  pool().parallelFor(starts[size_t(count)], 1, [&](int64_t begin, int64_t end) {
-    int64_t b = std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1;
-    for (int64_t it = begin; it < end; ++it) {
-      while (it >= starts[size_t(b + 1)])
-        ++b;
+  // Every item of every problem, kv head outermost: the pool splits the list into contiguous
+  // ranges, so each thread gets whole kv heads of every sequence, whatever the sequences' lengths
+  // (8 kv heads on 2 threads: 4 each). Within a problem and head, the blocks in forEachItem's order.
+  struct Item {
+    int64_t problem, g, s0, s1;
+  };
+  thread_local std::vector<Item> items;
+  items.clear();
+  int64_t maxKvHeads = 0;
+  for (int64_t b = 0; b < count; ++b)
+    if (problems[b].S > 0 && problems[b].heads > 0)
+      maxKvHeads = std::max(maxKvHeads, problems[b].kvHeads);
+  for (int64_t g = 0; g < maxKvHeads; ++g)
+    for (int64_t b = 0; b < count; ++b) {
       const AttentionProblem &p = problems[b];
-      const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock, local = it - starts[size_t(b)];
-      const int64_t g = local % p.kvHeads, k = local / p.kvHeads;
-      const int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
-      const int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
-      streamItem(p, ops, g, s0, s1);
+      if (p.S <= 0 || p.heads <= 0 || g >= p.kvHeads)
+        continue;
+      assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
+      const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
+      for (int64_t k = 0; k < blocks; ++k) {
+        const int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+        const int64_t s0 = block * kQueryBlock;
+        items.push_back({b, g, s0, std::min(p.S, s0 + kQueryBlock)});
+      }
     }
+  const Item *list = items.data(); // the caller's list: the pool's threads have their own `items`
+  pool().parallelFor(int64_t(items.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; ++it)
+      streamItem(problems[list[it].problem], ops, list[it].g, list[it].s0, list[it].s1);
   });
 }
 

@@ -98,8 +98,8 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
         const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), order);
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(codes), packed);
       }
-      q.scale[i] = roundToHalf(d);
-      q.scaledSum[i] = roundToHalf(d * float(q.sum[i]));
+      q.scale[i] = roundToHalfF16c(d);
+      q.scaledSum[i] = roundToHalfF16c(d * float(q.sum[i]));
     }
 }
 

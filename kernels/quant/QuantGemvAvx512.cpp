@@ -119,8 +119,8 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
         _mm_storeu_si128(reinterpret_cast<__m128i *>(first), _mm512_cvtsepi32_epi8(c0));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(second), _mm512_cvtsepi32_epi8(c1));
       }
-      q.scale[i] = roundToHalf(d);
-      q.scaledSum[i] = roundToHalf(d * float(q.sum[i]));
+      q.scale[i] = roundToHalfF16c(d);
+      q.scaledSum[i] = roundToHalfF16c(d * float(q.sum[i]));
     }
 }
 
@@ -173,15 +173,17 @@ template <BlockFormat F> constexpr GroupTables makeTables() {
 }
 template <BlockFormat F> constexpr GroupTables kTables = makeTables<F>();
 
+// loadCodes and dotU8S8 are QuantRowsImpl.h's operands of the 256-bit k-quant group, which this
+// path replaces with its own (pathKQuantGroup): kept for that shared code, unused here.
 /// Block b's 32 codes in order: its halves sit 64 bytes apart in its group of 4 blocks.
-HELM_QAVX512 inline __m256i loadCodes(const int8_t *codes, int64_t b) {
+[[maybe_unused]] HELM_QAVX512 inline __m256i loadCodes(const int8_t *codes, int64_t b) {
   const int8_t *group = codes + b / 4 * 128 + b % 4 * 16;
   return _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i *>(group + 64)),
                           _mm_loadu_si128(reinterpret_cast<const __m128i *>(group)));
 }
 
 /// 256-bit VNNI: exact for any u8 x s8 (no intermediate int16).
-HELM_QAVX512 inline __m256i dotU8S8(__m256i u, __m256i s) {
+[[maybe_unused]] HELM_QAVX512 inline __m256i dotU8S8(__m256i u, __m256i s) {
   return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
 }
 

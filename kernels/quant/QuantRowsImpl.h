@@ -76,6 +76,13 @@ template <BlockFormat F> HELM_QTARGET inline void prefetchAhead(const uint8_t *p
     _mm_prefetch(reinterpret_cast<const char *>(ahead + uintptr_t(line)), _MM_HINT_T0);
 }
 
+/// roundToHalf with F16C: the same round to nearest even, subnormals and overflow to infinity, so
+/// the same bits for every finite v, without two table and branch-heavy calls per block on the
+/// thread that quantizes x while the pool waits.
+HELM_QTARGET inline float roundToHalfF16c(float v) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
+
 HELM_QTARGET inline float halfAt(const uint8_t *p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
