@@ -33,6 +33,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createFreeBuffers());
   // After bufferization: on tensors, the analysis of hundreds of tiled loops is superlinear.
   pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
+  pm.addNestedPass<func::FuncOp>(createApproximateExp());
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -104,6 +104,24 @@ def FreeBuffers : Pass<"helm-free-buffers", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def ApproximateExp : Pass<"helm-approximate-exp", "mlir::func::FuncOp"> {
+  let summary = "Expand f32 math.exp (SwiGLU's sigmoid) into MLIR's polynomial approximation";
+  let description = [{
+    LLVM lowers a vector `math.exp` to one libm `expf` call per lane: SwiGLU's sigmoid over a
+    decode batch's [16, 3072] rows then runs as scalar calls on the thread that runs the stage
+    while the kernel threads wait. The polynomial form (Cephes: range reduction by ln 2, then a
+    degree-7 polynomial and a scaling by 2^n, from arith and math.fma ops) stays in vector
+    registers. Only `math.exp` on f32 scalars and vectors is rewritten; rsqrt, sin and cos keep
+    their exact lowering. Its error against a correctly rounded exp is a few ulp, within what the
+    model tests allow (docs/architecture.md, the CPU stage's glue).
+
+    Before: `%e = math.exp %x : vector<1x1x16xf32>`.
+    After:  `math.floor`, `math.fma`, `arith.mulf` ... `arith.bitcast` on vector<1x1x16xf32>, no
+            `math.exp`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect", "mlir::vector::VectorDialect"];
+}
+
 def VectorizeGlue : Pass<"helm-vectorize-glue", "mlir::func::FuncOp"> {
   let summary = "Tile every glue linalg.generic to one row x vector-width and vectorize it (masked)";
   let description = [{
