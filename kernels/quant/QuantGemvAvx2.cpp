@@ -126,9 +126,6 @@ HELM_QAVX2 inline __m256 halvesToFloat(const uint8_t *p, int bs, int offset) {
 template <BlockFormat F, int MB>
 HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &accs) {
   constexpr int bs = int(blockBytes(F));
-  const int8_t *const *codes = x.codes;
-  const float *const *dx = x.dx, *const *sx = x.sx;
-  const int32_t *const *xsum = x.xsum;
   __m256 *acc = accs.v;
   const __m256 dw = halvesToFloat(p, bs, 0);
   __m256 mw = _mm256_setzero_ps();
@@ -150,7 +147,7 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB>
     __m256i prod[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes[m] + (b0 + j) * kBlock));
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.codes(m) + (b0 + j) * kBlock));
       if constexpr (F == BlockFormat::q8_0)
         prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wv[j]), _mm256_sign_epi8(c, wv[j])), ones);
       else
@@ -158,11 +155,11 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB>
     }
     __m256i isum = reduce8x8(prod);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum[m] + b0)), 3));
-    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(dx[m] + b0));
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m) + b0)), 3));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m) + b0));
     acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     if constexpr (F == BlockFormat::q4_1)
-      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(sx[m] + b0)));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m) + b0)));
   }
 }
 

@@ -260,28 +260,28 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<M
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
-    legacyDots<F>(w, negative, x.codes[m], b0, da);
-    legacyDots<F>(w, negative, x.codes[m + 1], b0, db);
+    legacyDots<F>(w, negative, x.codes(m), b0, da);
+    legacyDots<F>(w, negative, x.codes(m + 1), b0, db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum[m] + b0, x.xsum[m + 1] + b0), 3));
-    const __m512 s = _mm512_mul_ps(dw2, load2(x.dx[m] + b0, x.dx[m + 1] + b0));
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum(m) + b0, x.xsum(m + 1) + b0), 3));
+    const __m512 s = _mm512_mul_ps(dw2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
     __m512 &a = acc.pair[m / 2];
     a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
     if constexpr (F == BlockFormat::q4_1)
-      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx[m] + b0, x.sx[m + 1] + b0)));
+      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
     __m512i dot[2];
-    legacyDots<F>(w, negative, x.codes[m], b0, dot);
+    legacyDots<F>(w, negative, x.codes(m), b0, dot);
     __m256i isum = reduce8(dot[0], dot[1]);
     if constexpr (F == BlockFormat::q4_0)
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum[m] + b0)), 3));
-    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx[m] + b0));
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m) + b0)), 3));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m) + b0));
     acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     if constexpr (F == BlockFormat::q4_1)
-      acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx[m] + b0)));
+      acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m) + b0)));
   }
 }
 
@@ -396,32 +396,32 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
-    kQuantDots<F>(w, scale16, x.codes[m], b0, da);
-    kQuantDots<F>(w, scale16, x.codes[m + 1], b0, db);
+    kQuantDots<F>(w, scale16, x.codes(m), b0, da);
+    kQuantDots<F>(w, scale16, x.codes(m + 1), b0, db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
       isum = _mm512_sub_epi32(
-          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum[m] + 2 * b0, x.halfSum[m + 1] + 2 * b0)), 5));
-    const __m512 s = _mm512_mul_ps(dsc2, load2(x.dx[m] + b0, x.dx[m + 1] + b0));
+          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum(m) + 2 * b0, x.halfSum(m + 1) + 2 * b0)), 5));
+    const __m512 s = _mm512_mul_ps(dsc2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
     __m512 &a = acc.pair[m / 2];
     a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
     if constexpr (F != BlockFormat::q6_k)
-      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx[m] + b0, x.sx[m + 1] + b0)));
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
     __m512i dot[2];
-    kQuantDots<F>(w, scale16, x.codes[m], b0, dot);
+    kQuantDots<F>(w, scale16, x.codes(m), b0, dot);
     __m256i isum = reduce8(dot[0], dot[1]);
     if constexpr (F == BlockFormat::q6_k)
       isum = _mm256_sub_epi32(
           isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-                                                              x.halfSum[m] + 2 * b0))),
+                                                              x.halfSum(m) + 2 * b0))),
                                   5));
-    const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx[m] + b0));
+    const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m) + b0));
     acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     if constexpr (F != BlockFormat::q6_k)
-      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx[m] + b0)));
+      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m) + b0)));
   }
 }
 

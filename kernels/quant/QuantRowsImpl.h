@@ -39,12 +39,21 @@ namespace {
 // ---- provided by the including file ----
 HELM_QTARGET inline __m256i loadCodes(const int8_t *codes, int64_t b);
 HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
-/// Row m's pointers into QuantizedX, for the MB rows of x a kernel call handles.
+/// Row m's data in QuantizedX, for the MB rows of x a kernel call handles: a base and one row
+/// stride (every array holds paddedBlocks entries per row), not a pointer per row and array, which
+/// for 16 rows would not fit the general registers (the compiler parked them in vector registers
+/// and spilled accumulators).
 template <int MB> struct XRows {
-  const int8_t *codes[MB];
-  const float *dx[MB], *sx[MB];
-  const int32_t *xsum[MB];
-  const int16_t *halfSum[MB];
+  const int8_t *codes0;
+  const float *dx0, *sx0;
+  const int32_t *xsum0;
+  const int16_t *halfSum0;
+  int64_t stride; ///< paddedBlocks
+  const int8_t *codes(int m) const { return codes0 + m * stride * kBlock; }
+  const float *dx(int m) const { return dx0 + m * stride; }
+  const float *sx(int m) const { return sx0 + m * stride; }
+  const int32_t *xsum(int m) const { return xsum0 + m * stride; }
+  const int16_t *halfSum(int m) const { return halfSum0 + 2 * m * stride; }
 };
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc);
@@ -114,8 +123,6 @@ HELM_QTARGET inline void kQuantScalesMins(const uint8_t *p, __m256 &dsc, __m256 
 /// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, __m256 *acc) {
-  const int8_t *const *codes = x.codes;
-  const float *const *dx = x.dx, *const *sx = x.sx;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i wv[8]; // sub-block j's 32 weight codes, unsigned (q6_k: q, 0..63, before the -32)
   if constexpr (F == BlockFormat::q6_k) {
@@ -141,14 +148,14 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<M
       __m256i prod[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const __m256i c = loadCodes(codes[m], b0 + j);
+        const __m256i c = loadCodes(x.codes(m), b0 + j);
         // (q - 32) . c in pairs: |q c pair| <= 2 * 63 * 127 and |32 c pair| <= 2 * 32 * 127 fit int16,
         // as does their difference (|q - 32| <= 32); times an int8 scale, summed in pairs: int32.
         const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wv[j], c), _mm256_maddubs_epi16(bias, c));
         prod[j] = _mm256_madd_epi16(pairs, scale16[j]);
       }
       const __m256i isum = reduce8x8(prod);
-      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(dx[m] + b0));
+      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(x.dx(m) + b0));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     }
   } else {
@@ -174,11 +181,11 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<M
       __m256i prod[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j)
-        prod[j] = dotU8S8(wv[j], loadCodes(codes[m], b0 + j));
+        prod[j] = dotU8S8(wv[j], loadCodes(x.codes(m), b0 + j));
       const __m256i isum = reduce8x8(prod);
-      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(dx[m] + b0));
+      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m) + b0));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
-      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(sx[m] + b0)));
+      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m) + b0)));
     }
   }
 }
@@ -187,15 +194,9 @@ template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
-  XRows<MB> x;
-  for (int m = 0; m < MB; ++m) {
-    const int64_t i = (m0 + m) * q.paddedBlocks;
-    x.codes[m] = q.codes + i * kBlock;
-    x.dx[m] = q.scale + i;
-    x.xsum[m] = q.sum + i;
-    x.sx[m] = q.scaledSum + i;
-    x.halfSum[m] = q.halfSum + 2 * i;
-  }
+  const int64_t first = m0 * q.paddedBlocks;
+  const XRows<MB> x{q.codes + first * kBlock, q.scale + first,     q.scaledSum + first,
+                    q.sum + first,           q.halfSum + 2 * first, q.paddedBlocks};
   // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
   // have a tail.
   const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
