@@ -70,7 +70,7 @@ llvm::Error linkSharedObject(llvm::ArrayRef<char> object, std::string &so) {
   if (auto ec = llvm::sys::fs::createUniqueDirectory("helmc-link", dir)) {
     return llvm::createStringError("cannot create a temporary directory: " + ec.message());
   }
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
   llvm::SmallString<128> objPath(dir), soPath(dir);
   llvm::sys::path::append(objPath, "stage.o");
   llvm::sys::path::append(soPath, "stage.so");

@@ -254,7 +254,8 @@ TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
       for (const hk::KvSpan &span : spans[size_t(b)])
         att.addPage(span);
       att.end();
-      EXPECT_EQ(std::memcmp(want.data(), got[size_t(b)].data(), want.size() * sizeof(float)), 0)
+      ASSERT_EQ(want.size(), got[size_t(b)].size());
+      EXPECT_TRUE(want.empty() || std::memcmp(want.data(), got[size_t(b)].data(), want.size() * sizeof(float)) == 0)
           << "problem " << b << " (heads " << c.heads << "/" << c.kvHeads << " D " << c.headDim << " S " << c.S
           << " past " << c.past << " window " << c.window << " page " << c.page << "), " << threads << " threads";
     }
