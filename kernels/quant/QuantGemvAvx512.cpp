@@ -144,6 +144,22 @@ HELM_QAVX512 inline __m512i reduce8x2(__m512i a0, __m512i a1, __m512i b0, __m512
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
 }
 
+/// The f32 step that ends every group, lane by lane: lanes += float(isum) * (scale * dx), for rows m
+/// and m + 1 of x at once (lanes 0-7 and 8-15; scale2 holds the weight scales twice) ...
+template <int MB>
+HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows<MB> &x, int m,
+                                       int64_t b0) {
+  const __m512 s = _mm512_mul_ps(scale2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
+  lanes = _mm512_add_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
+}
+/// ... and for an odd last row alone.
+template <int MB>
+HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale, const XRows<MB> &x, int m,
+                                       int64_t b0) {
+  const __m256 s = _mm256_mul_ps(scale, _mm256_loadu_ps(x.dx(m) + b0));
+  lanes = _mm256_add_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+}
+
 /// vpermt2b indices that pick 16 bytes from each of the blocks 4h..4h+3 of a group of 8 (one block
 /// per 128-bit lane), starting at byte `start` of each block, out of two 64-byte registers loaded at
 /// group offsets a (indices 0-63) and b (64-127). Every picked byte lies in one of the two.
@@ -265,9 +281,8 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<M
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
       isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum(m) + b0, x.xsum(m + 1) + b0), 3));
-    const __m512 s = _mm512_mul_ps(dw2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
     __m512 &a = acc.pair[m / 2];
-    a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
+    addBlockTerms(a, isum, dw2, x, m, b0);
     if constexpr (F == BlockFormat::q4_1)
       a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
   }
@@ -278,8 +293,7 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<M
     __m256i isum = reduce8(dot[0], dot[1]);
     if constexpr (F == BlockFormat::q4_0)
       isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m) + b0)), 3));
-    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m) + b0));
-    acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    addBlockTerms(acc.last, isum, dw, x, m, b0);
     if constexpr (F == BlockFormat::q4_1)
       acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m) + b0)));
   }
@@ -402,9 +416,8 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
     if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
       isum = _mm512_sub_epi32(
           isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum(m) + 2 * b0, x.halfSum(m + 1) + 2 * b0)), 5));
-    const __m512 s = _mm512_mul_ps(dsc2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
     __m512 &a = acc.pair[m / 2];
-    a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
+    addBlockTerms(a, isum, dsc2, x, m, b0);
     if constexpr (F != BlockFormat::q6_k)
       a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
   }
@@ -418,8 +431,7 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
           isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
                                                               x.halfSum(m) + 2 * b0))),
                                   5));
-    const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m) + b0));
-    acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    addBlockTerms(acc.last, isum, dsc, x, m, b0);
     if constexpr (F != BlockFormat::q6_k)
       acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m) + b0)));
   }
