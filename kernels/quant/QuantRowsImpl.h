@@ -222,8 +222,8 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         std::memcpy(tailBlocks, row + groups * gb, size_t(tail * blockBytes(F)));
         legacyGroup<F, MB>(tailBlocks, groups * kLanes, x, acc);
       }
-    // Unrolled, so that every access to acc has a constant index and its registers are never
-    // addressed through memory (a loop here left MB = 8's accumulators on the stack).
+    // Unrolled, so that every access to acc has a constant index (an indexed access would need
+    // its registers in memory).
 #pragma GCC unroll 16
     for (int m = 0; m < MB; ++m)
       y[(m0 + m) * N + n] = hsumOrder(acc.row(m));
