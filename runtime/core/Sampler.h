@@ -15,6 +15,11 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
+/// The greedy token of a row of logits: the first index of the largest value (a NaN never wins,
+/// except at index 0). Vectorized where kernels::activeIsa() is not scalar; the same index either
+/// way.
+int64_t greedyToken(const float *logits, int64_t vocab);
+
 class Sampler {
 public:
   explicit Sampler(const SamplingOptions &options) : options_(options), rng_(options.seed) {}

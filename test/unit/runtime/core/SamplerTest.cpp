@@ -1,6 +1,8 @@
 //===- SamplerTest.cpp - greedy, top-k, top-p, seeds and the sampled distribution ---===//
 #include "runtime/core/Sampler.h"
 
+#include "kernels/cpu/Isa.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,3 +173,41 @@ TEST(Sampler, TopKAndTopPRenormalise) {
 }
 
 } // namespace
+
+// The greedy token is the first index of the largest logit on every ISA path (the vector one scans
+// for the maximum, then for its first index): ties, -0 against +0, infinities, NaNs (which never
+// win, except at index 0), lengths around the vector widths and a Qwen3-sized vocabulary.
+TEST(Sampler, GreedyTokenIsTheFirstArgmaxOnEveryPath) {
+  namespace k = helm::kernels;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3), kind(0, 9);
+  std::vector<std::vector<float>> rows;
+  for (size_t n : {size_t(1), size_t(2), size_t(7), size_t(8), size_t(15), size_t(16), size_t(17), size_t(31),
+                   size_t(64), size_t(100), size_t(151936)})
+    for (int variant = 0; variant < 6; ++variant) {
+      std::vector<float> v = variant == 0 ? randomLogits(n, uint32_t(n)) : std::vector<float>(n);
+      if (variant > 0)
+        for (float &x : v) { // few distinct values: many ties
+          const int c = kind(rng);
+          x = c == 0 ? NAN : c == 1 ? -0.0f : c == 2 ? 0.0f : float(small(rng));
+        }
+      if (variant == 2)
+        v[0] = NAN; // nothing beats index 0
+      if (variant == 3)
+        v[n - 1] = INFINITY;
+      if (variant == 4)
+        std::fill(v.begin(), v.end(), -INFINITY);
+      if (variant == 5)
+        for (float &x : v)
+          x = (x == x) ? -0.0f : x; // -0 everywhere but the NaNs
+      rows.push_back(std::move(v));
+    }
+  for (k::Isa isa : {k::Isa::scalar, k::Isa::avx2, k::Isa::avx512}) {
+    if (!k::setIsaForTesting(isa))
+      continue;
+    for (const std::vector<float> &v : rows)
+      ASSERT_EQ(helm::rt::greedyToken(v.data(), int64_t(v.size())), firstArgmax(v))
+          << "isa " << int(isa) << ", " << v.size() << " logits";
+  }
+  k::resetIsaForTesting();
+}
