@@ -344,21 +344,23 @@ ItemScratch &itemScratch() {
 }
 
 /// Merges one page's result for work item (kv head g, query rows [s0, s1)) -- its (m_p, l_p, o_p)
-/// per query in `page` -- into the running (m, l, o) of those queries (query q = row * heads +
-/// head at index q - firstQuery; o has headDim floats each):
+/// per query in `page` -- into the running (m, l, o) of those queries: query (row r of the item,
+/// head j of the group) at index r * rowStride + first + j (StreamingAttention keeps every query
+/// of the problem: rowStride = heads, first = s0 * heads + g * group; a batch item only its own:
+/// rowStride = group, first = 0); o has headDim floats each:
 ///   m' = max(m, m_p), a = l e^(m - m'), b = l_p e^(m_p - m'), o' = (a o + b o_p) / (a + b).
 /// The first page a query sees is taken as it is, so a context of one page gives exactly the
 /// one-pass kernel's result.
-void mergePage(const AttentionProblem &p, int64_t g, int64_t s0, int64_t s1, const ItemScratch &page, float *max,
-               float *sum, float *out, int64_t firstQuery) {
+void mergePage(const AttentionProblem &p, int64_t rows, const ItemScratch &page, int64_t rowStride, int64_t first,
+               float *max, float *sum, float *out) {
   const int64_t D = p.headDim, group = p.heads / p.kvHeads;
-  for (int64_t r = 0; r < s1 - s0; ++r)
+  for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < group; ++j) {
       const int64_t i = r * group + j;
       const float lp = page.sum[size_t(i)];
       if (!(lp > 0))
         continue;
-      const int64_t q = (s0 + r) * p.heads + g * group + j - firstQuery;
+      const int64_t q = r * rowStride + first + j;
       float &m = max[q], &l = sum[q];
       float *o = out + q * D;
       const float *op = page.acc.data() + i * D;
@@ -387,13 +389,11 @@ void streamItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
   const int64_t nq = (s1 - s0) * group;
   ItemScratch &buf = itemScratch();
   buf.fit(nq, D);
-  // The running state of the item's queries: query (row * heads + head) of the problem at index
-  // query - first.
+  // The running state of the item's nq queries, in the page scratch's order (row * group + head).
   thread_local std::vector<float> runMax, runSum, runOut;
-  const int64_t first = s0 * p.heads + g * group, span = (s1 - s0 - 1) * p.heads + group;
-  runMax.assign(size_t(span), -std::numeric_limits<float>::infinity());
-  runSum.assign(size_t(span), 0.0f);
-  runOut.assign(size_t(span * D), 0.0f);
+  runMax.assign(size_t(nq), -std::numeric_limits<float>::infinity());
+  runSum.assign(size_t(nq), 0.0f);
+  runOut.assign(size_t(nq * D), 0.0f);
   for (int64_t si = 0; si < p.numSpans; ++si) {
     const KvSpan &page = p.spans[si];
     if (page.count <= 0)
@@ -403,12 +403,12 @@ void streamItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
     pageProblem.numSpans = 1;
     attendItemRange(pageProblem, ops, g, s0, s1, page.start, page.start + page.count, buf.acc.data(),
                     buf.max.data(), buf.sum.data());
-    mergePage(p, g, s0, s1, buf, runMax.data(), runSum.data(), runOut.data(), first);
+    mergePage(p, s1 - s0, buf, group, 0, runMax.data(), runSum.data(), runOut.data());
   }
   for (int64_t r = 0; r < s1 - s0; ++r)
     for (int64_t j = 0; j < group; ++j) {
       const int64_t q = (s0 + r) * p.heads + g * group + j;
-      narrow(runOut.data() + (q - first) * D, p.dt, static_cast<char *>(p.out) + q * D * elem, D);
+      narrow(runOut.data() + (r * group + j) * D, p.dt, static_cast<char *>(p.out) + q * D * elem, D);
     }
 }
 
@@ -429,16 +429,18 @@ void attendItem(const AttentionProblem &p, const AttentionOps &ops, int64_t g, i
     }
 }
 
+/// The query block handed out k-th of `blocks`: 0, B-1, 1, B-2, ... Causal blocks cost more the
+/// later they are, so the pool's contiguous halves get about equal work.
+int64_t blockOfRank(int64_t k, int64_t blocks) { return k % 2 == 0 ? k / 2 : blocks - 1 - k / 2; }
+
 /// Runs `item(g, s0, s1)` for every work item of `p` on the thread pool.
 template <typename Item> void forEachItem(const AttentionProblem &p, Item item) {
   const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = p.kvHeads * blocks;
-  // Causal blocks cost more the later they are. Items run in the order 0, B-1, 1, B-2, ... of
-  // blocks so that the pool's contiguous halves get about equal work.
   pool().parallelFor(items, 1, [&](int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; ++it) {
       int64_t g = it % p.kvHeads, k = it / p.kvHeads;
-      int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+      int64_t block = blockOfRank(k, blocks);
       int64_t s0 = block * kQueryBlock, s1 = std::min(p.S, s0 + kQueryBlock);
       item(g, s0, s1);
     }
@@ -478,7 +480,7 @@ void attendBatch(const AttentionProblem *problems, int64_t count) {
       assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
       const int64_t blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
       for (int64_t k = 0; k < blocks; ++k) {
-        const int64_t block = k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+        const int64_t block = blockOfRank(k, blocks);
         const int64_t s0 = block * kQueryBlock;
         items.push_back({b, g, s0, std::min(p.S, s0 + kQueryBlock)});
       }
@@ -517,7 +519,7 @@ void StreamingAttention::addPage(const KvSpan &page) {
     buf.fit(nq, D);
     attendItemRange(pageProblem, ops, g, s0, s1, page.start, page.start + page.count,
                     buf.acc.data(), buf.max.data(), buf.sum.data());
-    mergePage(p, g, s0, s1, buf, max_.data(), sum_.data(), out_.data(), 0);
+    mergePage(p, s1 - s0, buf, p.heads, s0 * p.heads + g * group, max_.data(), sum_.data(), out_.data());
   });
   ++pages_;
 }
