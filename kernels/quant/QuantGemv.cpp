@@ -28,8 +28,7 @@ namespace {
 
 // ---- the scalar reference ----------------------------------------------------------------------
 
-void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum, float &scaledSum,
-                         int16_t *halfSum) {
+void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &sum, float &scaledSum) {
   uint32_t amaxBits = 0;
   for (int j = 0; j < kBlock; ++j) {
     uint32_t bits;
@@ -40,7 +39,6 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
   if (amaxBits >= 0x7f800000u) { // an infinity or NaN: the whole row of y becomes NaN
     scale = scaledSum = std::numeric_limits<float>::quiet_NaN();
     std::memset(codes, 0, kBlock);
-    halfSum[0] = halfSum[1] = 0;
     return;
   }
   float amax;
@@ -57,10 +55,7 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
     }
     codes[j] = int8_t(c);
     sum += c;
-    if (j == kBlock / 2 - 1)
-      halfSum[0] = int16_t(sum);
   }
-  halfSum[1] = int16_t(sum - halfSum[0]);
   scale = roundToHalf(d);
   scaledSum = roundToHalf(d * float(sum));
 }
@@ -70,8 +65,7 @@ void quantizeXScalar(const float *x, const QuantizedX &q) {
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const int64_t i = m * q.paddedBlocks + b;
-      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i],
-                          q.halfSum + 2 * i);
+      quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i]);
     }
 }
 

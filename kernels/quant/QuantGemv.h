@@ -26,9 +26,10 @@
 namespace helm::quant {
 
 /// y[M, N] = x[M, K] . W^T for W of `wFormat` (any block format), N rows of K weights. K must be
-/// a multiple of the format's block (32, or 256 for the k-quants); any M >= 0 (decode is M = 1..8;
-/// larger M runs in blocks of 8 rows, 16 on the AVX-512 path). Returns false with a one-line reason in *error (if error is
-/// not null) on a bad K, M or N, or a null buffer; y is then untouched. A non-finite x makes its row of y NaN.
+/// a multiple of the format's block (32, or 256 for the k-quants); any M >= 0 (larger M runs in
+/// blocks of 8 rows, 16 on the AVX-512 path). Returns false with a one-line reason in *error (if
+/// error is not null) on a bad K, M or N, or a null buffer; y is then untouched. A non-finite x
+/// makes its row of y NaN.
 bool quantLinear(BlockFormat wFormat, const float *x, int64_t M, int64_t K, const void *w, int64_t N, float *y,
                  std::string *error);
 

@@ -124,7 +124,7 @@ HELM_QAVX2 inline __m256 halvesToFloat(const uint8_t *p, int bs, int offset) {
 
 /// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &accs) {
+HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &accs) {
   constexpr int bs = int(blockBytes(F));
   __m256 *acc = accs.v;
   const __m256 dw = halvesToFloat(p, bs, 0);
@@ -164,7 +164,7 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB>
 }
 
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
+HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
   kQuantGroup<F, MB>(p, b0, x, acc.v);
 }
 

@@ -146,15 +146,13 @@ HELM_QAVX512 inline __m512i reduce8x2(__m512i a0, __m512i a1, __m512i b0, __m512
 
 /// The f32 step that ends every group, lane by lane: lanes += float(isum) * (scale * dx), for rows m
 /// and m + 1 of x at once (lanes 0-7 and 8-15; scale2 holds the weight scales twice) ...
-template <int MB>
-HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows<MB> &x, int m,
+HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows &x, int m,
                                        int64_t b0) {
   const __m512 s = _mm512_mul_ps(scale2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
   lanes = _mm512_add_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
 }
 /// ... and for an odd last row alone.
-template <int MB>
-HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale, const XRows<MB> &x, int m,
+HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale, const XRows &x, int m,
                                        int64_t b0) {
   const __m256 s = _mm256_mul_ps(scale, _mm256_loadu_ps(x.dx(m) + b0));
   lanes = _mm256_add_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
@@ -226,7 +224,7 @@ HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negat
 }
 
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
+HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
   __m256 dw, mw = _mm256_setzero_ps();
@@ -380,7 +378,7 @@ HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16
 /// q6_k's offset, 32 * sum sc * (sum of 16 codes), comes from the activations' halfSum. Rows of x
 /// go in pairs: one reduction and one 512-bit float step for two.
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc) {
+HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
   __m512i w[2][2];
   kQuantWeights<F>(p, w);
   // q6_k: lane t of scale16[h][half] holds, in all 8 words, the int8 scale of 16-code sub-block

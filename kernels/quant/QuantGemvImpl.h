@@ -108,7 +108,9 @@ struct QuantizedX {
   int32_t *sum = nullptr;     ///< [M][paddedBlocks]: the sum of the block's codes
   float *scaledSum = nullptr; ///< [M][paddedBlocks]: f16(d * float(sum)), d before its rounding
   /// [M][paddedBlocks * 2]: the sums of each block's first and of its second 16 codes (q6_k's
-  /// 16-weight sub-blocks; the AVX-512 path subtracts q6_k's offset of 32 with them).
+  /// 16-weight sub-blocks): the vector paths' q6_k kernels subtract its offset of 32 with them,
+  /// once per block instead of a product per code. Filled by the vector quantizers only (the
+  /// scalar reference subtracts the 32 from each code).
   int16_t *halfSum = nullptr;
 };
 

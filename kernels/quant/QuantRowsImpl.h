@@ -39,11 +39,11 @@ namespace {
 // ---- provided by the including file ----
 HELM_QTARGET inline __m256i loadCodes(const int8_t *codes, int64_t b);
 HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
-/// Row m's data in QuantizedX, for the MB rows of x a kernel call handles: a base and one row
+/// Row m's data in QuantizedX, for the rows of x a kernel call handles: a base and one row
 /// stride (every array holds paddedBlocks entries per row), not a pointer per row and array, which
 /// for 16 rows would not fit the general registers (the compiler parked them in vector registers
 /// and spilled accumulators).
-template <int MB> struct XRows {
+struct XRows {
   const int8_t *codes0;
   const float *dx0, *sx0;
   const int32_t *xsum0;
@@ -56,9 +56,9 @@ template <int MB> struct XRows {
   const int16_t *halfSum(int m) const { return halfSum0 + 2 * m * stride; }
 };
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc);
+HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc);
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, PathAcc<MB> &acc);
+HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc);
 
 /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
 HELM_QTARGET inline float hsumOrder(__m256 acc) {
@@ -122,7 +122,7 @@ HELM_QTARGET inline void kQuantScalesMins(const uint8_t *p, __m256 &dsc, __m256 
 
 /// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<MB> &x, __m256 *acc) {
+HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, __m256 *acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i wv[8]; // sub-block j's 32 weight codes, unsigned (q6_k: q, 0..63, before the -32)
   if constexpr (F == BlockFormat::q6_k) {
@@ -141,20 +141,22 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows<M
     const int8_t *sc = reinterpret_cast<const int8_t *>(p + kQ6KScOffset);
     for (int j = 0; j < 8; ++j)
       scale16[j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
+    // The 16 scales as words in sub-block order, for the offset of 32 (below).
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(sc)));
     const __m256 d = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
-    const __m256i bias = _mm256_set1_epi8(32);
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
       __m256i prod[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const __m256i c = loadCodes(x.codes(m), b0 + j);
-        // (q - 32) . c in pairs: |q c pair| <= 2 * 63 * 127 and |32 c pair| <= 2 * 32 * 127 fit int16,
-        // as does their difference (|q - 32| <= 32); times an int8 scale, summed in pairs: int32.
-        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wv[j], c), _mm256_maddubs_epi16(bias, c));
-        prod[j] = _mm256_madd_epi16(pairs, scale16[j]);
+        // q . c in pairs with q unsigned (0..63): |pair| <= 2 * 63 * 127 fits int16; times an int8
+        // scale, summed in pairs: int32.
+        prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), b0 + j)), scale16[j]);
       }
-      const __m256i isum = reduce8x8(prod);
+      // Minus the offset: lane j loses 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1]).
+      const __m256i offset = _mm256_madd_epi16(
+          sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m) + 2 * b0)));
+      const __m256i isum = _mm256_sub_epi32(reduce8x8(prod), _mm256_slli_epi32(offset, 5));
       const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(x.dx(m) + b0));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     }
@@ -195,7 +197,7 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
   const int64_t first = m0 * q.paddedBlocks;
-  const XRows<MB> x{q.codes + first * kBlock, q.scale + first,     q.scaledSum + first,
+  const XRows x{q.codes + first * kBlock, q.scale + first,     q.scaledSum + first,
                     q.sum + first,           q.halfSum + 2 * first, q.paddedBlocks};
   // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
   // have a tail.
