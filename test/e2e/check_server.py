@@ -89,6 +89,15 @@ class Server:
                 out[name] = float(value)
         return out
 
+    def metrics_when(self, done, timeout: float, interval: float = 0.05) -> dict[str, float]:
+        """The metrics once `done(metrics)` holds, or the last ones read after `timeout` seconds."""
+        deadline = time.time() + timeout
+        m = self.metrics()
+        while time.time() < deadline and not done(m):
+            time.sleep(interval)
+            m = self.metrics()
+        return m
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -293,15 +302,15 @@ def open_completion(server: Server, body: dict) -> socket.socket:
     return sock
 
 
+def idle(metrics: dict[str, float]) -> bool:
+    return metrics.get("helm_active_slots", 1) == 0
+
+
 def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
     """A client that goes away mid-stream: its sequence is cancelled and its slot freed."""
     # The previous request's client has its [DONE], but the server frees that slot just after
     # sending it: wait for it, so `before` counts no KV bytes of another sequence.
-    deadline = time.time() + 20
-    before = server.metrics()
-    while time.time() < deadline and before.get("helm_active_slots", 1) != 0:
-        time.sleep(0.05)
-        before = server.metrics()
+    before = server.metrics_when(idle, 20)
     sock = open_completion(server, {"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "stream": True,
                                     "return_token_ids": True})
     got = b""
@@ -313,11 +322,7 @@ def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
         got += more
     during = server.metrics()
     sock.close()
-    deadline = time.time() + 20
-    after = server.metrics()
-    while time.time() < deadline and after.get("helm_active_slots", 1) != 0:
-        time.sleep(0.05)
-        after = server.metrics()
+    after = server.metrics_when(idle, 20)
     check(during.get("helm_active_slots") == 1 and during.get("helm_kv_bytes", 0) > before.get("helm_kv_bytes", 0),
           f"mid-stream: 1 active slot holding {during.get('helm_kv_bytes')} KV bytes")
     check(after.get("helm_active_slots") == 0
@@ -334,19 +339,12 @@ def test_disconnect_whole(server: Server, prompt_ids: list[int]) -> None:
     before = server.metrics()
     sock = open_completion(server, {"prompt": prompt_ids, "max_tokens": 100000, "temperature": 0.5, "ignore_eos": True})
     # Generating: the slot is taken and tokens are being made.
-    deadline = time.time() + 30
-    during = server.metrics()
-    while time.time() < deadline and not (
-            during.get("helm_active_slots") == 1
-            and during.get("helm_generated_tokens_total", 0) >= before.get("helm_generated_tokens_total", 0) + 16):
-        time.sleep(0.02)
-        during = server.metrics()
+    during = server.metrics_when(
+        lambda m: m.get("helm_active_slots") == 1
+        and m.get("helm_generated_tokens_total", 0) >= before.get("helm_generated_tokens_total", 0) + 16, 30, 0.02)
     sock.close()
     closed = time.time()
-    after = server.metrics()
-    while time.time() < closed + 20 and after.get("helm_active_slots", 1) != 0:
-        time.sleep(0.02)
-        after = server.metrics()
+    after = server.metrics_when(idle, 20, 0.02)
     freed_after = time.time() - closed
     generated = during.get("helm_generated_tokens_total", 0) - before.get("helm_generated_tokens_total", 0)
     kv_bytes = after.get("helm_kv_bytes", -1)
