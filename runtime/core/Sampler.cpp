@@ -28,8 +28,8 @@ int64_t firstArgmaxScalar(const float *x, int64_t n) {
 /// The same index in two vector passes over the row (it stays in L2): the largest non-NaN value
 /// (vmaxps returns its second operand, the running maximum, where the row holds a NaN), then the
 /// first index equal to it (-0 and +0 compare equal, as the scalar loop keeps the first of them).
-/// A vocabulary of 151936 took about 150 us per sequence with the scalar loop, on the thread that
-/// runs the decode step.
+/// The scalar loop over Qwen3's 151936 logits was 1% of a 16-stream decode step's samples (perf),
+/// all on the thread that runs the step.
 __attribute__((target("avx2"))) int64_t firstArgmaxAvx2(const float *x, int64_t n) {
   if (n < 16 || std::isnan(x[0]))
     return firstArgmaxScalar(x, n);
