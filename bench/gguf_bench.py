@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """helm-rt against llama.cpp on the very same GGUF files, in the same run.
 
-For each file: helmc model.gguf --target=host (wall time and peak RSS of the compiler), then, for
+helm-profile measures this machine once (host.json); for each file: helmc model.gguf
+--target=host.json (wall time and peak RSS of the compiler alone: `--target=host` would add the
+profiler's second and its 1 GiB bandwidth buffer to every compile), then, for
 each thread count, --runs rounds that interleave the two systems (memory bandwidth here swings
 between minutes, so neither gets the quiet minutes alone):
   helm-rt      helm-rt model.helmpkg --prompt-ids <P ids> -n N --temperature 0 --ignore-eos -t T
@@ -37,11 +39,21 @@ def log(msg):
     print(f"[gguf-bench] {msg}", file=sys.stderr, flush=True)
 
 
-def compile_package(helmc, gguf, pkg):
+def largest_tensor_mib(gguf):
+    """The largest tensor of the file (helm-gguf-dump --json), MiB: the compiler's RSS goal is 300 MB
+    plus one tensor."""
+    r = subprocess.run([str(ROOT / "build" / "bin" / "helm-gguf-dump"), "--json", str(gguf)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return max(t["bytes"] for t in json.loads(r.stdout)["tensors"]) / 2**20
+
+
+def compile_package(helmc, gguf, pkg, target):
     """helmc's wall time and the peak RSS of the helmc process (os.wait4's rusage of that child)."""
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([str(helmc), str(gguf), "--target=host", "-q", "-o", str(pkg)],
+        p = subprocess.Popen([str(helmc), str(gguf), f"--target={target}", "-q", "-o", str(pkg)],
                              stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -94,15 +106,19 @@ def main():
     prompt = [(17 * i + 100) % 5000 + 100 for i in range(a.prompt)]
     results = []
     with tempfile.TemporaryDirectory() as work:
+        target = Path(work) / "host.json"
+        subprocess.run([str(ROOT / "build" / "bin" / "helm-profile"), "-o", str(target)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for gguf in files:
             pkg = Path(work) / (gguf.stem + ".helmpkg")
             log(f"helmc {gguf.name} ({gguf.stat().st_size / 2**20:.0f} MiB)")
-            compiled, err = compile_package(helmc, gguf, pkg)
+            compiled, err = compile_package(helmc, gguf, pkg, target)
             if err:
                 log(f"  refused: {err}")
                 results.append({"file": gguf.name, "helmc_error": err})
                 continue
             log(f"  {compiled['seconds']:.1f} s, peak RSS {compiled['peak_rss_mib']:.0f} MiB")
+            compiled["largest_tensor_mib"] = largest_tensor_mib(gguf)
             row = {"file": gguf.name, "bytes": gguf.stat().st_size, "helmc": compiled, "threads": {}}
             for t in threads:
                 helm, llama = {"prefill": [], "decode": []}, {"prefill": [], "decode": []}
@@ -134,12 +150,16 @@ def main():
                 cells += [f"{hm:7.1f} ({hlo:.0f}-{hhi:.0f})", f"{lm:7.1f} ({llo:.0f}-{lhi:.0f})", f"{hm / lm:5.2f}x"]
             print(f"{row['file']:44} {t:>2} {cells[0]:>20} {cells[1]:>20} {cells[2]:>6} {cells[3]:>20} {cells[4]:>20} "
                   f"{cells[5]:>6}")
-    print("\nhelmc on each file (--target=host, wall time, peak RSS of the process):")
+    print("\nhelmc on each file (--target=host.json from helm-profile; wall time, peak RSS of the process; "
+          "goals: 5 s per GB, 300 MB plus the largest tensor):")
     for row in results:
         if "helmc" in row:
             c = row["helmc"]
-            print(f"  {row['file']:44} {row['bytes'] / 2**30:5.2f} GiB  {c['seconds']:6.1f} s  "
-                  f"{c['peak_rss_mib']:7.0f} MiB")
+            gb = row["bytes"] / 1e9
+            largest = c.get("largest_tensor_mib")
+            budget = f"{300e6 / 2**20 + largest:7.0f} MiB" if largest is not None else "      ?"
+            print(f"  {row['file']:44} {row['bytes'] / 2**30:5.2f} GiB  {c['seconds']:6.1f} s "
+                  f"({c['seconds'] / gb:4.1f} s/GB)  {c['peak_rss_mib']:7.0f} MiB (budget {budget})")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -193,6 +193,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
         report.quantizedBytes += quantized.size();
       }
       uint64_t offset = writer.append(bytes);
+      weights.release(t.onnxName);
       report.weightBytes += bytes.size();
       report.tensors += 1;
       uint64_t elements = 1;

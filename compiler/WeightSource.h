@@ -28,6 +28,10 @@ public:
   /// the tensor when there is no such tensor or its data cannot be read.
   virtual llvm::Expected<llvm::ArrayRef<char>> bytes(llvm::StringRef name,
                                                      std::vector<char> &storage) const = 0;
+  /// The package builder has written `name`'s bytes (it may still ask for them again: a tensor
+  /// both stages hold). A source that maps its file gives the pages back to the kernel here, so
+  /// the compiler's peak RSS does not grow with the model. Default: nothing.
+  virtual void release(llvm::StringRef name) const {}
 };
 
 /// A module in the helm dialect and the source of its weights' bytes.

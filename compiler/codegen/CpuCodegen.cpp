@@ -306,7 +306,12 @@ llvm::Expected<std::vector<CpuStage>> compileHostStages(ModuleOp module, const C
   for (size_t i = 0; i < stages.size(); ++i) {
     OwningOpRef<ModuleOp> copy = module.clone();
     for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
-      if (f.getName() != stages[i].entry)
+      if (f->hasAttr(HelmDialect::StageAttrHelper::getNameStr()) && f.getName() != stages[i].entry)
+        f.erase();
+    // The other stage's unit functions go with it.
+    for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>()))
+      if (f->hasAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr()) &&
+          SymbolTable::symbolKnownUseEmpty(f, *copy))
         f.erase();
     if (llvm::Error e = compileOneStage(*copy, target, stages[i], progress))
       return std::move(e);

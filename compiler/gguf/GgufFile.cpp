@@ -5,6 +5,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cstring>
 #include <limits>
 
@@ -215,6 +217,19 @@ llvm::Expected<std::unique_ptr<File>> File::parse(std::unique_ptr<llvm::MemoryBu
   if (llvm::Error e = file->read())
     return std::move(e);
   return file;
+}
+
+void File::releasePages(const TensorInfo &tensor) const {
+  // Only a file mapping gets its pages back unharmed: on heap memory MADV_DONTNEED would zero them.
+  if (buffer->getBufferKind() != llvm::MemoryBuffer::MemoryBuffer_MMap || tensor.data.empty())
+    return;
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = uintptr_t(tensor.data.data()) & ~(page - 1);
+  uintptr_t end = uintptr_t(tensor.data.data() + tensor.data.size());
+  // The mapping starts on a page boundary at or before the buffer, so `begin` is inside it.
+  if (begin < (uintptr_t(buffer->getBufferStart()) & ~(page - 1)))
+    return;
+  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 const Value *File::find(llvm::StringRef key) const {

@@ -120,6 +120,9 @@ public:
   /// The tensors in file order, and by name.
   llvm::ArrayRef<TensorInfo> tensors() const { return tensorInfos; }
   const TensorInfo *findTensor(llvm::StringRef name) const;
+  /// Gives the pages of `tensor`'s data back to the kernel when the file is mapped (the next read
+  /// faults them in again from the page cache); nothing for a file read into memory.
+  void releasePages(const TensorInfo &tensor) const;
 
 private:
   File() = default;

@@ -36,6 +36,10 @@ public:
       return llvm::createStringError("no tensor named '" + name + "'");
     return llvm::ArrayRef<char>(reinterpret_cast<const char *>(tensor->data.data()), tensor->data.size());
   }
+  void release(llvm::StringRef name) const override {
+    if (const gguf::TensorInfo *tensor = file->findTensor(name))
+      file->releasePages(*tensor);
+  }
 
 private:
   std::unique_ptr<gguf::File> file;

@@ -2,6 +2,7 @@
 #include "dialects/helm/HelmDialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "contract/helm_contract.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -114,9 +115,37 @@ LogicalResult HelmDialect::verifyOperationAttribute(Operation *op, NamedAttribut
     return expect(nonNegative(value), "an opset version");
   if (name == DimsAttrHelper::getNameStr())
     return expect(isa<ArrayAttr>(value), "an array");
+  if (name == UnitFunctionAttrHelper::getNameStr())
+    return expect(isa<UnitAttr>(value) && isa<FunctionOpInterface>(op), "a unit attribute on a function");
+  if (name == KvLayerBaseAttrHelper::getNameStr() || name == WeightBlocksAttrHelper::getNameStr())
+    return op->emitError() << "'" << name << "' belongs on a function argument";
   if (name == DeviceCallsAttrHelper::getNameStr() || name == HasSubgraphAttrHelper::getNameStr())
     return expect(isa<UnitAttr>(value), "a unit attribute");
   return op->emitError() << "unknown HELM attribute '" << name << "'";
+}
+
+LogicalResult HelmDialect::verifyRegionArgAttribute(Operation *op, unsigned region, unsigned index,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  Type type = function && index < function.getNumArguments() ? function.getArgumentTypes()[index]
+                                                              : Type();
+  if (name == NameAttrHelper::getNameStr() || name == DimsAttrHelper::getNameStr())
+    return success(); // checked where the importer and the stage split read them
+  if (name == KvLayerBaseAttrHelper::getNameStr()) {
+    if (isa<UnitAttr>(value) && type && type.isSignlessInteger(64))
+      return success();
+    return op->emitError() << "'" << name << "' must be a unit attribute on an i64 argument";
+  }
+  if (name == WeightBlocksAttrHelper::getNameStr()) {
+    auto tensor = dyn_cast_if_present<RankedTensorType>(type);
+    if (isa<BlocksAttr>(value) && tensor && tensor.getRank() == 2 && tensor.hasStaticShape())
+      return success();
+    return op->emitError() << "'" << name
+                           << "' must be a #helm.blocks on a static rank-2 tensor argument";
+  }
+  return op->emitError() << "unknown HELM argument attribute '" << name << "'";
 }
 
 //===----------------------------------------------------------------------===//

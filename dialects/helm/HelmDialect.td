@@ -22,6 +22,7 @@ def Helm_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Reads a declared weight's bytes (little-endian, as stored). Set by the importer, which knows
     /// where inline initializers live; passes that need a few values (rotary caches) use it.
@@ -64,8 +65,15 @@ def Helm_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$units,
     // A stage lowered to device-kernel calls (helm-lower-to-device-calls).
     "::mlir::UnitAttr":$device_calls,
-    // helm.attention in a stage: its index into the stage's KV cache.
+    // helm.attention in a stage: its index into the stage's KV cache (in a unit function: its
+    // index relative to the argument marked kv_layer_base).
     "::mlir::IntegerAttr":$kv_layer,
+    // A private function holding the code that equal units of one stage share
+    // (helm-stage-split); one of its arguments carries the first KV layer of the unit a call
+    // runs, and each weight argument stored in blocks carries its format.
+    "::mlir::UnitAttr":$unit_function,
+    "::mlir::UnitAttr":$kv_layer_base,
+    "::helm::BlocksAttr":$weight_blocks,
     // helm.weight_decl: its id in the stage's tensor table (helm_rt_weight).
     "::mlir::IntegerAttr":$tensor_id
   );

@@ -41,6 +41,9 @@ public:
       // when they bufferize), stay host code.
       if (isa<tensor::CastOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
         continue;
+      // A call of a unit function (lowered the same way) passes buffers, it touches none.
+      if (isa<func::CallOp>(op))
+        continue;
       if (isa<tensor::DimOp>(op) || isa<arith::ArithDialect>(op.getDialect()))
         if (!isa<arith::ConstantOp>(op) || !isa<ShapedType>(op.getResult(0).getType()))
           continue;
@@ -50,6 +53,8 @@ public:
       op.replaceAllUsesWith(*results);
       op.erase();
     }
+    if (isUnitFunction())
+      return success();
     return rewriteStageSignature(
         stage, [&](OpBuilder &, Location l, Value result, Value out, bool) {
           loc = l;
@@ -366,9 +371,9 @@ private:
   }
 
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
-    auto layerAttr = a->getAttrOfType<IntegerAttr>(HelmDialect::KvLayerAttrHelper::getNameStr());
-    if (!layerAttr)
-      return a.emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
+    Value layer = kvLayerOf(a);
+    if (!layer)
+      return failure();
     if (!a.getScale())
       return a.emitError() << "attention: scale unknown (imported without weight data)";
     auto qType = cast<RankedTensorType>(a.getQ().getType());
@@ -377,7 +382,7 @@ private:
     Value out = allocOutput(cast<RankedTensorType>(a.getResult().getType()), a.getQ());
     int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
     call(HELM_CONTRACT_SYMBOL(helm_dev_attention),
-         {i64(layerAttr.getInt()), rawPointer(a.getQ()), rawPointer(a.getK()), rawPointer(a.getV()),
+         {layer, rawPointer(a.getQ()), rawPointer(a.getK()), rawPointer(a.getV()),
           pointerOf(out), dtypeOf(a.getQ()), dim(a.getQ(), 0), dim(a.getQ(), 1),
           i64(a.getNumHeads()), i64(a.getNumKvHeads()), i64(a.getHeadDim()),
           arith::ConstantOp::create(b, loc,
@@ -419,6 +424,11 @@ struct LowerToDeviceCallsPass : helm::impl::LowerToDeviceCallsBase<LowerToDevice
       return signalPassFailure();
     }
     for (func::FuncOp stage : stages) {
+      for (func::FuncOp unit : unitFunctionsCalledBy(stage)) {
+        if (failed(DeviceStageLowering(unit, tensorIds).run()))
+          return signalPassFailure();
+        unit->setAttr(HelmDialect::DeviceCallsAttrHelper::getNameStr(), UnitAttr::get(&getContext()));
+      }
       if (failed(DeviceStageLowering(stage, tensorIds).run()))
         return signalPassFailure();
       stage->setAttr(HelmDialect::DeviceCallsAttrHelper::getNameStr(), UnitAttr::get(&getContext()));

@@ -26,14 +26,31 @@ using namespace helm;
 
 namespace {
 
+/// Rope tables a unit function takes as arguments instead of computing them: its caller computes
+/// them once per stage call for all the calls (as for the ropes of the stage itself).
+struct TableArguments {
+  double theta;
+  int64_t rotary;
+  Type elem;
+  RankedTensorType type; // [B, S, rotary / 2] f32
+};
+using HoistedTables = llvm::DenseMap<Operation *, SmallVector<TableArguments>>;
+
 class StageLowering : StageLoweringBase {
 public:
-  StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds)
-      : StageLoweringBase(stage, tensorIds) {}
+  StageLowering(func::FuncOp stage, llvm::DenseMap<StringAttr, int64_t> &tensorIds,
+                HoistedTables &hoisted)
+      : StageLoweringBase(stage, tensorIds), hoisted(hoisted) {}
 
   LogicalResult run() {
     Block &entry = stage.getBody().front();
     for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        b.setInsertionPoint(call);
+        loc = call.getLoc();
+        passTables(call);
+        continue;
+      }
       if (!isa<HelmDialect>(op.getDialect()))
         continue;
       b.setInsertionPoint(&op);
@@ -44,7 +61,7 @@ public:
       op.replaceAllUsesWith(*results);
       op.erase();
     }
-    return rewriteSignature();
+    return isUnitFunction() ? success() : rewriteSignature();
   }
 
 private:
@@ -448,6 +465,21 @@ private:
     Value cos, sin;
   };
   SmallVector<RopeTables> ropeTableCache;
+  HoistedTables &hoisted;
+
+  /// Appends to a call of a unit function the rope tables it takes as arguments, from this
+  /// function's cache (so computed once for all calls with the same positions).
+  void passTables(func::CallOp call) {
+    auto it = hoisted.find(module.lookupSymbol(call.getCalleeAttr()));
+    if (it == hoisted.end())
+      return;
+    // The unit function's positions: its argument 1 (helm-stage-split's signature).
+    Value pos = call.getOperand(1);
+    for (const TableArguments &t : it->second) {
+      auto [cosT, sinT] = ropeTables(pos, pos, t.type, t.theta, t.rotary, t.elem);
+      call.getOperandsMutable().append(ValueRange{cosT, sinT});
+    }
+  }
 
   /// The [B, S, rotary/2] cos and sin tables for `pos` (f32, rounded to `elem`), built at the
   /// first rope that needs them; `x` (that rope's input) gives B and S. All ops of the stage are
@@ -458,6 +490,21 @@ private:
       if (t.positions == pos && t.theta == theta && t.rotary == rotary && t.elem == elem)
         return {t.cos, t.sin};
     int64_t half = rotary / 2;
+    if (isUnitFunction() && isa<BlockArgument>(pos) &&
+        cast<BlockArgument>(pos).getOwner() == &stage.getBody().front()) {
+      // In a unit function the tables of its positions argument are two more arguments, which
+      // the caller computes (passTables).
+      auto tableType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), half},
+                                             b.getF32Type());
+      unsigned index = stage.getNumArguments();
+      if (failed(stage.insertArguments({index, index}, {tableType, tableType}, {nullptr, nullptr},
+                                       {loc, loc})))
+        llvm::report_fatal_error("cannot add the rope table arguments to a unit function");
+      hoisted[stage].push_back({theta, rotary, elem, tableType});
+      Value cosT = stage.getArgument(index), sinT = stage.getArgument(index + 1);
+      ropeTableCache.push_back({pos, theta, rotary, elem, cosT, sinT});
+      return {cosT, sinT};
+    }
     // inv_freq[j] = theta^(-2j/rotary), as the reference computes it in f32.
     SmallVector<float> invFreq;
     for (int64_t j = 0; j < half; ++j)
@@ -586,9 +633,9 @@ private:
   }
 
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp a) {
-    auto layerAttr = a->getAttrOfType<IntegerAttr>(HelmDialect::KvLayerAttrHelper::getNameStr());
-    if (!layerAttr)
-      return a.emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
+    Value layer = kvLayerOf(a);
+    if (!layer)
+      return failure();
     if (!a.getScale())
       return a.emitError() << "attention: scale unknown (imported without weight data)";
     auto qType = cast<RankedTensorType>(a.getQ().getType());
@@ -609,7 +656,7 @@ private:
     int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
     func::CallOp::create(
         b, loc, kernel,
-        ValueRange{ctx, i64(layerAttr.getInt()), qp, kp, vp, pointerOf(out), i32(kernelDtypeCode(elem)),
+        ValueRange{ctx, layer, qp, kp, vp, pointerOf(out), i32(kernelDtypeCode(elem)),
                    toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
                    i64(a.getHeadDim()),
                    arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
@@ -666,9 +713,14 @@ struct LowerToLinalgPass : helm::impl::LowerToLinalgBase<LowerToLinalgPass> {
       module.emitError() << "no stage functions to lower; run helm-stage-split first";
       return signalPassFailure();
     }
-    for (func::FuncOp stage : stages)
-      if (failed(StageLowering(stage, tensorIds).run()))
+    HoistedTables hoisted;
+    for (func::FuncOp stage : stages) {
+      for (func::FuncOp unit : unitFunctionsCalledBy(stage))
+        if (failed(StageLowering(unit, tensorIds, hoisted).run()))
+          return signalPassFailure();
+      if (failed(StageLowering(stage, tensorIds, hoisted).run()))
         return signalPassFailure();
+    }
   }
 };
 

@@ -30,7 +30,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createLowerToLinalg());
   addUpstream(pm, kBufferize, "helm-cpu-bufferize");
   pm.addNestedPass<func::FuncOp>(createStridedCopiesToLinalg());
-  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
+  pm.addPass(createFreeBuffers());
   // After bufferization: on tensors, the analysis of hundreds of tiled loops is superlinear.
   pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
   pm.addNestedPass<func::FuncOp>(createApproximateExp());
@@ -42,7 +42,7 @@ void buildDeviceCallsBufferizePipeline(OpPassManager &pm) {
   options.stageDevice = "gpu";
   pm.addPass(createLowerToDeviceCalls(options));
   addUpstream(pm, kBufferize, "helm-device-calls-bufferize");
-  pm.addNestedPass<func::FuncOp>(createFreeBuffers());
+  pm.addPass(createFreeBuffers());
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -21,14 +21,27 @@ def StageSplit : Pass<"helm-stage-split", "mlir::ModuleOp"> {
     `helm.attention` gets a `helm.kv_layer` index, counted per stage, and reads and extends its
     stage's KV cache. Rotary embeddings read the stage's positions. `@main` is erased.
 
+    Block units whose code is the same but for their weights and KV layers (the layers of a
+    transformer) share one private function, `@<stage>_unit<n>` (`helm.unit_function`,
+    `no_inline`): `(ctx, positions, first KV layer {helm.kv_layer_base}, inputs...,
+    weights...) -> results`, where a weight argument stored in blocks carries its format
+    (`helm.weight_blocks`) and each attention's `helm.kv_layer` counts from the base. The stage
+    calls it once per unit with that unit's weights and first layer, so code generation compiles a
+    layer once instead of once per layer. Two units are the same when their functions print the
+    same; a unit whose code no other unit shares stays inline (`share-unit-code=false`: all do).
+
     Before: `func.func @main(%ids, %mask, %pos, %past...) { helm.unit embedding[0] ... }`.
     After (k = 2 of 4): `func.func @helm_cpu_stage(%ctx: !llvm.ptr, %ids: tensor<?x?xi64>,
              %pos: tensor<?x?xi64>) -> tensor<?x?x64xf32>` ending in `helm.transfer %h cpu -> gpu`,
              and `func.func @helm_gpu_stage(%ctx: !llvm.ptr, %x: tensor<?x?x64xf32>,
              %pos: tensor<?x?xi64>) -> tensor<?x1x256xf32>`.
   }];
+  let options = [
+    Option<"shareUnitCode", "share-unit-code", "bool", /*default=*/"true",
+           "Block units with the same code call one shared function">
+  ];
   let dependentDialects = ["::helm::HelmDialect", "mlir::LLVM::LLVMDialect", "mlir::tensor::TensorDialect",
-                           "mlir::arith::ArithDialect"];
+                           "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
 def LowerToLinalg : Pass<"helm-lower-to-linalg", "mlir::ModuleOp"> {
@@ -90,13 +103,15 @@ def StridedCopiesToLinalg : Pass<"helm-strided-copies-to-linalg", "mlir::func::F
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect"];
 }
 
-def FreeBuffers : Pass<"helm-free-buffers", "mlir::func::FuncOp"> {
+def FreeBuffers : Pass<"helm-free-buffers", "mlir::ModuleOp"> {
   let summary = "Free each stage-local buffer right after its last use";
   let description = [{
     After bufferization the stage functions are straight-line code. Every `memref.alloc` whose
     aliases (views, casts, reshapes) neither leave the function nor reach an op this pass does not
     understand gets a `memref.dealloc` after the last use of any alias in the function body, so a
-    long prefill holds only the live activations, not every intermediate of every layer.
+    long prefill holds only the live activations, not every intermediate of every layer. A unit
+    function (`helm.unit_function`) that returns a buffer it allocated hands it to its caller,
+    which frees that call result the same way.
 
     Before: `%a = memref.alloc ... linalg.generic ins(%a) ... return`.
     After:  `%a = memref.alloc ... linalg.generic ins(%a) ... memref.dealloc %a ... return`.

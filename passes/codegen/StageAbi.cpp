@@ -64,7 +64,43 @@ StageLoweringBase::StageLoweringBase(func::FuncOp stage,
     : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
       loc(stage.getLoc()), tensorIds(tensorIds),
       ptrType(LLVM::LLVMPointerType::get(stage.getContext())),
-      ctx(stage.getBody().front().getArgument(0)) {}
+      ctx(stage.getBody().front().getArgument(0)) {
+  // A unit function's argument attributes say what the stage split knew about its arguments;
+  // the lowering takes them over here (the arguments change type when they bufferize).
+  if (!stage->hasAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr()))
+    return;
+  for (unsigned i = 0; i < stage.getNumArguments(); ++i) {
+    if (stage.getArgAttr(i, HelmDialect::KvLayerBaseAttrHelper::getNameStr()))
+      kvLayerBase = stage.getArgument(i);
+    if (auto blocks = stage.getArgAttrOfType<BlocksAttr>(i, HelmDialect::WeightBlocksAttrHelper::getNameStr()))
+      blockWeights[stage.getArgument(i)] = blocks.getFormat();
+    stage.removeArgAttr(i, HelmDialect::KvLayerBaseAttrHelper::getNameStr());
+    stage.removeArgAttr(i, HelmDialect::WeightBlocksAttrHelper::getNameStr());
+  }
+}
+
+Value StageLoweringBase::kvLayerOf(Operation *attention) {
+  auto layer = attention->getAttrOfType<IntegerAttr>(HelmDialect::KvLayerAttrHelper::getNameStr());
+  if (!layer) {
+    attention->emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
+    return {};
+  }
+  if (!kvLayerBase)
+    return i64(layer.getInt());
+  return arith::AddIOp::create(b, loc, kvLayerBase, i64(layer.getInt()));
+}
+
+SmallVector<func::FuncOp> unitFunctionsCalledBy(func::FuncOp stage) {
+  SmallVector<func::FuncOp> functions;
+  auto module = stage->getParentOfType<ModuleOp>();
+  stage.walk([&](func::CallOp call) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+    if (callee && callee->hasAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr()) &&
+        !llvm::is_contained(functions, callee))
+      functions.push_back(callee);
+  });
+  return functions;
+}
 
 Value StageLoweringBase::i64(int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);

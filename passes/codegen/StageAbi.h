@@ -62,6 +62,11 @@ protected:
   /// The helm_dtype code a kernel call passes for `value`: the block format of a lowered weight
   /// stored in blocks, else the element type's code (-1 for none).
   int32_t dtypeCodeOf(mlir::Value value);
+  /// The KV-cache layer an attention reads, as an i64: its `helm.kv_layer`, plus the first-layer
+  /// argument in a unit function. Null (after an error on `attention`) when it has none.
+  mlir::Value kvLayerOf(mlir::Operation *attention);
+  /// Whether the function is a unit function (helm.unit_function): it keeps its signature.
+  bool isUnitFunction() const { return static_cast<bool>(kvLayerBase); }
 
   mlir::func::FuncOp stage;
   mlir::ModuleOp module;
@@ -72,7 +77,11 @@ protected:
   llvm::DenseMap<mlir::Value, BlockFormat> blockWeights;
   mlir::Type ptrType;
   mlir::Value ctx; // the stage's context argument
+  mlir::Value kvLayerBase; // a unit function's first-layer argument
 };
+
+/// The unit functions (helm.unit_function) that `stage` calls, in order of first call.
+llvm::SmallVector<mlir::func::FuncOp> unitFunctionsCalledBy(mlir::func::FuncOp stage);
 
 /// Rewrites the lowered stage `stage(ctx, input, positions) -> result` to the C signature
 /// `(ctx, in*, positions*, out*, B, S) -> ()`: the input and positions become tensor views of

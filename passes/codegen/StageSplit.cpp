@@ -13,6 +13,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <map>
+#include <optional>
+#include <string>
+
 namespace helm {
 #define GEN_PASS_DEF_STAGESPLIT
 #include "passes/codegen/Passes.h.inc"
@@ -33,6 +37,7 @@ BlockArgument namedArgument(func::FuncOp main, llvm::ArrayRef<llvm::StringRef> n
 }
 
 struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
+  using StageSplitBase::StageSplitBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto main = module.lookupSymbol<func::FuncOp>("main");
@@ -100,7 +105,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
 
     OpBuilder b(&getContext());
     b.setInsertionPoint(main);
-    StageBuilder builder{b, idsArg, positionsArg};
+    StageBuilder builder{b, module, idsArg, positionsArg, shareUnitCode};
     MutableArrayRef<UnitOp> all(units);
     if (split > 0 &&
         failed(builder.build(HELM_CPU_STAGE_ENTRY, helm_stage_side_name(HELM_STAGE_CPU), all.take_front(split), Value(), boundary)))
@@ -114,10 +119,12 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
   /// Clones a run of units into one stage function `(ctx, input, positions) -> output`. The input
   /// is the token ids (first stage) or the boundary activation (`input`); the output is the
   /// last position's logits (last stage) or the boundary activation (`output`), handed over
-  /// through one helm.transfer to the GPU.
+  /// through one helm.transfer to the GPU. Block units that share their code call it.
   struct StageBuilder {
     OpBuilder &b;
+    ModuleOp module;
     BlockArgument idsArg, positionsArg;
+    bool shareUnitCode;
 
     LogicalResult build(StringRef name, StringRef device, MutableArrayRef<UnitOp> units, Value input,
                         Value output) {
@@ -141,17 +148,43 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       stage.setArgAttr(0, HelmDialect::NameAttrHelper::getNameStr(), b.getStringAttr("context"));
       stage.setArgAttr(1, HelmDialect::NameAttrHelper::getNameStr(), b.getStringAttr(input ? "activation" : "input_ids"));
       stage.setArgAttr(2, HelmDialect::NameAttrHelper::getNameStr(), b.getStringAttr("positions"));
+
+      llvm::DenseMap<Operation *, OutlinedUnit> shared;
+      if (shareUnitCode)
+        shared = outlineEqualUnits(stage, units, idsType);
+
       Block *entry = stage.addEntryBlock();
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(entry);
+      Value positions = entry->getArgument(2);
 
       IRMapping map;
       map.map(input ? input : Value(idsArg), entry->getArgument(1));
       if (positionsArg)
-        map.map(positionsArg, entry->getArgument(2));
+        map.map(positionsArg, positions);
 
       int64_t kvLayer = 0;
       for (UnitOp unit : units) {
+        if (auto it = shared.find(unit); it != shared.end()) {
+          const OutlinedUnit &code = it->second;
+          SmallVector<Value> operands{
+              entry->getArgument(0), positions,
+              arith::ConstantIntOp::create(b, unit.getLoc(), b.getI64Type(), kvLayer)};
+          for (Value v : code.inputs) {
+            Value mapped = map.lookupOrNull(v);
+            if (!mapped)
+              return unit.emitError() << "unit " << unitName(unit)
+                                      << " uses a value from outside the stage's units";
+            operands.push_back(mapped);
+          }
+          for (WeightOp w : code.weights)
+            operands.push_back(b.clone(*w)->getResult(0));
+          auto call = func::CallOp::create(b, unit.getLoc(), code.function, operands);
+          for (auto [i, result] : llvm::enumerate(code.results))
+            map.map(unit.getResult(result), call.getResult(i));
+          kvLayer += code.kvLayers;
+          continue;
+        }
         Block &body = unit.getBody().front();
         if (unit.getKind() == UnitKind::head) {
           // Only the last position's logits are needed: slice the head's input once.
@@ -174,28 +207,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
                              << " comes from outside the stage's units and is not a known input";
               return failure();
             }
-          if (auto attention = dyn_cast<AttentionOp>(op)) {
-            auto cloned = AttentionOp::create(
-                b, attention.getLoc(), TypeRange{attention.getResult().getType()},
-                map.lookup(attention.getQ()), map.lookup(attention.getK()),
-                map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
-                attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(),
-                attention.getScaleAttr(), attention.getSlidingWindowAttr());
-            cloned->setAttr(HelmDialect::KvLayerAttrHelper::getNameStr(), b.getI64IntegerAttr(kvLayer++));
-            map.map(attention.getResult(), cloned.getResult());
-            continue;
-          }
-          if (auto rope = dyn_cast<RopeOp>(op)) {
-            IRMapping ropeMap = map;
-            if (Value positions = rope.getPositions())
-              ropeMap.map(positions, entry->getArgument(2));
-            auto cloned = cast<RopeOp>(b.clone(op, ropeMap));
-            if (!cloned.getPositions())
-              cloned.getPositionsMutable().append(entry->getArgument(2));
-            map.map(rope.getResult(), cloned.getResult());
-            continue;
-          }
-          b.clone(op, map);
+          cloneUnitOp(b, op, map, positions, kvLayer);
         }
         auto yield = cast<YieldOp>(body.getTerminator());
         for (auto [result, yielded] : llvm::zip(unit.getResults(), yield.getValues()))
@@ -216,6 +228,159 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       stage->setAttr(HelmDialect::UnitsAttrHelper::getNameStr(), b.getDenseI64ArrayAttr({int64_t(units.front().getIndex()),
                                                            int64_t(units.back().getIndex())}));
       return success();
+    }
+
+    /// A block unit's code as a private function: `(ctx, positions, first KV layer, inputs...,
+    /// weights...) -> results`.
+    struct OutlinedUnit {
+      func::FuncOp function;
+      SmallVector<Value> inputs;         // values of @main the unit reads
+      SmallVector<WeightOp> weights;     // one per distinct weight, in order of first use
+      SmallVector<unsigned> results;     // the unit's results the function returns, in order
+      int64_t kvLayers = 0;
+    };
+
+    /// Outlines every block unit and keeps one function per group of units whose functions
+    /// print the same (so equal up to weights and KV layers), for groups of two or more; the
+    /// other candidates are erased. Returns the units that call a shared function.
+    llvm::DenseMap<Operation *, OutlinedUnit> outlineEqualUnits(func::FuncOp stage,
+                                                                ArrayRef<UnitOp> units,
+                                                                Type positionsType) {
+      SmallVector<std::pair<UnitOp, OutlinedUnit>> candidates;
+      std::map<std::string, SmallVector<size_t>> groups;
+      SmallVector<std::string> order; // keys in first-use order, so names follow the layers
+      for (UnitOp unit : units) {
+        if (unit.getKind() != UnitKind::block)
+          continue;
+        std::optional<OutlinedUnit> code = outline(unit, stage, positionsType);
+        if (!code)
+          continue;
+        std::string key;
+        llvm::raw_string_ostream os(key);
+        code->function->print(os);
+        auto &members = groups[key];
+        if (members.empty())
+          order.push_back(key);
+        members.push_back(candidates.size());
+        candidates.push_back({unit, std::move(*code)});
+      }
+      llvm::DenseMap<Operation *, OutlinedUnit> shared;
+      int64_t next = 0;
+      for (const std::string &key : order) {
+        const SmallVector<size_t> &members = groups[key];
+        if (members.size() < 2) {
+          candidates[members.front()].second.function.erase();
+          continue;
+        }
+        func::FuncOp function = candidates[members.front()].second.function;
+        function.setName((stage.getName() + "_unit" + llvm::Twine(next++)).str());
+        for (size_t m : members) {
+          OutlinedUnit &code = candidates[m].second;
+          if (code.function != function)
+            code.function.erase();
+          code.function = function;
+          shared[candidates[m].first] = std::move(code);
+        }
+      }
+      return shared;
+    }
+
+    /// The candidate function of `unit`, placed before `stage` and named "unit"; none when the
+    /// unit yields a value it does not compute (it stays inline).
+    std::optional<OutlinedUnit> outline(UnitOp unit, func::FuncOp stage, Type positionsType) {
+      MLIRContext *ctx = b.getContext();
+      Block &body = unit.getBody().front();
+      OutlinedUnit code;
+      llvm::DenseMap<StringAttr, unsigned> weightIndex;
+      for (Operation &op : body.without_terminator()) {
+        if (auto w = dyn_cast<WeightOp>(op)) {
+          if (weightIndex.try_emplace(w.getNameAttr().getAttr(), code.weights.size()).second)
+            code.weights.push_back(w);
+          continue;
+        }
+        for (Value operand : op.getOperands())
+          if (operand.getParentBlock() != &body && !isReplacedOperand(op, operand) &&
+              !llvm::is_contained(code.inputs, operand))
+            code.inputs.push_back(operand);
+      }
+      Type i64 = IntegerType::get(ctx, 64);
+      SmallVector<Type> argTypes{LLVM::LLVMPointerType::get(ctx), positionsType, i64};
+      for (Value v : code.inputs)
+        argTypes.push_back(v.getType());
+      for (WeightOp w : code.weights)
+        argTypes.push_back(w.getType());
+
+      OpBuilder fb(stage);
+      auto function = func::FuncOp::create(fb, unit.getLoc(), "unit",
+                                           fb.getFunctionType(argTypes, {}));
+      function.setPrivate();
+      function->setAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr(), fb.getUnitAttr());
+      function->setAttr("no_inline", fb.getUnitAttr());
+      const unsigned firstInput = 3, firstWeight = firstInput + code.inputs.size();
+      function.setArgAttr(2, HelmDialect::KvLayerBaseAttrHelper::getNameStr(), fb.getUnitAttr());
+      for (auto [i, w] : llvm::enumerate(code.weights))
+        if (auto decl = module.lookupSymbol<WeightDeclOp>(w.getNameAttr()))
+          if (BlocksAttr blocks = decl.getBlocksAttr())
+            function.setArgAttr(firstWeight + i, HelmDialect::WeightBlocksAttrHelper::getNameStr(),
+                                blocks);
+      Block *entry = function.addEntryBlock();
+      fb.setInsertionPointToStart(entry);
+      IRMapping map;
+      for (auto [i, v] : llvm::enumerate(code.inputs))
+        map.map(v, entry->getArgument(firstInput + i));
+      int64_t kvLayer = 0;
+      for (Operation &op : body.without_terminator()) {
+        if (auto w = dyn_cast<WeightOp>(op)) {
+          map.map(w.getResult(), entry->getArgument(firstWeight + weightIndex[w.getNameAttr().getAttr()]));
+          continue;
+        }
+        cloneUnitOp(fb, op, map, entry->getArgument(1), kvLayer);
+      }
+      SmallVector<Value> returned;
+      for (auto [i, yielded] : llvm::enumerate(cast<YieldOp>(body.getTerminator()).getValues())) {
+        if (yielded.getParentBlock() != &body) {
+          function.erase();
+          return std::nullopt;
+        }
+        if (Value mapped = map.lookupOrNull(yielded)) {
+          code.results.push_back(i);
+          returned.push_back(mapped);
+        }
+      }
+      func::ReturnOp::create(fb, unit.getLoc(), returned);
+      function.setType(fb.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+      code.function = function;
+      code.kvLayers = kvLayer;
+      return code;
+    }
+
+    /// Clones one op of a unit into `b`'s block: an attention reads the runtime's KV cache of
+    /// layer `kvLayer` (then counted up) instead of the model's own cache operands, a rotary
+    /// embedding reads `positions`.
+    static void cloneUnitOp(OpBuilder &b, Operation &op, IRMapping &map, Value positions,
+                            int64_t &kvLayer) {
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
+        auto cloned = AttentionOp::create(
+            b, attention.getLoc(), TypeRange{attention.getResult().getType()},
+            map.lookup(attention.getQ()), map.lookup(attention.getK()),
+            map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
+            attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(),
+            attention.getScaleAttr(), attention.getSlidingWindowAttr());
+        cloned->setAttr(HelmDialect::KvLayerAttrHelper::getNameStr(), b.getI64IntegerAttr(kvLayer++));
+        map.map(attention.getResult(), cloned.getResult());
+        return;
+      }
+      if (auto rope = dyn_cast<RopeOp>(op)) {
+        IRMapping ropeMap = map;
+        if (Value original = rope.getPositions())
+          ropeMap.map(original, positions);
+        auto cloned = cast<RopeOp>(b.clone(op, ropeMap));
+        if (!cloned.getPositions())
+          cloned.getPositionsMutable().append(positions);
+        map.map(rope.getResult(), cloned.getResult());
+        return;
+      }
+      b.clone(op, map);
     }
   };
 

@@ -259,3 +259,29 @@ func.func @embed_narrowing(%ids: tensor<2x3xi64>, %t: tensor<8x4xf32>) -> tensor
   %0 = helm.embed %ids, %t : (tensor<2x3xi64>, tensor<8x4xf32>) -> tensor<2x3x4xf16>
   return %0 : tensor<2x3x4xf16>
 }
+
+// -----
+
+// The argument attributes of a unit function (helm-stage-split) say what each argument is.
+// expected-error @+1 {{'helm.kv_layer_base' must be a unit attribute on an i64 argument}}
+func.func private @unit_base(%layer: i32 {helm.kv_layer_base}) attributes {helm.unit_function}
+
+// -----
+
+// expected-error @+1 {{'helm.weight_blocks' must be a #helm.blocks on a static rank-2 tensor argument}}
+func.func private @unit_blocks(%w: tensor<?x64xf32> {helm.weight_blocks = #helm.blocks<format = q4_0, row_dim = 0>})
+
+// -----
+
+// expected-error @+1 {{unknown HELM argument attribute 'helm.kv_layer'}}
+func.func private @unit_unknown(%layer: i64 {helm.kv_layer = 0 : i64})
+
+// -----
+
+// expected-error @+1 {{'helm.unit_function' must be a unit attribute on a function}}
+helm.weight_decl @u : tensor<8xf32> {helm.unit_function, length = 32 : i64, location = "", offset = -1 : i64, onnx_name = "u"}
+
+// -----
+
+// expected-error @+1 {{'helm.kv_layer_base' belongs on a function argument}}
+func.func private @unit_misplaced() attributes {helm.kv_layer_base}

@@ -55,3 +55,41 @@ func.func @unused(%n: index) {
   %a = memref.alloc(%n) : memref<?xf32>
   return
 }
+
+// -----
+
+// A unit function's result that it allocated belongs to the caller, which frees it after its last
+// use; the result is a new buffer, so the call's argument is free right after the call. A result
+// that is one of the callee's arguments (@passes_through) is not the caller's to free.
+// CHECK-LABEL: func.func private @fresh
+// CHECK: %[[R:.*]] = memref.alloc
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[R]]
+// CHECK-LABEL: func.func @caller
+// CHECK: %[[X:.*]] = memref.alloc
+// CHECK-NEXT: %[[Y:.*]] = call @fresh(%[[X]])
+// CHECK-NEXT: memref.dealloc %[[X]]
+// CHECK-NEXT: %[[Z:.*]] = call @fresh(%[[Y]])
+// CHECK-NEXT: memref.dealloc %[[Y]]
+// CHECK-NEXT: %[[P:.*]] = call @passes_through(%[[Z]])
+// CHECK-NEXT: memref.copy %[[P]], %{{.*}}
+// CHECK-NEXT: memref.dealloc %[[Z]]
+// CHECK-NEXT: return
+func.func private @fresh(%x: memref<?xf32>) -> memref<?xf32> attributes {helm.unit_function} {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %r = memref.alloc(%n) : memref<?xf32>
+  memref.copy %x, %r : memref<?xf32> to memref<?xf32>
+  return %r : memref<?xf32>
+}
+func.func private @passes_through(%x: memref<?xf32>) -> memref<?xf32> attributes {helm.unit_function} {
+  return %x : memref<?xf32>
+}
+func.func @caller(%n: index, %out: memref<?xf32>) {
+  %x = memref.alloc(%n) : memref<?xf32>
+  %y = call @fresh(%x) : (memref<?xf32>) -> memref<?xf32>
+  %z = call @fresh(%y) : (memref<?xf32>) -> memref<?xf32>
+  %p = call @passes_through(%z) : (memref<?xf32>) -> memref<?xf32>
+  memref.copy %p, %out : memref<?xf32> to memref<?xf32>
+  return
+}

@@ -1,10 +1,10 @@
 // Every split point of a four-unit model (embedding, two blocks, head), chosen with
 // --helm-partition=force-split=k on a target whose GPU holds everything.
-// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=0 --helm-stage-split | FileCheck %s --check-prefix=K0
-// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=1 --helm-stage-split | FileCheck %s --check-prefix=K1
-// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=2 --helm-stage-split | FileCheck %s --check-prefix=K2
-// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=3 --helm-stage-split | FileCheck %s --check-prefix=K3
-// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=4 --helm-stage-split | FileCheck %s --check-prefix=K4
+// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=0 --helm-stage-split=share-unit-code=false | FileCheck %s --check-prefix=K0
+// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=1 --helm-stage-split=share-unit-code=false | FileCheck %s --check-prefix=K1
+// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=2 --helm-stage-split=share-unit-code=false | FileCheck %s --check-prefix=K2
+// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=3 --helm-stage-split=share-unit-code=false | FileCheck %s --check-prefix=K3
+// RUN: helm-opt %s --helm-annotate-costs --helm-partition=force-split=4 --helm-stage-split=share-unit-code=false | FileCheck %s --check-prefix=K4
 
 // k = 0, all on the GPU: one stage, fed token ids, returning logits; no transfer.
 // K0-NOT: @helm_cpu_stage
