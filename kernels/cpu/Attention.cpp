@@ -40,12 +40,23 @@ constexpr int64_t kQueryBlock = 16;
 struct AttentionOps {
   /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
   void (*dotMany)(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D, float *out);
-  /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D.
+  /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D. With `prefetch`, the
+  /// rows kPrefetchRows ahead are fetched by hand (the first pass over rows not yet in cache).
   void (*weightedSum)(const float *p, int64_t pStride, const float *v, int64_t vStride, int64_t T,
-                      int64_t D, float *o);
+                      int64_t D, float *o, bool prefetch);
 };
 
 // ---- scalar ------------------------------------------------------------------------------
+
+/// Key and value rows of one head are a cache row apart (the whole row of every kv head), so each
+/// is on its own 4 KiB page for most models and the hardware prefetchers, which stop at page
+/// boundaries, miss the first lines of every row. Rows this far ahead are fetched by hand.
+constexpr int64_t kPrefetchRows = 8;
+inline void prefetchRow(const float *row, int64_t floats) {
+  const char *c = reinterpret_cast<const char *>(row);
+  for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64)
+    _mm_prefetch(c + b, _MM_HINT_T0);
+}
 
 void dotManyScalar(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
                    float *out) {
@@ -58,8 +69,10 @@ void dotManyScalar(const float *q, int64_t ld, int64_t nq, const float *k, int64
 }
 
 void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t vStride,
-                       int64_t T, int64_t D, float *o) {
+                       int64_t T, int64_t D, float *o, bool prefetch) {
   for (int64_t t = 0; t < T; ++t) {
+    if (prefetch && t + kPrefetchRows < T)
+      prefetchRow(v + (t + kPrefetchRows) * vStride, D);
     float w = p[t * pStride];
     if (w == 0.0f)
       continue;
@@ -115,7 +128,7 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const float *
 }
 
 HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, int64_t vStride,
-                               int64_t T, int64_t D, float *o) {
+                               int64_t T, int64_t D, float *o, bool prefetch) {
   // Up to 8 vectors (64 floats) of o in registers per sweep over the rows.
   for (int64_t d0 = 0; d0 < D; d0 += 64) {
     const int64_t width = std::min<int64_t>(64, D - d0), nv = width / 8;
@@ -126,6 +139,8 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, 
     for (int64_t d = nv * 8; d < width; ++d)
       tail[d - nv * 8] = o[d0 + d];
     for (int64_t t = 0; t < T; ++t) {
+      if (prefetch && t + kPrefetchRows < T)
+        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
       float w = p[t * pStride];
       if (w == 0.0f)
         continue;
@@ -187,7 +202,7 @@ HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const flo
 }
 
 HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float *v,
-                                   int64_t vStride, int64_t T, int64_t D, float *o) {
+                                   int64_t vStride, int64_t T, int64_t D, float *o, bool prefetch) {
   // Up to 8 vectors (128 floats) of o in registers per sweep over the rows; the last vector of
   // a sweep may be partial (masked).
   for (int64_t d0 = 0; d0 < D; d0 += 128) {
@@ -199,6 +214,8 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float 
       acc[c] = _mm512_loadu_ps(o + d0 + 16 * c);
     acc[nv - 1] = _mm512_maskz_loadu_ps(lastMask, o + d0 + 16 * (nv - 1));
     for (int64_t t = 0; t < T; ++t) {
+      if (prefetch && t + kPrefetchRows < T)
+        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
       float w = p[t * pStride];
       if (w == 0.0f)
         continue;
@@ -272,9 +289,12 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
   for (int64_t si = 0; si < p.numSpans; ++si) {
     const KvSpan &span = p.spans[si];
     int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
-    for (int64_t t = t0; t < t1; ++t)
+    for (int64_t t = t0; t < t1; ++t) {
+      if (t + kPrefetchRows < t1)
+        prefetchRow(span.k + (t + kPrefetchRows - span.start) * p.kvStride + g * D, D);
       ops.dotMany(qf, D, nq, span.k + (t - span.start) * p.kvStride + g * D, D,
                   sc + (t - keyBegin) * nq);
+    }
   }
   for (int64_t n = 0; n < L * nq; ++n)
     sc[n] *= p.scale;
@@ -321,7 +341,8 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
       if (t0 >= t1)
         continue;
       const float *v = span.v + (t0 - span.start) * p.kvStride + g * D;
-      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o);
+      // The first query streams the rows in; the others find them in cache.
+      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o, i == 0);
     }
   }
 }
