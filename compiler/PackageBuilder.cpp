@@ -291,7 +291,8 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
                              {HELM_MANIFEST_BOUNDARY_WIDTH, stage.activationWidth}};
   manifest[HELM_MANIFEST_KV] = llvm::json::Object{{HELM_MANIFEST_KV_LAYERS, kvLayers},
                                                   {HELM_MANIFEST_KV_HEADS, config.numKeyValueHeads},
-                                                  {HELM_MANIFEST_KV_HEAD_DIM, config.headDim}};
+                                                  {HELM_MANIFEST_KV_HEAD_DIM, config.headDim},
+                                                  {HELM_MANIFEST_KV_HOST_DTYPE, options.kvHostDtype}};
   manifest[HELM_MANIFEST_LOGITS] = llvm::json::Object{{HELM_MANIFEST_LOGITS_VOCAB, config.vocabSize}};
   manifest[HELM_MANIFEST_TENSORS] = std::move(tensorTable);
   if (!tokenizerText.empty())

@@ -33,6 +33,9 @@ struct PackageOptions {
   std::string gpuCode = "auto";
   /// The CUDA kernels' fatbin a CUDA package carries (empty: this helmc has no CUDA kernels).
   llvm::ArrayRef<char> cudaKernels;
+  /// The CPU stage's KV rows helm-rt uses unless told otherwise (manifest kv.host_dtype): "f16"
+  /// for a GGUF file (llama.cpp's own f16 cache) or a float16 model (exact), else "f32".
+  std::string kvHostDtype = "f32";
 };
 
 struct PackageReport {

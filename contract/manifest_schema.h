@@ -102,6 +102,8 @@
 #define HELM_MANIFEST_KV_LAYERS "layers"
 #define HELM_MANIFEST_KV_HEADS "kv_heads"
 #define HELM_MANIFEST_KV_HEAD_DIM "head_dim"
+/* optional: "f32" or "f16", the CPU stage's KV rows when helm-rt is not told (--kv-type) */
+#define HELM_MANIFEST_KV_HOST_DTYPE "host_dtype"
 #define HELM_MANIFEST_LOGITS_VOCAB "vocab"
 
 /* tensors[].* */

@@ -37,12 +37,13 @@ namespace {
 constexpr int64_t kQueryBlock = 16;
 
 /// The per-ISA vector primitives.
+/// The kernels of one ISA for cache rows of one type (f32, or f16 widened as they are loaded).
 struct AttentionOps {
   /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
-  void (*dotMany)(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D, float *out);
+  void (*dotMany)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t D, float *out);
   /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D. With `prefetch`, the
   /// rows kPrefetchRows ahead are fetched by hand (the first pass over rows not yet in cache).
-  void (*weightedSum)(const float *p, int64_t pStride, const float *v, int64_t vStride, int64_t T,
+  void (*weightedSum)(const float *p, int64_t pStride, const void *v, int64_t vStride, int64_t T,
                       int64_t D, float *o, bool prefetch);
 };
 
@@ -52,24 +53,32 @@ struct AttentionOps {
 /// is on its own 4 KiB page for most models and the hardware prefetchers, which stop at page
 /// boundaries, miss the first lines of every row. Rows this far ahead are fetched by hand.
 constexpr int64_t kPrefetchRows = 8;
-inline void prefetchRow(const float *row, int64_t floats) {
+template <typename Row> inline void prefetchRow(const Row *row, int64_t elements) {
   const char *c = reinterpret_cast<const char *>(row);
-  for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64)
+  for (int64_t b = 0; b < elements * int64_t(sizeof(Row)); b += 64)
     _mm_prefetch(c + b, _MM_HINT_T0);
 }
 
-void dotManyScalar(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+/// A cache row element as f32: f32 rows as they are, f16 rows (uint16_t bits) widened.
+inline float rowAt(const float *row, int64_t i) { return row[i]; }
+inline float rowAt(const uint16_t *row, int64_t i) { return halfToFloat(row[i]); }
+
+template <typename Row>
+void dotManyScalar(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
                    float *out) {
+  const Row *k = static_cast<const Row *>(kRow);
   for (int64_t i = 0; i < nq; ++i) {
     float s = 0;
     for (int64_t d = 0; d < D; ++d)
-      s += q[i * ld + d] * k[d];
+      s += q[i * ld + d] * rowAt(k, d);
     out[i] = s;
   }
 }
 
-void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t vStride,
+template <typename Row>
+void weightedSumScalar(const float *p, int64_t pStride, const void *vRows, int64_t vStride,
                        int64_t T, int64_t D, float *o, bool prefetch) {
+  const Row *v = static_cast<const Row *>(vRows);
   for (int64_t t = 0; t < T; ++t) {
     if (prefetch && t + kPrefetchRows < T)
       prefetchRow(v + (t + kPrefetchRows) * vStride, D);
@@ -77,7 +86,7 @@ void weightedSumScalar(const float *p, int64_t pStride, const float *v, int64_t 
     if (w == 0.0f)
       continue;
     for (int64_t d = 0; d < D; ++d)
-      o[d] += w * v[t * vStride + d];
+      o[d] += w * rowAt(v, t * vStride + d);
   }
 }
 
@@ -92,15 +101,22 @@ HELM_AVX2 inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+HELM_AVX2 inline __m256 load8(const float *row) { return _mm256_loadu_ps(row); }
+HELM_AVX2 inline __m256 load8(const uint16_t *row) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row)));
+}
+
+template <typename Row>
+HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
                            float *out) {
+  const Row *k = static_cast<const Row *>(kRow);
   const int64_t Dv = D / 8 * 8;
   int64_t i = 0;
   for (; i + 4 <= nq; i += 4) {
     const float *q0 = q + i * ld, *q1 = q0 + ld, *q2 = q1 + ld, *q3 = q2 + ld;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t d = 0; d < Dv; d += 8) {
-      __m256 kv = _mm256_loadu_ps(k + d);
+      __m256 kv = load8(k + d);
       a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + d), kv, a0);
       a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + d), kv, a1);
       a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + d), kv, a2);
@@ -108,10 +124,11 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const float *
     }
     float s0 = hsum256(a0), s1 = hsum256(a1), s2 = hsum256(a2), s3 = hsum256(a3);
     for (int64_t d = Dv; d < D; ++d) {
-      s0 += q0[d] * k[d];
-      s1 += q1[d] * k[d];
-      s2 += q2[d] * k[d];
-      s3 += q3[d] * k[d];
+      const float kd = rowAt(k, d);
+      s0 += q0[d] * kd;
+      s1 += q1[d] * kd;
+      s2 += q2[d] * kd;
+      s3 += q3[d] * kd;
     }
     out[i] = s0, out[i + 1] = s1, out[i + 2] = s2, out[i + 3] = s3;
   }
@@ -119,16 +136,18 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const float *
     const float *qi = q + i * ld;
     __m256 a = _mm256_setzero_ps();
     for (int64_t d = 0; d < Dv; d += 8)
-      a = _mm256_fmadd_ps(_mm256_loadu_ps(qi + d), _mm256_loadu_ps(k + d), a);
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(qi + d), load8(k + d), a);
     float s = hsum256(a);
     for (int64_t d = Dv; d < D; ++d)
-      s += qi[d] * k[d];
+      s += qi[d] * rowAt(k, d);
     out[i] = s;
   }
 }
 
-HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, int64_t vStride,
+template <typename Row>
+HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const void *vRows, int64_t vStride,
                                int64_t T, int64_t D, float *o, bool prefetch) {
+  const Row *v = static_cast<const Row *>(vRows);
   // Up to 8 vectors (64 floats) of o in registers per sweep over the rows.
   for (int64_t d0 = 0; d0 < D; d0 += 64) {
     const int64_t width = std::min<int64_t>(64, D - d0), nv = width / 8;
@@ -144,12 +163,12 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, 
       float w = p[t * pStride];
       if (w == 0.0f)
         continue;
-      const float *vr = v + t * vStride + d0;
+      const Row *vr = v + t * vStride + d0;
       __m256 wv = _mm256_set1_ps(w);
       for (int64_t c = 0; c < nv; ++c)
-        acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(vr + 8 * c), acc[c]);
+        acc[c] = _mm256_fmadd_ps(wv, load8(vr + 8 * c), acc[c]);
       for (int64_t d = nv * 8; d < width; ++d)
-        tail[d - nv * 8] += w * vr[d];
+        tail[d - nv * 8] += w * rowAt(vr, d);
     }
     for (int64_t c = 0; c < nv; ++c)
       _mm256_storeu_ps(o + d0 + 8 * c, acc[c]);
@@ -162,8 +181,19 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const float *v, 
 
 #define HELM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
-HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const float *k, int64_t D,
+HELM_AVX512 inline __m512 load16(const float *row) { return _mm512_loadu_ps(row); }
+HELM_AVX512 inline __m512 load16(const uint16_t *row) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(row)));
+}
+HELM_AVX512 inline __m512 load16(__mmask16 m, const float *row) { return _mm512_maskz_loadu_ps(m, row); }
+HELM_AVX512 inline __m512 load16(__mmask16 m, const uint16_t *row) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row));
+}
+
+template <typename Row>
+HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
                                float *out) {
+  const Row *k = static_cast<const Row *>(kRow);
   const int64_t Dv = D / 16 * 16;
   const __mmask16 tailMask = __mmask16((1u << (D - Dv)) - 1u);
   int64_t i = 0;
@@ -171,14 +201,14 @@ HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const flo
     const float *q0 = q + i * ld, *q1 = q0 + ld, *q2 = q1 + ld, *q3 = q2 + ld;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t d = 0; d < Dv; d += 16) {
-      __m512 kv = _mm512_loadu_ps(k + d);
+      __m512 kv = load16(k + d);
       a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + d), kv, a0);
       a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + d), kv, a1);
       a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + d), kv, a2);
       a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q3 + d), kv, a3);
     }
     if (tailMask) {
-      __m512 kv = _mm512_maskz_loadu_ps(tailMask, k + Dv);
+      __m512 kv = load16(tailMask, k + Dv);
       a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q0 + Dv), kv, a0);
       a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q1 + Dv), kv, a1);
       a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q2 + Dv), kv, a2);
@@ -193,16 +223,17 @@ HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const flo
     const float *qi = q + i * ld;
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = 0; d < Dv; d += 16)
-      a = _mm512_fmadd_ps(_mm512_loadu_ps(qi + d), _mm512_loadu_ps(k + d), a);
+      a = _mm512_fmadd_ps(_mm512_loadu_ps(qi + d), load16(k + d), a);
     if (tailMask)
-      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, qi + Dv),
-                          _mm512_maskz_loadu_ps(tailMask, k + Dv), a);
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, qi + Dv), load16(tailMask, k + Dv), a);
     out[i] = _mm512_reduce_add_ps(a);
   }
 }
 
-HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float *v,
+template <typename Row>
+HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const void *vRows,
                                    int64_t vStride, int64_t T, int64_t D, float *o, bool prefetch) {
+  const Row *v = static_cast<const Row *>(vRows);
   // Up to 8 vectors (128 floats) of o in registers per sweep over the rows; the last vector of
   // a sweep may be partial (masked).
   for (int64_t d0 = 0; d0 < D; d0 += 128) {
@@ -219,12 +250,11 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float 
       float w = p[t * pStride];
       if (w == 0.0f)
         continue;
-      const float *vr = v + t * vStride + d0;
+      const Row *vr = v + t * vStride + d0;
       __m512 wv = _mm512_set1_ps(w);
       for (int64_t c = 0; c + 1 < nv; ++c)
-        acc[c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(vr + 16 * c), acc[c]);
-      acc[nv - 1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(lastMask, vr + 16 * (nv - 1)),
-                                    acc[nv - 1]);
+        acc[c] = _mm512_fmadd_ps(wv, load16(vr + 16 * c), acc[c]);
+      acc[nv - 1] = _mm512_fmadd_ps(wv, load16(lastMask, vr + 16 * (nv - 1)), acc[nv - 1]);
     }
     for (int64_t c = 0; c + 1 < nv; ++c)
       _mm512_storeu_ps(o + d0 + 16 * c, acc[c]);
@@ -232,16 +262,21 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const float 
   }
 }
 
-const AttentionOps &opsFor(Isa isa) {
-  static const AttentionOps scalar{&dotManyScalar, &weightedSumScalar};
-  static const AttentionOps avx2{&dotManyAvx2, &weightedSumAvx2};
-  static const AttentionOps avx512{&dotManyAvx512, &weightedSumAvx512};
+/// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
+const AttentionOps &opsFor(Isa isa, DType kvType) {
+  static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>};
+  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>};
+  static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>};
+  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>};
+  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>};
+  static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>};
+  const bool f16 = kvType == DType::f16;
   switch (isa) {
-  case Isa::avx512: return avx512;
-  case Isa::avx2: return avx2;
+  case Isa::avx512: return f16 ? avx512F16 : avx512;
+  case Isa::avx2: return f16 ? avx2F16 : avx2;
   case Isa::scalar: break;
   }
-  return scalar;
+  return f16 ? scalarF16 : scalar;
 }
 
 /// Per-thread buffers that only grow (no allocation per item once warm).
@@ -263,6 +298,7 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
                      float *sumOut) {
   const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
   const int64_t rows = s1 - s0, nq = rows * group, elem = dtypeBytes(p.dt);
+  const int64_t kvElem = dtypeBytes(p.kvType);
   auto firstKey = [&](int64_t pos) {
     return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : int64_t(0);
   };
@@ -289,10 +325,12 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
   for (int64_t si = 0; si < p.numSpans; ++si) {
     const KvSpan &span = p.spans[si];
     int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
+    const char *k = static_cast<const char *>(span.k);
     for (int64_t t = t0; t < t1; ++t) {
       if (t + kPrefetchRows < t1)
-        prefetchRow(span.k + (t + kPrefetchRows - span.start) * p.kvStride + g * D, D);
-      ops.dotMany(qf, D, nq, span.k + (t - span.start) * p.kvStride + g * D, D,
+        prefetchRow(k + ((t + kPrefetchRows - span.start) * p.kvStride + g * D) * kvElem,
+                    D * kvElem);
+      ops.dotMany(qf, D, nq, k + ((t - span.start) * p.kvStride + g * D) * kvElem, D,
                   sc + (t - keyBegin) * nq);
     }
   }
@@ -340,7 +378,8 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
       int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
       if (t0 >= t1)
         continue;
-      const float *v = span.v + (t0 - span.start) * p.kvStride + g * D;
+      const char *v = static_cast<const char *>(span.v) +
+                      ((t0 - span.start) * p.kvStride + g * D) * kvElem;
       // The first query streams the rows in; the others find them in cache.
       ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o, i == 0);
     }
@@ -475,12 +514,12 @@ void attendCausal(const AttentionProblem &p) {
     return;
   // The caller (helm_rt_attention) checks the geometry; the spans must cover every visible key.
   assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
-  const AttentionOps &ops = opsFor(activeIsa());
+  const AttentionOps &ops = opsFor(activeIsa(), p.kvType);
   forEachItem(p, [&](int64_t g, int64_t s0, int64_t s1) { attendItem(p, ops, g, s0, s1); });
 }
 
 void attendBatch(const AttentionProblem *problems, int64_t count) {
-  const AttentionOps &ops = opsFor(activeIsa());
+  const Isa isa = activeIsa();
   // Every item of every problem, kv head outermost: the pool splits the list into contiguous
   // ranges, so each thread gets whole kv heads of every sequence, whatever the sequences' lengths
   // (8 kv heads on 2 threads: 4 each). Within a problem and head, the blocks in forEachItem's order.
@@ -509,7 +548,8 @@ void attendBatch(const AttentionProblem *problems, int64_t count) {
   const Item *list = items.data(); // the caller's list: the pool's threads have their own `items`
   pool().parallelFor(int64_t(items.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; ++it)
-      streamItem(problems[list[it].problem], ops, list[it].g, list[it].s0, list[it].s1);
+      streamItem(problems[list[it].problem], opsFor(isa, problems[list[it].problem].kvType),
+                 list[it].g, list[it].s0, list[it].s1);
   });
 }
 
@@ -529,7 +569,7 @@ void StreamingAttention::addPage(const KvSpan &page) {
   if (p.S <= 0 || p.heads <= 0 || page.count <= 0)
     return;
   assert(p.kvHeads > 0 && p.heads % p.kvHeads == 0 && p.headDim > 0);
-  const AttentionOps &ops = opsFor(activeIsa());
+  const AttentionOps &ops = opsFor(activeIsa(), p.kvType);
   AttentionProblem pageProblem = p;
   pageProblem.spans = &page;
   pageProblem.numSpans = 1;

@@ -1,8 +1,8 @@
 //===- Attention.h - causal grouped-query attention over a KV cache ---------------===//
 //
 // One kernel serves prefill (S query rows) and decode (S = 1). The keys and values of the
-// sequence live in the runtime's cache as f32 rows, possibly split into several runs (pages); the
-// kernel sees them as a list of spans. Design and numerics: docs/kernels.md, "Attention".
+// sequence live in the runtime's cache as f32 or f16 rows, possibly split into several runs
+// (pages); the kernel sees them as a list of spans. Design and numerics: docs/kernels.md, "Attention".
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_CPU_ATTENTION_H
@@ -15,10 +15,10 @@
 
 namespace helm::kernels {
 
-/// `count` cached positions starting at position `start`: key row t is k + t * kvStride (and the
-/// same for v); each row holds kvHeads * headDim floats.
+/// `count` cached positions starting at position `start`: key row t is k + t * kvStride elements
+/// of the problem's kvType (and the same for v); each row holds kvHeads * headDim of them.
 struct KvSpan {
-  const float *k, *v;
+  const void *k, *v;
   int64_t start, count;
 };
 
@@ -27,12 +27,14 @@ struct AttentionProblem {
   void *out;     ///< [S, heads * headDim] of dt
   DType dt;
   int64_t S, heads, kvHeads, headDim;
-  int64_t kvStride; ///< floats between consecutive cached rows (at least kvHeads * headDim)
+  int64_t kvStride; ///< elements between consecutive cached rows (at least kvHeads * headDim)
   float scale;
   int64_t past;   ///< cached positions before this call's first query (query s is at past + s)
   int64_t window; ///< > 0: query at position p sees keys p - window + 1 .. p only
   const KvSpan *spans; ///< ascending, contiguous, covering positions [0, past + S)
   int64_t numSpans;
+  /// The cached rows' element type: f32, or f16 (widened as loaded; products and sums stay f32).
+  DType kvType = DType::f32;
 };
 
 /// out = softmax(q . K^T * scale, causal) . V per head, head h reading kv head h / (heads /

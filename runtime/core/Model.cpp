@@ -269,6 +269,12 @@ llvm::Error LoadedModel::Loader::readModelInfo() {
   if (info.vocab <= 0 || info.maxContext <= 0 ||
       (info.kvLayers > 0 && (info.kvHeads <= 0 || info.headDim <= 0)))
     return fail("manifest: vocabulary, context and KV sizes must be positive");
+  if (const llvm::json::Value *hostDtype = kv->get(HELM_MANIFEST_KV_HOST_DTYPE)) {
+    auto s = hostDtype->getAsString();
+    if (!s || (*s != "f32" && *s != "f16"))
+      return fail("manifest: 'kv.host_dtype' must be \"f32\" or \"f16\"");
+    info.kvHostDtype = s->str();
+  }
   if (const llvm::json::Object *target = root.getObject(HELM_MANIFEST_TARGET)) {
     if (auto s = target->getString(HELM_MANIFEST_TARGET_NAME))
       info.targetName = s->str();
@@ -796,8 +802,10 @@ llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
       }
     } else if (!st.info.onGpu) {
       // The CPU stage's KV in host memory (a GPU stage without attention layers has none).
+      const uint64_t elementBytes = uint64_t(kernels::dtypeBytes(hostKvType(options_.kvType, info_)));
       cpuNeed = llvm::SaturatingAdd(
-          cpuNeed, llvm::SaturatingMultiply(kvCacheBytes(st.info.kvLayers, width, tokens), seqs));
+          cpuNeed, llvm::SaturatingMultiply(kvCacheBytes(st.info.kvLayers, width, tokens, elementBytes),
+                                            seqs));
     }
   }
   const uint64_t kvNeed = llvm::SaturatingAdd(cpuNeed, evictedNeed);
@@ -820,6 +828,15 @@ llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
                               formatBytes(available))
                     .str());
   return plan;
+}
+
+kernels::DType hostKvType(KvRowType requested, const ModelInfo &info) {
+  switch (requested) {
+  case KvRowType::f32: return kernels::DType::f32;
+  case KvRowType::f16: return kernels::DType::f16;
+  case KvRowType::automatic: break;
+  }
+  return info.kvHostDtype == "f16" ? kernels::DType::f16 : kernels::DType::f32;
 }
 
 llvm::Error LoadedModel::checkSessionFits(int32_t sequences, int64_t maxTokens) const {
@@ -849,7 +866,8 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
     } else {
       // Each sequence's rows grow to at most maxTokens positions (what planKv counted).
       session->caches.push_back(std::make_unique<ContiguousKvCache>(
-          st.info.kvLayers, sequences, width, std::max<int64_t>(maxTokens, 0)));
+          st.info.kvLayers, sequences, width, std::max<int64_t>(maxTokens, 0),
+          hostKvType(options_.kvType, info_)));
     }
   }
   return session;

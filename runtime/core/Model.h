@@ -3,6 +3,7 @@
 #define HELM_RUNTIME_CORE_MODEL_H
 
 #include "contract/helm_contract.h"
+#include "kernels/cpu/Numeric.h"
 #include "runtime/device/DeviceOps.h"
 #include "runtime/abi/StageContext.h"
 #include "runtime/device/Device.h"
@@ -30,6 +31,8 @@ struct WeightTensorInfo {
 
 struct ModelInfo {
   std::string architecture, source, dtype, targetName, targetCpu;
+  /// kv.host_dtype: the CPU stage's KV rows helmc chose ("f32" when the manifest does not say).
+  std::string kvHostDtype = "f32";
   int64_t vocab = 0, hidden = 0, kvLayers = 0, kvHeads = 0, headDim = 0, maxContext = 0;
   int64_t numTensors = 0, weightBytes = 0, weightElements = 0;
   /// The weights by manifest dtype ("f32", "q4_0", ...): how many tensors, how many bytes.
@@ -67,6 +70,19 @@ struct StageInfo {
   uint64_t weightBytes = 0;
 };
 
+/// The element type of the CPU stage's KV cache (docs/kv-cache.md). `automatic`: the manifest's
+/// kv.host_dtype, which helmc sets to f16 for a GGUF file (llama.cpp's own cache is f16) or a
+/// float16 model (its keys and values are f16 values already, so f16 rows are exact) and to f32
+/// otherwise (ONNX Runtime's bits).
+enum class KvRowType { automatic, f32, f16 };
+
+/// The type `requested` resolves to for `info`.
+kernels::DType hostKvType(KvRowType requested, const ModelInfo &info);
+/// "auto", "f32" or "f16" (helm-rt --kv-type); anything else is automatic.
+inline KvRowType kvRowTypeNamed(const std::string &name) {
+  return name == "f32" ? KvRowType::f32 : name == "f16" ? KvRowType::f16 : KvRowType::automatic;
+}
+
 struct LoadOptions {
   bool emuThrottle = false; // emu: delay every copy to the profile's link bandwidth and latency
   // The GPU stage's device memory (0: the default). emu: the arena, instead of the target's VRAM
@@ -78,6 +94,7 @@ struct LoadOptions {
   double kvWatermark = 0.8;   // --kv-watermark: share of the device memory left after the
                               // weights that KV pages may take before the oldest is evicted
   bool kvOffload = true;      // --kv-offload: evict full pages to host RAM (off: error when full)
+  KvRowType kvType = KvRowType::automatic; // --kv-type: the CPU stage's KV cache rows
 };
 
 /// Signature of a generated stage (contract/helm_contract.h): input (token ids [B, S] i64 or the

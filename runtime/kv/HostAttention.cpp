@@ -70,7 +70,8 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
                             past[b],
                             window,
                             nullptr,
-                            0};
+                            0,
+                            kv.rowType()};
   };
   // Keys before the first query's window are never visible: their pages are not read.
   auto firstVisible = [&](int64_t b) { return window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0; };
@@ -83,7 +84,7 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
     firstSpan.assign(size_t(B + 1), 0);
     for (int64_t b = 0; b < B; ++b) {
       kv.forEachSpan(layer, sequence[b], firstVisible(b), past[b] + S,
-                     [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                     [&](const void *ks, const void *vs, int64_t start, int64_t count) {
                        spans.push_back({ks, vs, start, count});
                      });
       firstSpan[size_t(b + 1)] = spans.size();
@@ -100,7 +101,7 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
   for (int64_t b = 0; b < B; ++b) {
     attention.begin(problemOf(b));
     kv.forEachSpan(layer, sequence[b], firstVisible(b), past[b] + S,
-                   [&](const float *ks, const float *vs, int64_t start, int64_t count) {
+                   [&](const void *ks, const void *vs, int64_t start, int64_t count) {
                      attention.addPage({ks, vs, start, count});
                    });
     attention.end();

@@ -2,13 +2,15 @@
 //
 // Generated stages never see the cache: `helm_rt_attention` writes the new keys/values through
 // this interface and reads them back span by span. A span is a run of consecutive positions stored
-// contiguously ([count, kv_width] f32 for K and for V); the contiguous cache hands out one span per
-// sequence, the paged cache (PagedKvCache.h) one per page.
+// contiguously ([count, kv_width] rows of the cache's rowType() for K and for V: f32, or f16 for a
+// host cache that halves its bytes); the contiguous cache hands out one span per sequence, the
+// paged cache (PagedKvCache.h) one per page.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_RUNTIME_KV_KVCACHE_H
 #define HELM_RUNTIME_KV_KVCACHE_H
 
+#include "kernels/cpu/Numeric.h"
 #include "runtime/device/Device.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -31,12 +33,13 @@ struct PagingCounters {
   int64_t hostPages = 0;       // evicted pages (held in host memory)
 };
 
-/// Bytes of keys and values (f32) for `tokens` positions of `layers` layers of `rowWidth` floats:
-/// the one size formula of every cache, planner and check. Saturating, so a hostile manifest or
-/// batch cannot wrap around to a size that fits.
-inline uint64_t kvCacheBytes(int64_t layers, int64_t rowWidth, uint64_t tokens) {
+/// Bytes of keys and values for `tokens` positions of `layers` layers of `rowWidth` elements of
+/// `elementBytes` (4: f32, 2: f16): the one size formula of every cache, planner and check.
+/// Saturating, so a hostile manifest or batch cannot wrap around to a size that fits.
+inline uint64_t kvCacheBytes(int64_t layers, int64_t rowWidth, uint64_t tokens,
+                             uint64_t elementBytes = 4) {
   return llvm::SaturatingMultiply(
-      llvm::SaturatingMultiply(uint64_t(std::max<int64_t>(layers, 0)) * 2 * 4,
+      llvm::SaturatingMultiply(uint64_t(std::max<int64_t>(layers, 0)) * 2 * elementBytes,
                                uint64_t(std::max<int64_t>(rowWidth, 0))),
       tokens);
 }
@@ -44,8 +47,10 @@ inline uint64_t kvCacheBytes(int64_t layers, int64_t rowWidth, uint64_t tokens) 
 class KvCache {
 public:
   virtual ~KvCache() = default;
-  /// Floats per token per layer for K (and for V): kv_heads * head_dim.
+  /// Elements per token per layer for K (and for V): kv_heads * head_dim.
   virtual int64_t rowWidth() const = 0;
+  /// The element type of the rows forEachSpan hands out (write() always takes f32 rows).
+  virtual kernels::DType rowType() const { return kernels::DType::f32; }
   /// Layers it holds (valid `layer` arguments are 0 .. layers() - 1).
   virtual int64_t layers() const = 0;
   /// Stores `count` rows of K and V for positions [pos, pos + count) of sequence `seq`. Returns
@@ -63,9 +68,10 @@ public:
   }
   /// Why the last write failed (one line).
   virtual const std::string &error() const { return error_; }
-  /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count).
+  /// Visits positions [from, to) in order as contiguous spans: visit(k, v, firstPos, count), the
+  /// rows of rowType().
   virtual void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
-                           llvm::function_ref<void(const float *, const float *, int64_t, int64_t)>
+                           llvm::function_ref<void(const void *, const void *, int64_t, int64_t)>
                                visit) const = 0;
   /// Forgets every token of `seq` and releases the memory (host buffers, device pages) they held.
   virtual void reset(int32_t seq) = 0;
@@ -82,18 +88,22 @@ protected:
 
 /// All layers and sequences in host memory, one growing buffer per (layer, sequence). With
 /// `maxPositions` > 0 a buffer's growth never reserves room beyond that many positions, so a
-/// session sized for maxPositions holds no more than it counted.
+/// session sized for maxPositions holds no more than it counted. `rowType` f16 stores the rows
+/// rounded to half precision (half the bytes for attention to read); f32 keeps them exact.
 class ContiguousKvCache final : public KvCache {
 public:
-  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth, int64_t maxPositions = 0)
+  ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth, int64_t maxPositions = 0,
+                    kernels::DType rowType = kernels::DType::f32)
       : layers_(layers), sequences_(sequences), width_(rowWidth), maxPositions_(maxPositions),
+        type_(rowType), elem_(size_t(kernels::dtypeBytes(rowType))),
         k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
   int64_t rowWidth() const override { return width_; }
+  kernels::DType rowType() const override { return type_; }
   int64_t layers() const override { return layers_; }
   bool write(int64_t layer, int32_t seq, int64_t pos, int64_t count, const float *k,
              const float *v) override;
   void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
-                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
+                   llvm::function_ref<void(const void *, const void *, int64_t, int64_t)> visit)
       const override;
   void reset(int32_t seq) override;
   uint64_t bytes() const override;
@@ -103,7 +113,9 @@ private:
   int32_t sequences_;
   int64_t width_;
   int64_t maxPositions_;
-  std::vector<std::vector<float>> k_, v_;
+  kernels::DType type_;
+  size_t elem_; // bytes per element
+  std::vector<std::vector<char>> k_, v_;
 };
 
 } // namespace helm::rt

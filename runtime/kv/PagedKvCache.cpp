@@ -239,7 +239,7 @@ bool PagedKvCache::reserve(int64_t layer, int32_t seq, int64_t to) {
 
 void PagedKvCache::forEachSpan(
     int64_t layer, int32_t seq, int64_t from, int64_t to,
-    llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit) const {
+    llvm::function_ref<void(const void *, const void *, int64_t, int64_t)> visit) const {
   if (seq < 0 || seq >= sequences_ || layer < 0 || layer >= layers_ || from >= to)
     return;
   const auto &table = tables_[size_t(seq)];

@@ -73,7 +73,7 @@ public:
              const float *v) override;
   bool reserve(int64_t layer, int32_t seq, int64_t to) override;
   void forEachSpan(int64_t layer, int32_t seq, int64_t from, int64_t to,
-                   llvm::function_ref<void(const float *, const float *, int64_t, int64_t)> visit)
+                   llvm::function_ref<void(const void *, const void *, int64_t, int64_t)> visit)
       const override;
   void reset(int32_t seq) override;
   /// KV bytes held: the device slots taken and the evicted pages on the host (the two staging

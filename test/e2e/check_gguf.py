@@ -11,9 +11,10 @@ on PyPI; scripts/test.sh runs that first):
 2. Models: llama, qwen2 and qwen3 files with random weights written by test/gguf/make_gguf_model.py
    (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it F16, Q8_0,
    Q4_0, Q4_1 and Q4_K_M made by llama.cpp's llama-quantize, a tied Q8_0 table, and the default
-   model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). llama.cpp runs with an f32
-   KV cache and without flash attention (llama-greedy's f32-kv): its default f16 cache rounds K and
-   V, which HELM does not. For each file: first-step logits within TOLERANCE of llama.cpp's (max
+   model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). Both run with an f32 KV
+   cache (llama-greedy's f32-kv, without flash attention; helm-rt --kv-type f32): their default f16
+   caches round K and V, and llama.cpp's also rounds each query to f16 for the f16 dot products,
+   which HELM does not, so only f32 caches compute the same operations. For each file: first-step logits within TOLERANCE of llama.cpp's (max
    |difference| over the largest |logit|) at every step, and greedy ids identical to llama.cpp's
    for 32 tokens, or up to a step where the two part at a near-tie: helm's id must then be ranked
    by llama.cpp within twice the logits' measured difference at that step of its best (two sets of
@@ -112,7 +113,8 @@ def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None):
         blocks = check_bytes(label, path, package, failures)
         helm_logits = tmp / "helm.f32"
         out = run([a.helm_rt, package, "--prompt-ids", ",".join(map(str, prompt)), "-n", TOKENS,
-                   "--temperature", 0, "--ignore-eos", "--emit-ids", "-q", "-t", threads, "--logits-out", helm_logits])
+                   "--temperature", 0, "--ignore-eos", "--emit-ids", "-q", "-t", threads, "--kv-type", "f32",
+                   "--logits-out", helm_logits])
         helm_ids = [int(x) for x in out.strip().splitlines()[-1].split(",")]
         ref_logits = tmp / "llama.f32"
         env = dict(os.environ, LD_LIBRARY_PATH=str(a.llama_dir / "build" / "bin"))
@@ -124,12 +126,15 @@ def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None):
             # The package's own tokenizer (from the file's metadata): the text gives the prompt's
             # ids, so the same greedy tokens; the manifest keeps the chat template and GGUF's EOS.
             out = run([a.helm_rt, package, "-p", text, "-n", 4, "--temperature", 0, "--ignore-eos", "--emit-ids",
-                       "-q", "-t", threads])
+                       "-q", "-t", threads, "--kv-type", "f32"])
             from_text = [int(x) for x in out.strip().splitlines()[-1].split(",")]
             if from_text != helm_ids[:4]:
                 failures.append(f"{label}: -p {text!r} generates {from_text}, the prompt's ids {helm_ids[:4]}")
             info = run([a.helm_rt, package, "--info"])
             tok_line = next((line for line in info.splitlines() if line.startswith("tokenizer:")), "")
+            kv_line = next((line for line in info.splitlines() if line.startswith("KV cache:")), "")
+            if not kv_line.split()[2:3] == ["f16"]:
+                failures.append(f"{label}: a GGUF package's CPU cache should default to f16 rows, --info says {kv_line!r}")
             print(f"{label}: -p {text!r} gives the prompt ids' tokens; {tok_line.strip()}")
             eos = [int(x) for x in tok_line.split("(eos", 1)[-1].split(")")[0].split()] if "(eos" in tok_line else []
             if "chat template (" not in tok_line or 2 not in eos:

@@ -64,6 +64,9 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
                           take before the oldest full page is evicted to host RAM (default 0.8)
   --kv-offload on|off     evict KV pages to host RAM when the device is full (default on);
                           off: a context that outgrows the device is an error
+  --kv-type auto|f32|f16  rows of the CPU stage's KV cache; f16 halves the bytes attention
+                          reads (auto: the package's choice, f16 for GGUF files and float16
+                          models, f32 otherwise; docs/kv-cache.md)
   --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
                           link_bytes_per_step, link_transfers_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
@@ -89,7 +92,8 @@ helm-rt serve: an OpenAI-compatible HTTP server (docs/server.md) with continuous
   --model-name NAME       the model id /v1/models lists (default: the package's file name)
   --shutdown-timeout S    on SIGINT/SIGTERM, seconds running requests may take to finish
                           before they are cut (default 10)
-  -t, --threads, --gpu-memory, --kv-page, --kv-watermark, --kv-offload, --emu-throttle as above
+  -t, --threads, --gpu-memory, --kv-page, --kv-watermark, --kv-offload, --kv-type,
+  --emu-throttle as above
 
 Ctrl-C during generation stops every sequence at its next token: the text so far and the
 statistics are printed and helm-rt exits with status 130. A second Ctrl-C ends it at once.
@@ -285,6 +289,11 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
       if (v != "on" && v != "off")
         return "--kv-offload must be on or off, got '" + v + "'";
       o.kvOffload = v == "on";
+    } else if (a == "--kv-type") {
+      if (!(err = value(v)).empty()) return err;
+      if (v != "auto" && v != "f32" && v != "f16")
+        return "--kv-type must be auto, f32 or f16, got '" + v + "'";
+      o.kvType = v;
     } else if (a == "-q" || a == "--quiet") {
       o.quiet = true;
     } else if (a.starts_with("-") && a != "-") {

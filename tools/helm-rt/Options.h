@@ -31,6 +31,7 @@ struct Options {
   int64_t kvPage = 0; // automatic
   double kvWatermark = 0.8;
   bool kvOffload = true;
+  std::string kvType = "auto"; // --kv-type auto|f32|f16: the CPU stage's KV cache rows
   std::string statsJson, logitsOut;
   std::string perplexityPath;     // --perplexity FILE: score the text instead of generating
   int64_t perplexityWindow = 512; // --ppl-window: tokens per scored window

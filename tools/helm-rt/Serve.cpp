@@ -65,6 +65,7 @@ int runServe(const Options &o, int (*startThreads)(const Options &)) {
   loadOptions.kvPageTokens = o.kvPage;
   loadOptions.kvWatermark = o.kvWatermark;
   loadOptions.kvOffload = o.kvOffload;
+  loadOptions.kvType = kvRowTypeNamed(o.kvType);
   auto loaded = LoadedModel::load(o.packagePath, loadOptions);
   if (!loaded)
     return fail(toString(loaded.takeError()));

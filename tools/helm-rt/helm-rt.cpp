@@ -90,6 +90,11 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath, bool l
          << i.headDim << ")\n";
   outs() << "vocabulary:    " << i.vocab << "\n";
   outs() << "context limit: " << i.maxContext << "\n";
+  outs() << "KV cache:      "
+         << (helm::rt::hostKvType(helm::rt::KvRowType::automatic, i) == helm::kernels::DType::f16
+                 ? "f16"
+                 : "f32")
+         << " rows on the CPU by default (--kv-type)\n";
   outs() << "weights:       " << i.numTensors << " tensors, " << i.weightBytes << " bytes, "
          << formatv("{0:f2}", i.bitsPerWeight()) << " bits per weight\n";
   for (const auto &[dtype, count] : i.weightsByDtype)
@@ -320,6 +325,7 @@ int main(int argc, char **argv) {
   loadOptions.kvPageTokens = o.kvPage;
   loadOptions.kvWatermark = o.kvWatermark;
   loadOptions.kvOffload = o.kvOffload;
+  loadOptions.kvType = helm::rt::kvRowTypeNamed(o.kvType);
   auto loaded = helm::rt::LoadedModel::load(packagePath, loadOptions);
   if (loaded && (o.emuThrottle || o.gpuMemory) && !(*loaded)->device())
     return fail((o.emuThrottle ? std::string("--emu-throttle") : o.gpuMemoryFlag) +

@@ -240,6 +240,9 @@ int main(int argc, char **argv) {
       options.chatTemplate = std::move(chatTemplate.text);
       options.eosIds = std::move(fileEosIds);
       options.maxContext = maxContext;
+      // A GGUF user compares with llama.cpp, whose cache is f16; a float16 model's keys and values
+      // are f16 values already. Everything else keeps f32 rows (ONNX Runtime's bits).
+      options.kvHostDtype = gguf || config.dtype == "float16" ? "f16" : "f32";
       if (gpuCode != "auto" && gpuCode != "host" && gpuCode != "kernels")
         return fail("--gpu-code must be auto, host or kernels, not '" + gpuCode + "'");
       options.gpuCode = gpuCode;

@@ -686,7 +686,9 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
       return opError(op, kv.error());
     segments_.clear();
     kv.forEachSpan(call.layer, seqId, past, past + call.seq,
-                   [&](const float *ks, const float *vs, int64_t first, int64_t count) {
+                   [&](const void *kRows, const void *vRows, int64_t first, int64_t count) {
+                     // The device's paged cache holds f32 rows.
+                     auto *ks = static_cast<const float *>(kRows), *vs = static_cast<const float *>(vRows);
                      segments_.push_back({const_cast<float *>(ks), const_cast<float *>(vs),
                                           b * call.seq + (first - past), count});
                    });
@@ -730,9 +732,10 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
     bool started = false;
     std::string failure;
     kv.forEachSpan(call.layer, call.sequence[b], from, to,
-                   [&](const float *ks, const float *vs, int64_t first, int64_t count) {
+                   [&](const void *kRows, const void *vRows, int64_t first, int64_t count) {
                      if (!failure.empty())
                        return;
+                     auto *ks = static_cast<const float *>(kRows), *vs = static_cast<const float *>(vRows);
                      KvSpanBatch batch{};
                      batch.span[batch.count++] = {ks, vs, first, count};
                      int32_t flags = (started ? kAttentionResume : 0) |

@@ -52,8 +52,10 @@ double bound(Ty t) {
   return 0;
 }
 
-/// Runs one case on the active ISA; returns the largest error (or +inf after reporting a failure).
-double runCase(const Case &c, Ty t, int threads, uint64_t seed) {
+/// Runs one case on the active ISA with cache rows of `kv` (f32, or f16: the rows rounded to half
+/// precision, which the reference reads too); returns the largest error (or +inf after reporting
+/// a failure).
+double runCase(const Case &c, Ty t, int threads, uint64_t seed, hk::DType kv = hk::DType::f32) {
   hk::setThreads(threads);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uni(-1.0, 1.0);
@@ -62,9 +64,10 @@ double runCase(const Case &c, Ty t, int threads, uint64_t seed) {
   // kv_heads * head_dim reads wrong data.
   const int64_t stride = kvWidth + 3;
   std::vector<float> keys(size_t(total * stride)), values(size_t(total * stride));
+  const Ty kvTy = kv == hk::DType::f16 ? Ty::f16 : Ty::f32;
   for (float *buf : {keys.data(), values.data()})
-    for (int64_t i = 0; i < total * stride; ++i)
-      buf[i] = float(roundDt(uni(rng), t)); // the cache holds dtype values widened to f32
+    for (int64_t i = 0; i < total * stride; ++i) // the cache holds dtype values (in kv's type)
+      buf[i] = float(roundDt(roundDt(uni(rng), t), kvTy));
   const int64_t qWidth = c.heads * D;
   std::vector<double> qd(size_t(c.S * qWidth));
   std::vector<unsigned char> q(qd.size() * elemSize(t));
@@ -76,21 +79,20 @@ double runCase(const Case &c, Ty t, int threads, uint64_t seed) {
   std::vector<unsigned char> out((qd.size() + guard) * elemSize(t), 0xff);
 
   std::vector<hk::KvSpan> spans;
+  // Each span gets its own copy (in kv's type) so that contiguity across spans cannot be relied on.
+  std::vector<std::vector<unsigned char>> pageK, pageV;
   for (int64_t start = 0; start < total; start += c.page) {
     int64_t count = std::min(c.page, total - start);
-    // Each span gets its own copy so that contiguity across spans cannot be relied on.
-    spans.push_back({keys.data() + start * stride, values.data() + start * stride, start, count});
-  }
-  std::vector<std::vector<float>> pageK, pageV;
-  for (hk::KvSpan &s : spans) {
-    pageK.emplace_back(s.k, s.k + s.count * stride);
-    pageV.emplace_back(s.v, s.v + s.count * stride);
-    s.k = pageK.back().data();
-    s.v = pageV.back().data();
+    for (auto [from, pages] : {std::pair{&keys, &pageK}, std::pair{&values, &pageV}}) {
+      pages->emplace_back(size_t(count * stride) * elemSize(kvTy));
+      for (int64_t i = 0; i < count * stride; ++i)
+        encodeAt(pages->back().data(), kvTy, size_t(i), double((*from)[size_t(start * stride + i)]));
+    }
+    spans.push_back({pageK.back().data(), pageV.back().data(), start, count});
   }
   const float scale = float(1.0 / std::sqrt(double(D)));
   hk::AttentionProblem p{q.data(), out.data(), hk::DType(int(t)), c.S, c.heads, c.kvHeads, D,
-                         stride, scale, c.past, c.window, spans.data(), int64_t(spans.size())};
+                         stride, scale, c.past, c.window, spans.data(), int64_t(spans.size()), kv};
   hk::attendCausal(p);
 
   const int64_t group = c.heads / c.kvHeads;
@@ -166,6 +168,24 @@ TEST_P(AttentionKernelTest, MatchesFloat64Reference) {
       const Case &c = cases[i];
       SCOPED_TRACE(std::string(tyName(t)) + " case " + std::to_string(i));
       double worst = runCase(c, t, 1 + (threads++ % 3), 1000 * i + uint64_t(t));
+      if (!std::isfinite(worst))
+        return;
+    }
+}
+
+// The same cases over an f16 cache: the rows are loaded as half precision and widened, every
+// other step is the f32 cache's (the bounds are the model dtype's).
+TEST_P(AttentionKernelTest, HalfPrecisionCacheMatchesFloat64Reference) {
+  const std::vector<Case> cases = {
+      {2, 2, 1, 1, 0, 0, 1},       {4, 1, 3, 5, 2, 0, 7},      {8, 2, 17, 37, 0, 0, 7},
+      {8, 1, 33, 1, 600, 0, 512},  {16, 2, 64, 20, 45, 0, 64}, {2, 1, 127, 3, 130, 0, 7},
+      {4, 4, 128, 1, 300, 0, 1},   {2, 2, 257, 9, 20, 0, 64},  {4, 1, 80, 1, 700, 100, 512},
+  };
+  int threads = 0;
+  for (Ty t : {Ty::f32, Ty::f16})
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(std::string(tyName(t)) + " case " + std::to_string(i) + ", f16 cache");
+      double worst = runCase(cases[i], t, 1 + (threads++ % 3), 7000 * i + uint64_t(t), hk::DType::f16);
       if (!std::isfinite(worst))
         return;
     }

@@ -147,7 +147,9 @@ public:
         const Rows &vs = values_[size_t(l)][size_t(slot)];
         int64_t n = int64_t(ks.size());
         int64_t seen = 0;
-        cache_.forEachSpan(l, slot, 0, n, [&](const float *kp, const float *vp, int64_t first, int64_t count) {
+        cache_.forEachSpan(l, slot, 0, n, [&](const void *kpRows, const void *vpRows, int64_t first, int64_t count) {
+          auto *kp = static_cast<const float *>(kpRows);
+          auto *vp = static_cast<const float *>(vpRows);
           for (int64_t r = 0; r < count; ++r)
             for (int64_t e = 0; e < kvWidth_; ++e) {
               ASSERT_EQ(double(kp[r * kvWidth_ + e]), ks[size_t(first + r)][size_t(e)]);

@@ -1,9 +1,11 @@
 //===- KvCacheTest.cpp - host and paged KV caches: round trips, layers/sequences, paging ===//
 #include "runtime/kv/KvCache.h"
 #include "runtime/kv/PagedKvCache.h"
+#include "test/unit/Reference.h"
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 using helm::rt::ContiguousKvCache;
@@ -32,7 +34,9 @@ void expectRange(const helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_
                std::to_string(from) + ", " + std::to_string(to) + ")");
   int64_t w = kv.rowWidth();
   int64_t next = from;
-  kv.forEachSpan(layer, seq, from, to, [&](const float *k, const float *v, int64_t first, int64_t count) {
+  kv.forEachSpan(layer, seq, from, to, [&](const void *kRows, const void *vRows, int64_t first, int64_t count) {
+          auto *k = static_cast<const float *>(kRows);
+          auto *v = static_cast<const float *>(vRows);
     ASSERT_EQ(first, next) << "spans out of order or with a gap";
     ASSERT_GT(count, 0);
     ASSERT_LE(first + count, to);
@@ -85,8 +89,8 @@ TEST(ContiguousKvCache, EmptyRangesVisitNothing) {
   ContiguousKvCache kv(1, 1, 4);
   writeRange(kv, 0, 0, 0, 3);
   int visits = 0;
-  kv.forEachSpan(0, 0, 2, 2, [&](const float *, const float *, int64_t, int64_t) { ++visits; });
-  kv.forEachSpan(0, 0, 3, 1, [&](const float *, const float *, int64_t, int64_t) { ++visits; });
+  kv.forEachSpan(0, 0, 2, 2, [&](const void *, const void *, int64_t, int64_t) { ++visits; });
+  kv.forEachSpan(0, 0, 3, 1, [&](const void *, const void *, int64_t, int64_t) { ++visits; });
   EXPECT_EQ(visits, 0);
 }
 
@@ -163,12 +167,58 @@ TEST(ContiguousKvCache, ResetForgetsOneSequence) {
     expectRange(kv, l, 1, 0, 23);
 }
 
+// An f16 cache stores each row rounded to half precision (round to nearest even: the test's own
+// rounding, Reference.h) at half the bytes, in the same places as the f32 cache: across sequences,
+// layers, appends and rewrites.
+TEST(ContiguousKvCache, HalfPrecisionRowsAreTheRoundedValues) {
+  const int64_t width = 5;
+  ContiguousKvCache f16(2, 2, width, 0, helm::kernels::DType::f16), f32(2, 2, width);
+  EXPECT_EQ(f16.rowType(), helm::kernels::DType::f16);
+  EXPECT_EQ(f32.rowType(), helm::kernels::DType::f32);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uni(-70000.0f, 70000.0f); // beyond f16's range too
+  std::vector<std::vector<float>> keys(4), values(4);           // [layer * 2 + seq] rows
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int32_t seq = 0; seq < 2; ++seq)
+      for (int64_t pos = 0; pos < 9; pos += 3) {
+        std::vector<float> k(size_t(3 * width)), v(k.size());
+        for (size_t i = 0; i < k.size(); ++i) {
+          // Small values too, where f16 is subnormal.
+          k[i] = i % 4 == 0 ? uni(rng) * 1e-9f : uni(rng) / 1000.0f;
+          v[i] = uni(rng);
+        }
+        ASSERT_TRUE(f16.write(layer, seq, pos, 3, k.data(), v.data()));
+        ASSERT_TRUE(f32.write(layer, seq, pos, 3, k.data(), v.data()));
+        auto &ks = keys[size_t(layer * 2 + seq)], &vs = values[size_t(layer * 2 + seq)];
+        ks.insert(ks.end(), k.begin(), k.end());
+        vs.insert(vs.end(), v.begin(), v.end());
+      }
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int32_t seq = 0; seq < 2; ++seq) {
+      int64_t seen = 0;
+      f16.forEachSpan(layer, seq, 2, 9, [&](const void *kRows, const void *vRows, int64_t first, int64_t count) {
+        EXPECT_EQ(first, 2);
+        for (int64_t i = 0; i < count * width; ++i) {
+          const size_t at = size_t(first * width + i);
+          const auto *k = static_cast<const uint16_t *>(kRows), *v = static_cast<const uint16_t *>(vRows);
+          ASSERT_EQ(k[i], helm::test::refFloatToHalf(keys[size_t(layer * 2 + seq)][at])) << "K element " << at;
+          ASSERT_EQ(v[i], helm::test::refFloatToHalf(values[size_t(layer * 2 + seq)][at])) << "V element " << at;
+        }
+        seen += count;
+      });
+      EXPECT_EQ(seen, 7);
+    }
+  EXPECT_EQ(f16.bytes() * 2, f32.bytes());
+}
+
 TEST(ContiguousKvCache, UsableThroughTheInterface) {
   std::unique_ptr<helm::rt::KvCache> kv = std::make_unique<ContiguousKvCache>(1, 1, 2);
   float k[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8};
   kv->write(0, 0, 0, 2, k, v);
   std::vector<float> ks, vs;
-  kv->forEachSpan(0, 0, 0, 2, [&](const float *kp, const float *vp, int64_t, int64_t count) {
+  kv->forEachSpan(0, 0, 0, 2, [&](const void *kpRows, const void *vpRows, int64_t, int64_t count) {
+          auto *kp = static_cast<const float *>(kpRows);
+          auto *vp = static_cast<const float *>(vpRows);
     ks.insert(ks.end(), kp, kp + count * 2);
     vs.insert(vs.end(), vp, vp + count * 2);
   });
@@ -228,7 +278,7 @@ TEST(PagedKvCache, SpansFollowThePagesAcrossBoundaries) {
           expectRange(*kv, l, s, 4, 11); // a window starting inside a page
         }
       int spans = 0;
-      kv->forEachSpan(0, 0, 0, 21, [&](const float *, const float *, int64_t, int64_t) { ++spans; });
+      kv->forEachSpan(0, 0, 0, 21, [&](const void *, const void *, int64_t, int64_t) { ++spans; });
       EXPECT_EQ(spans, 5) << "positions 0..20 lie in five pages of five";
       // Pages hold both layers: 2 sequences x 5 pages x (2 layers x K, V x 5 rows x 12 floats).
       EXPECT_EQ(kv->bytes(), 2u * 5 * helm::rt::PagedKvCache::pageBytes(2, 12, 5));

@@ -919,7 +919,9 @@ TEST_F(CudaDeviceOpsAttentionTest, AppendsWidenedRowsIntoTheCache) {
   ASSERT_OK(ops_->synchronize());
   // The cache's device rows are exactly the widened keys and values, span by span.
   std::vector<float> k, v;
-  kv.forEachSpan(g.layer, 0, 0, 10, [&](const float *ks, const float *vs, int64_t, int64_t n) {
+  kv.forEachSpan(g.layer, 0, 0, 10, [&](const void *ksRows, const void *vsRows, int64_t, int64_t n) {
+          auto *ks = static_cast<const float *>(ksRows);
+          auto *vs = static_cast<const float *>(vsRows);
     std::vector<float> hk(size_t(n * width)), hv(hk.size());
     for (auto [host, dev] : {std::pair{&hk, ks}, std::pair{&hv, vs}})
       if (llvm::Error e =
