@@ -143,8 +143,11 @@ std::vector<std::string> checkPackage(llvm::StringRef path) {
   const int64_t width = info.kvHeads * info.headDim;
   const uint64_t tokens = uint64_t(info.maxContext);
   uint64_t weights = 0, kv = 0;
+  // The CPU stage's rows are the package's default type (what helm-rt uses without --kv-type);
+  // the GPU stage's paged cache holds f32 rows.
+  const uint64_t cpuKvElement = uint64_t(kernels::dtypeBytes(hostKvType(KvRowType::automatic, info)));
   for (const StageInfo &stage : model.stages()) {
-    uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens);
+    uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens, stage.onGpu ? 4 : cpuKvElement);
     if (!stage.onGpu || device == DeviceKind::emu) {
       weights = llvm::SaturatingAdd(weights, stage.weightBytes);
       kv = llvm::SaturatingAdd(kv, stageKv);
