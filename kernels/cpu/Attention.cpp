@@ -36,7 +36,6 @@ namespace {
 /// and the item's score block (queries x keys) stays in L2 for prompts of a few thousand tokens.
 constexpr int64_t kQueryBlock = 16;
 
-/// The per-ISA vector primitives.
 /// The kernels of one ISA for cache rows of one type (f32, or f16 widened as they are loaded).
 struct AttentionOps {
   /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
@@ -270,6 +269,8 @@ const AttentionOps &opsFor(Isa isa, DType kvType) {
   static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>};
   static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>};
   static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>};
+  // The caches hold f32 or f16 rows only (KvCache's rowType); any other type would be read as f32.
+  assert(kvType == DType::f32 || kvType == DType::f16);
   const bool f16 = kvType == DType::f16;
   switch (isa) {
   case Isa::avx512: return f16 ? avx512F16 : avx512;

@@ -490,10 +490,9 @@ private:
       if (t.positions == pos && t.theta == theta && t.rotary == rotary && t.elem == elem)
         return {t.cos, t.sin};
     int64_t half = rotary / 2;
-    if (isUnitFunction() && isa<BlockArgument>(pos) &&
-        cast<BlockArgument>(pos).getOwner() == &stage.getBody().front()) {
-      // In a unit function the tables of its positions argument are two more arguments, which
-      // the caller computes (passTables).
+    if (isUnitFunction() && pos == stage.getArgument(1)) {
+      // In a unit function the tables of its positions argument (argument 1, as passTables reads
+      // it from each call) are two more arguments, which the caller computes.
       auto tableType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), half},
                                              b.getF32Type());
       unsigned index = stage.getNumArguments();

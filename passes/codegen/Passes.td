@@ -27,8 +27,9 @@ def StageSplit : Pass<"helm-stage-split", "mlir::ModuleOp"> {
     weights...) -> results`, where a weight argument stored in blocks carries its format
     (`helm.weight_blocks`) and each attention's `helm.kv_layer` counts from the base. The stage
     calls it once per unit with that unit's weights and first layer, so code generation compiles a
-    layer once instead of once per layer. Two units are the same when their functions print the
-    same; a unit whose code no other unit shares stays inline (`share-unit-code=false`: all do).
+    layer once instead of once per layer. Two units are the same when their functions are
+    structurally equal (OperationEquivalence, locations aside); a unit whose code no other unit
+    shares stays inline (`share-unit-code=false`: all do).
 
     Before: `func.func @main(%ids, %mask, %pos, %past...) { helm.unit embedding[0] ... }`.
     After (k = 2 of 4): `func.func @helm_cpu_stage(%ctx: !llvm.ptr, %ids: tensor<?x?xi64>,

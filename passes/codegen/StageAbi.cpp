@@ -64,10 +64,11 @@ StageLoweringBase::StageLoweringBase(func::FuncOp stage,
     : stage(stage), module(stage->getParentOfType<ModuleOp>()), b(stage.getContext()),
       loc(stage.getLoc()), tensorIds(tensorIds),
       ptrType(LLVM::LLVMPointerType::get(stage.getContext())),
-      ctx(stage.getBody().front().getArgument(0)) {
+      ctx(stage.getBody().front().getArgument(0)),
+      unitFunction(stage->hasAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr())) {
   // A unit function's argument attributes say what the stage split knew about its arguments;
   // the lowering takes them over here (the arguments change type when they bufferize).
-  if (!stage->hasAttr(HelmDialect::UnitFunctionAttrHelper::getNameStr()))
+  if (!unitFunction)
     return;
   for (unsigned i = 0; i < stage.getNumArguments(); ++i) {
     if (stage.getArgAttr(i, HelmDialect::KvLayerBaseAttrHelper::getNameStr()))
@@ -85,8 +86,12 @@ Value StageLoweringBase::kvLayerOf(Operation *attention) {
     attention->emitError() << "attention has no helm.kv_layer (run helm-stage-split first)";
     return {};
   }
-  if (!kvLayerBase)
+  if (!unitFunction)
     return i64(layer.getInt());
+  if (!kvLayerBase) {
+    attention->emitError() << "attention in a unit function without a helm.kv_layer_base argument";
+    return {};
+  }
   return arith::AddIOp::create(b, loc, kvLayerBase, i64(layer.getInt()));
 }
 

@@ -66,7 +66,7 @@ protected:
   /// argument in a unit function. Null (after an error on `attention`) when it has none.
   mlir::Value kvLayerOf(mlir::Operation *attention);
   /// Whether the function is a unit function (helm.unit_function): it keeps its signature.
-  bool isUnitFunction() const { return static_cast<bool>(kvLayerBase); }
+  bool isUnitFunction() const { return unitFunction; }
 
   mlir::func::FuncOp stage;
   mlir::ModuleOp module;
@@ -77,7 +77,8 @@ protected:
   llvm::DenseMap<mlir::Value, BlockFormat> blockWeights;
   mlir::Type ptrType;
   mlir::Value ctx; // the stage's context argument
-  mlir::Value kvLayerBase; // a unit function's first-layer argument
+  bool unitFunction;
+  mlir::Value kvLayerBase; // a unit function's first-layer argument (helm.kv_layer_base)
 };
 
 /// The unit functions (helm.unit_function) that `stage` calls, in order of first call.

@@ -13,9 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <map>
 #include <optional>
-#include <string>
 
 namespace helm {
 #define GEN_PASS_DEF_STAGESPLIT
@@ -240,34 +238,36 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
       int64_t kvLayers = 0;
     };
 
-    /// Outlines every block unit and keeps one function per group of units whose functions
-    /// print the same (so equal up to weights and KV layers), for groups of two or more; the
-    /// other candidates are erased. Returns the units that call a shared function.
+    /// Outlines every block unit and keeps one function per group of units whose functions are
+    /// structurally equal (OperationEquivalence, locations aside: equal up to weights and KV
+    /// layers), for groups of two or more; the other candidates are erased. Returns the units
+    /// that call a shared function.
     llvm::DenseMap<Operation *, OutlinedUnit> outlineEqualUnits(func::FuncOp stage,
                                                                 ArrayRef<UnitOp> units,
                                                                 Type positionsType) {
       SmallVector<std::pair<UnitOp, OutlinedUnit>> candidates;
-      std::map<std::string, SmallVector<size_t>> groups;
-      SmallVector<std::string> order; // keys in first-use order, so names follow the layers
+      SmallVector<SmallVector<size_t>> groups; // in first-use order, so names follow the layers
       for (UnitOp unit : units) {
         if (unit.getKind() != UnitKind::block)
           continue;
         std::optional<OutlinedUnit> code = outline(unit, stage, positionsType);
         if (!code)
           continue;
-        std::string key;
-        llvm::raw_string_ostream os(key);
-        code->function->print(os);
-        auto &members = groups[key];
-        if (members.empty())
-          order.push_back(key);
-        members.push_back(candidates.size());
+        auto group = llvm::find_if(groups, [&](const SmallVector<size_t> &members) {
+          return OperationEquivalence::isEquivalentTo(candidates[members.front()].second.function,
+                                                      code->function,
+                                                      OperationEquivalence::IgnoreLocations);
+        });
+        if (group == groups.end()) {
+          groups.emplace_back();
+          group = std::prev(groups.end());
+        }
+        group->push_back(candidates.size());
         candidates.push_back({unit, std::move(*code)});
       }
       llvm::DenseMap<Operation *, OutlinedUnit> shared;
       int64_t next = 0;
-      for (const std::string &key : order) {
-        const SmallVector<size_t> &members = groups[key];
+      for (const SmallVector<size_t> &members : groups) {
         if (members.size() < 2) {
           candidates[members.front()].second.function.erase();
           continue;

@@ -69,7 +69,7 @@ llvm::Expected<StageSymbols> readStageSymbols(llvm::ArrayRef<char> code, llvm::S
   return symbols;
 }
 
-std::vector<std::string> checkPackage(llvm::StringRef path) {
+std::vector<std::string> checkPackage(llvm::StringRef path, KvRowType kvType) {
   std::vector<std::string> reasons;
   // The header, the section table and the manifest first: without them nothing else is known.
   auto package = pkg::Package::open(path, pkg::Package::Verify::HeaderOnly);
@@ -143,9 +143,8 @@ std::vector<std::string> checkPackage(llvm::StringRef path) {
   const int64_t width = info.kvHeads * info.headDim;
   const uint64_t tokens = uint64_t(info.maxContext);
   uint64_t weights = 0, kv = 0;
-  // The CPU stage's rows are the package's default type (what helm-rt uses without --kv-type);
-  // the GPU stage's paged cache holds f32 rows.
-  const uint64_t cpuKvElement = uint64_t(kernels::dtypeBytes(hostKvType(KvRowType::automatic, info)));
+  // The CPU stage's rows are of the type the run would use; the GPU stage's paged cache holds f32.
+  const uint64_t cpuKvElement = uint64_t(kernels::dtypeBytes(hostKvType(kvType, info)));
   for (const StageInfo &stage : model.stages()) {
     uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens, stage.onGpu ? 4 : cpuKvElement);
     if (!stage.onGpu || device == DeviceKind::emu) {

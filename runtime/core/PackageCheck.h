@@ -10,6 +10,7 @@
 #define HELM_RUNTIME_CORE_PACKAGECHECK_H
 
 #include "contract/helm_contract.h"
+#include "runtime/core/Model.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -37,8 +38,10 @@ llvm::Expected<StageSymbols> readStageSymbols(llvm::ArrayRef<char> code, llvm::S
 /// else is checked); each section whose checksum does not match; CPU features the code needs and
 /// this CPU lacks; each stage whose code has no entry point or an ABI record that disagrees with
 /// the manifest; a GPU stage's device that is not here (cuda without a GPU); host RAM short of
-/// what one sequence at the package's context limit needs. Empty: it can run here.
-std::vector<std::string> checkPackage(llvm::StringRef path);
+/// what one sequence at the package's context limit needs, its CPU stage's KV in `kvType`'s rows
+/// (what helm-rt --kv-type would run with). Empty: it can run here.
+std::vector<std::string> checkPackage(llvm::StringRef path,
+                                      KvRowType kvType = KvRowType::automatic);
 
 } // namespace helm::rt
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include <cstdint>
 #include <string>
@@ -96,7 +97,10 @@ public:
                     kernels::DType rowType = kernels::DType::f32)
       : layers_(layers), sequences_(sequences), width_(rowWidth), maxPositions_(maxPositions),
         type_(rowType), elem_(size_t(kernels::dtypeBytes(rowType))),
-        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {}
+        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {
+    // Attention reads f32 and f16 rows (kernels/cpu/Attention.h's kvType).
+    assert(rowType == kernels::DType::f32 || rowType == kernels::DType::f16);
+  }
   int64_t rowWidth() const override { return width_; }
   kernels::DType rowType() const override { return type_; }
   int64_t layers() const override { return layers_; }

@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
 
   // --check: could this machine run the package? Nothing is run, no device created.
   if (check) {
-    std::vector<std::string> reasons = helm::rt::checkPackage(packagePath);
+    std::vector<std::string> reasons = helm::rt::checkPackage(packagePath, helm::rt::kvRowTypeNamed(o.kvType));
     for (const std::string &reason : reasons)
       errs() << "helm-rt: " << reason << "\n";
     if (!reasons.empty())
