@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Perplexity of the default model (a trained model) with quantized weights against fp32.
 
-Needs the ONNX export of the default model (scripts/fetch-default-model.py, with the --corpus venv: models/default: SmolLM2-135M-Instruct, fp32,
-with its tokenizer); without it the test reports itself skipped (exit 77). `helm-rt --perplexity
-test/data/text/public-domain.txt` (about 1,100 tokens, windows of 512) on the fp32 package and on
-`helmc --quantize=` q8_0, q4_0 and q4_k_m packages: q8_0 must be within 1% of fp32 (8-bit weights
-and 8-bit activations must not change what the model predicts) and the q4_k_m recipe within 10%;
-q4_0 is printed for comparison (no bound: plain 4-bit blocks with one scale are the format the
-k-quants improve on). The perplexity computation itself is checked against ONNX Runtime in
-test/lit/runtime/perplexity.test.
+The default model's GGUF file (SmolLM2-135M-Instruct, Q4_1 blocks and a Q8_0 embedding table;
+scripts/test.sh fetches it) is dequantized to an all-F32 GGUF (test/gguf/dequantize_gguf.py, the
+gguf package's reference dequantization): those f32 weights are the fp32 model. `helmc` compiles
+it as it is and with `--quantize=` q8_0, q4_0 and q4_k_m, and `helm-rt --perplexity
+test/data/text/public-domain.txt` (about 1,100 tokens, windows of 512) scores each package: q8_0
+must be within 1% of fp32 (8-bit weights and 8-bit activations must not change what the model
+predicts) and the q4_k_m recipe within 10%; q4_0 is printed for comparison (no bound: plain 4-bit
+blocks with one scale are the format the k-quants improve on). The perplexity computation itself
+is checked against ONNX Runtime in test/lit/runtime/perplexity.test.
 
   python check_perplexity.py --helmc build/bin/helmc --helm-rt build/bin/helm-rt --root .
 """
@@ -19,11 +20,19 @@ import subprocess
 import sys
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"check_perplexity: {' '.join(cmd)} exited with {done.returncode}")
+
 
 def perplexity(helm_rt, package, text, work):
     stats = os.path.join(work, "ppl.json")
-    subprocess.run([helm_rt, package, "--perplexity", text, "--stats-json", stats], check=True,
-                   capture_output=True)
+    run([helm_rt, package, "--perplexity", text, "--stats-json", stats])
     with open(stats) as f:
         return json.load(f)["perplexity"]
 
@@ -34,19 +43,21 @@ def main():
     ap.add_argument("--helm-rt", required=True)
     ap.add_argument("--root", required=True, help="the repository root")
     args = ap.parse_args()
-    model = os.path.join(args.root, "models", "default", "model.onnx")
-    tokenizer = os.path.join(args.root, "models", "default", "tokenizer.json")
+    source = os.path.join(args.root, "models", ".cache", "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
     text = os.path.join(args.root, "test", "data", "text", "public-domain.txt")
-    if not os.path.isfile(model):
-        print("skipped: the default model is not fetched (scripts/install-deps.sh --corpus && .venv/bin/python scripts/fetch-default-model.py exports it into models/default)")
-        return 77
+    if not os.path.isfile(source):
+        print(f"check_perplexity: {source} is missing (scripts/fetch-default-model.py --gguf-only; "
+              "scripts/test.sh runs it)", file=sys.stderr)
+        return 1
     results = {}
     with tempfile.TemporaryDirectory(prefix="helm-ppl-") as work:
+        model = os.path.join(work, "model-f32.gguf")
+        run([sys.executable, os.path.join(HERE, "..", "gguf", "dequantize_gguf.py"), source, model])
         for fmt in ("none", "q8_0", "q4_0", "q4_k_m"):
             package = os.path.join(work, fmt + ".helmpkg")
-            subprocess.run([args.helmc, model, "-q", "--tokenizer", tokenizer, "--quantize=" + fmt, "-o", package],
-                           check=True, capture_output=True)
+            run([args.helmc, model, "-q", "--quantize=" + fmt, "-o", package])
             results[fmt] = perplexity(args.helm_rt, package, text, work)
+            os.remove(package)
             print(f"{'fp32' if fmt == 'none' else fmt}: perplexity {results[fmt]:.4f}", flush=True)
     failed = 0
     for fmt, bound in (("q8_0", 0.01), ("q4_0", None), ("q4_k_m", 0.10)):
