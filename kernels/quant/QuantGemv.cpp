@@ -64,7 +64,7 @@ void quantizeXScalar(const float *x, const QuantizedX &q) {
   const int64_t K = q.blocks * kBlock;
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
-      const int64_t i = m * q.paddedBlocks + b;
+      const int64_t i = q.blockIndex(m, b);
       quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i]);
     }
 }
@@ -99,17 +99,16 @@ void rowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, 
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *row = w + n * q.blocks * bs;
     for (int64_t m = m0; m < m0 + mb; ++m) {
-      const int8_t *codes = q.codes + m * q.paddedBlocks * kBlock;
-      const float *dx = q.scale + m * q.paddedBlocks, *sx = q.scaledSum + m * q.paddedBlocks;
       float lanes[kLanes] = {};
       for (int64_t b = 0; b < q.blocks; ++b) {
+        const int64_t i = q.blockIndex(m, b);
         const uint8_t *blk = row + b * bs;
-        const float s = halfAt(blk) * dx[b];
-        const float term = float(blockDot<F>(blk, codes + b * kBlock)) * s;
+        const float s = halfAt(blk) * q.scale[i];
+        const float term = float(blockDot<F>(blk, q.codes + i * kBlock)) * s;
         float &lane = lanes[b % kLanes];
         lane = lane + term;
         if constexpr (F == BlockFormat::q4_1)
-          lane = lane + halfAt(blk + 2) * sx[b];
+          lane = lane + halfAt(blk + 2) * q.scaledSum[i];
       }
       y[m * N + n] = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
     }
@@ -174,7 +173,7 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
     for (int64_t s = 0; s < supers; ++s) {
       decodeSuperBlock<F>(row + s * gb, sb);
       for (int64_t m = 0; m < mb; ++m) {
-        const int64_t first = (m0 + m) * q.paddedBlocks + s * kLanes;
+        const int64_t first = q.blockIndex(m0 + m, s * kLanes); // the super-block's 8 blocks follow
         for (int j = 0; j < kLanes; ++j) {
           const int8_t *c = q.codes + (first + j) * kBlock;
           const int8_t *qv = sb.q + 32 * j;
@@ -261,11 +260,14 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
   q.scaledSum = reinterpret_cast<float *>(p);
   p = align(p + fieldBytes);
   q.halfSum = reinterpret_cast<int16_t *>(p);
-  // The padding blocks must read as zero codes, scales and sums. The codes are cleared from the
-  // last whole group of 4 blocks on: the AVX-512 layout interleaves the halves of 4 blocks.
+  // The padding blocks (in each row's last group) must read as zero codes, scales and sums. The
+  // codes are cleared from the last whole group of 4 blocks on: the AVX-512 layout interleaves the
+  // halves of 4 blocks.
   for (int64_t m = 0; m < M; ++m) {
-    const int64_t first = m * q.paddedBlocks + blocks, count = q.paddedBlocks - blocks;
-    const int64_t firstCode = m * q.paddedBlocks + blocks / 4 * 4;
+    if (blocks == q.paddedBlocks)
+      break;
+    const int64_t first = q.blockIndex(m, blocks), count = q.paddedBlocks - blocks;
+    const int64_t firstCode = q.blockIndex(m, blocks / 4 * 4);
     std::memset(q.codes + firstCode * kBlock, 0, size_t((q.paddedBlocks - blocks / 4 * 4) * kBlock));
     std::fill_n(q.scale + first, count, 0.0f);
     std::fill_n(q.sum + first, count, 0);

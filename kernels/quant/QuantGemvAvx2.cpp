@@ -62,7 +62,7 @@ HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const float *xb = x + m * K + b * kBlock;
-      const int64_t i = m * q.paddedBlocks + b;
+      const int64_t i = q.blockIndex(m, b);
       int8_t *codes = q.codes + i * kBlock;
       __m256 v[4];
       __m256i a = _mm256_setzero_si256();
@@ -122,15 +122,21 @@ HELM_QAVX2 inline __m256 halvesToFloat(const uint8_t *p, int bs, int offset) {
                                         short(h[6]), short(h[7])));
 }
 
-/// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
+/// Adds one group of 8 blocks of a weight row (at p) to acc[m] for the MB rows of x (x at that group).
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &accs) {
+HELM_QAVX2 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &accs, int valid) {
   constexpr int bs = int(blockBytes(F));
   __m256 *acc = accs.v;
-  const __m256 dw = halvesToFloat(p, bs, 0);
+  __m256 dw = halvesToFloat(p, bs, 0);
   __m256 mw = _mm256_setzero_ps();
   if constexpr (F == BlockFormat::q4_1)
     mw = halvesToFloat(p, bs, 2);
+  if (valid < kLanes) { // a row's tail: lanes >= valid are the next row's blocks
+    const __m256 keep = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    dw = _mm256_and_ps(dw, keep);
+    mw = _mm256_and_ps(mw, keep);
+  }
   const __m256i ones = _mm256_set1_epi16(1), nibble = _mm256_set1_epi8(0x0F);
   __m256i wv[8];
 #pragma GCC unroll 8
@@ -147,7 +153,7 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x,
     __m256i prod[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.codes(m) + (b0 + j) * kBlock));
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.codes(m) + j * kBlock));
       if constexpr (F == BlockFormat::q8_0)
         prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wv[j]), _mm256_sign_epi8(c, wv[j])), ones);
       else
@@ -155,17 +161,17 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x,
     }
     __m256i isum = reduce8x8(prod);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m) + b0)), 3));
-    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m) + b0));
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m))), 3));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m)));
     acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     if constexpr (F == BlockFormat::q4_1)
-      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m) + b0)));
+      acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m))));
   }
 }
 
 template <BlockFormat F, int MB>
-HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
-  kQuantGroup<F, MB>(p, b0, x, acc.v);
+HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  kQuantGroup<F, MB>(p, x, acc.v);
 }
 
 } // namespace

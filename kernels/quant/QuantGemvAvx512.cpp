@@ -22,8 +22,10 @@
 #include <limits>
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (a self-initialised variable), which
-// -Wmaybe-uninitialized reports once inlined (as in kernels/cpu/GemvAvx512.cpp).
+// -Wmaybe-uninitialized (or -Wuninitialized, where the flow is plain enough) reports once inlined
+// (as in kernels/cpu/GemvAvx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define HELM_QAVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
 #define HELM_QTARGET HELM_QAVX512
@@ -79,8 +81,8 @@ template <int MB> struct PathAcc {
 namespace helm::quant::detail {
 namespace {
 
-/// Where block b's first half of codes starts in a row of the AVX-512 layout (the second half is
-/// 64 bytes further).
+/// Where block b (< 8) of a group's first half of codes starts in the group's 256 codes of a row
+/// in the AVX-512 layout (the second half is 64 bytes further).
 inline int64_t codeOffset(int64_t b) { return b / 4 * 128 + b % 4 * 16; }
 
 HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
@@ -90,8 +92,9 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
   for (int64_t m = 0; m < q.M; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const float *xb = x + m * K + b * kBlock;
-      const int64_t i = m * q.paddedBlocks + b;
-      int8_t *first = q.codes + m * q.paddedBlocks * kBlock + codeOffset(b), *second = first + 64;
+      const int64_t i = q.blockIndex(m, b);
+      int8_t *first = q.codes + q.blockIndex(m, b / kLanes * kLanes) * kBlock + codeOffset(b % kLanes);
+      int8_t *second = first + 64;
       const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
       const uint32_t amaxBits = _mm512_reduce_max_epu32(_mm512_max_epu32(
           _mm512_and_si512(_mm512_castps_si512(v0), absMask), _mm512_and_si512(_mm512_castps_si512(v1), absMask)));
@@ -146,15 +149,13 @@ HELM_QAVX512 inline __m512i reduce8x2(__m512i a0, __m512i a1, __m512i b0, __m512
 
 /// The f32 step that ends every group, lane by lane: lanes += float(isum) * (scale * dx), for rows m
 /// and m + 1 of x at once (lanes 0-7 and 8-15; scale2 holds the weight scales twice) ...
-HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows &x, int m,
-                                       int64_t b0) {
-  const __m512 s = _mm512_mul_ps(scale2, load2(x.dx(m) + b0, x.dx(m + 1) + b0));
+HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows &x, int m) {
+  const __m512 s = _mm512_mul_ps(scale2, load2(x.dx(m), x.dx(m + 1)));
   lanes = _mm512_add_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
 }
 /// ... and for an odd last row alone.
-HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale, const XRows &x, int m,
-                                       int64_t b0) {
-  const __m256 s = _mm256_mul_ps(scale, _mm256_loadu_ps(x.dx(m) + b0));
+HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale, const XRows &x, int m) {
+  const __m256 s = _mm256_mul_ps(scale, _mm256_loadu_ps(x.dx(m)));
   lanes = _mm256_add_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
 }
 
@@ -206,14 +207,13 @@ HELM_QAVX512 inline __m512i pick16(const uint8_t *p, int a, __m512i second, cons
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(p + a), _mm512_load_si512(table.idx), second);
 }
 
-/// Adds blocks [b0, b0 + 8) of one weight row (at p) to acc[m] for the MB rows of x.
+/// Adds one group of 8 blocks of a weight row (at p) to acc[m] for the MB rows of x (x at that group).
 /// One row's integer dot products of a legacy group: dot[h] holds blocks 4h..4h+3, one per 128-bit
 /// lane (four partial sums each).
 template <BlockFormat F>
-HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negative[2][2], const int8_t *codes,
-                                    int64_t b0, __m512i dot[2]) {
+HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negative[2][2], const int8_t *codes, __m512i dot[2]) {
   for (int h = 0; h < 2; ++h) {
-    const int8_t *c = codes + (b0 + 4 * h) / 4 * 128;
+    const int8_t *c = codes + h * 128;
     __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
     if constexpr (F == BlockFormat::q8_0) {
       first = _mm512_mask_sub_epi8(first, negative[h][0], _mm512_setzero_si512(), first);
@@ -224,7 +224,7 @@ HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negat
 }
 
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
+HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
   __m256 dw, mw = _mm256_setzero_ps();
@@ -270,30 +270,35 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &
       w[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
     }
   }
+  if (valid < kLanes) { // a row's tail: lanes >= valid are the next row's blocks
+    const __mmask8 keep = __mmask8((1u << valid) - 1);
+    dw = _mm256_maskz_mov_ps(keep, dw);
+    mw = _mm256_maskz_mov_ps(keep, mw);
+  }
   const __m512 dw2 = twice(dw), mw2 = twice(mw);
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
-    legacyDots<F>(w, negative, x.codes(m), b0, da);
-    legacyDots<F>(w, negative, x.codes(m + 1), b0, db);
+    legacyDots<F>(w, negative, x.codes(m), da);
+    legacyDots<F>(w, negative, x.codes(m + 1), db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum(m) + b0, x.xsum(m + 1) + b0), 3));
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum(m), x.xsum(m + 1)), 3));
     __m512 &a = acc.pair[m / 2];
-    addBlockTerms(a, isum, dw2, x, m, b0);
+    addBlockTerms(a, isum, dw2, x, m);
     if constexpr (F == BlockFormat::q4_1)
-      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
+      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx(m), x.sx(m + 1))));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
     __m512i dot[2];
-    legacyDots<F>(w, negative, x.codes(m), b0, dot);
+    legacyDots<F>(w, negative, x.codes(m), dot);
     __m256i isum = reduce8(dot[0], dot[1]);
     if constexpr (F == BlockFormat::q4_0)
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m) + b0)), 3));
-    addBlockTerms(acc.last, isum, dw, x, m, b0);
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m))), 3));
+    addBlockTerms(acc.last, isum, dw, x, m);
     if constexpr (F == BlockFormat::q4_1)
-      acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m) + b0)));
+      acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m))));
   }
 }
 
@@ -357,10 +362,9 @@ template <BlockFormat F> HELM_QAVX512 inline void kQuantWeights(const uint8_t *p
 /// (0..63), the offset of 32 left to the caller; maddubs pairs (|pair| <= 2 * 63 * 127) times the
 /// 16-code sub-block's int8 scale, summed into int32 by vpdpwssd, exact.
 template <BlockFormat F>
-HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16[2][2], const int8_t *codes,
-                                    int64_t b0, __m512i dot[2]) {
+HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16[2][2], const int8_t *codes, __m512i dot[2]) {
   for (int h = 0; h < 2; ++h) {
-    const int8_t *c = codes + (b0 + 4 * h) / 4 * 128;
+    const int8_t *c = codes + h * 128;
     const __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
     if constexpr (F == BlockFormat::q6_k)
       dot[h] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(w[h][0], first),
@@ -371,14 +375,14 @@ HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16
   }
 }
 
-/// The k-quant super-block at p (activation blocks [b0, b0 + 8)) added to the MB rows' lanes, as
+/// The k-quant super-block at p (x at its group of 8 activation blocks) added to the MB rows' lanes, as
 /// kQuantGroup computes it: the same exact integer sums per activation block, then the same float
 /// operations, so the results are bit-identical. Each block's codes meet the weights in 512-bit
 /// dot products (q4_k / q5_k: VNNI bytes; q6_k: maddubs, then VNNI words with its per-16 scales);
 /// q6_k's offset, 32 * sum sc * (sum of 16 codes), comes from the activations' halfSum. Rows of x
 /// go in pairs: one reduction and one 512-bit float step for two.
 template <BlockFormat F, int MB>
-HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc) {
+HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
   __m512i w[2][2];
   kQuantWeights<F>(p, w);
   // q6_k: lane t of scale16[h][half] holds, in all 8 words, the int8 scale of 16-code sub-block
@@ -408,30 +412,30 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRo
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
-    kQuantDots<F>(w, scale16, x.codes(m), b0, da);
-    kQuantDots<F>(w, scale16, x.codes(m + 1), b0, db);
+    kQuantDots<F>(w, scale16, x.codes(m), da);
+    kQuantDots<F>(w, scale16, x.codes(m + 1), db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
       isum = _mm512_sub_epi32(
-          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum(m) + 2 * b0, x.halfSum(m + 1) + 2 * b0)), 5));
+          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum(m), x.halfSum(m + 1))), 5));
     __m512 &a = acc.pair[m / 2];
-    addBlockTerms(a, isum, dsc2, x, m, b0);
+    addBlockTerms(a, isum, dsc2, x, m);
     if constexpr (F != BlockFormat::q6_k)
-      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx(m) + b0, x.sx(m + 1) + b0)));
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx(m), x.sx(m + 1))));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
     __m512i dot[2];
-    kQuantDots<F>(w, scale16, x.codes(m), b0, dot);
+    kQuantDots<F>(w, scale16, x.codes(m), dot);
     __m256i isum = reduce8(dot[0], dot[1]);
     if constexpr (F == BlockFormat::q6_k)
       isum = _mm256_sub_epi32(
           isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-                                                              x.halfSum(m) + 2 * b0))),
+                                                              x.halfSum(m)))),
                                   5));
-    addBlockTerms(acc.last, isum, dsc, x, m, b0);
+    addBlockTerms(acc.last, isum, dsc, x, m);
     if constexpr (F != BlockFormat::q6_k)
-      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m) + b0)));
+      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
   }
 }
 

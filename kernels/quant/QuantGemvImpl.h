@@ -98,20 +98,27 @@ constexpr int kQ6KDOffset = offsetof(BlockQ6K, d);       ///< q6_k: d
 /// `v` rounded to f16 (nearest even) and back: the activation block's stored d and d * sum.
 float roundToHalf(float v);
 
+/// Every per-block array is group-major: [paddedBlocks / 8 groups][M rows][8 blocks], so that the
+/// rows of x one kernel call reads for a group of weights lie at constant offsets from one pointer
+/// per array (16 rows: 4 KiB of codes), and a call steps one pointer per array from group to group.
+/// For M = 1 (decode) this is the plain row. blockIndex gives the position of row m's block b.
 struct QuantizedX {
   int64_t M = 0, blocks = 0, paddedBlocks = 0;
-  /// [M][paddedBlocks * 32]. The scalar and AVX2 paths keep each block's 32 codes in order; the
-  /// AVX-512 path stores each group of 4 blocks as the 4 first halves then the 4 second halves
-  /// (16 codes each), the order its weight registers hold them in. The values are the same.
+  /// [groups][M][8 * 32], 32 codes per block at 32 * blockIndex. The scalar and AVX2 paths keep
+  /// each block's 32 codes in order; the AVX-512 path stores each group of 4 blocks as the 4 first
+  /// halves then the 4 second halves (16 codes each), the order its weight registers hold them in.
+  /// The values are the same.
   int8_t *codes = nullptr;
-  float *scale = nullptr;     ///< [M][paddedBlocks]: f16(d)
-  int32_t *sum = nullptr;     ///< [M][paddedBlocks]: the sum of the block's codes
-  float *scaledSum = nullptr; ///< [M][paddedBlocks]: f16(d * float(sum)), d before its rounding
-  /// [M][paddedBlocks * 2]: the sums of each block's first and of its second 16 codes (q6_k's
+  float *scale = nullptr;     ///< [groups][M][8]: f16(d)
+  int32_t *sum = nullptr;     ///< [groups][M][8]: the sum of the block's codes
+  float *scaledSum = nullptr; ///< [groups][M][8]: f16(d * float(sum)), d before its rounding
+  /// [groups][M][8 * 2]: the sums of each block's first and of its second 16 codes (q6_k's
   /// 16-weight sub-blocks): the vector paths' q6_k kernels subtract its offset of 32 with them,
   /// once per block instead of a product per code. Filled by the vector quantizers only (the
   /// scalar reference subtracts the 32 from each code).
   int16_t *halfSum = nullptr;
+  /// Row m's block b in the per-block arrays (times 32 in codes, times 2 in halfSum).
+  int64_t blockIndex(int64_t m, int64_t b) const { return ((b / kLanes) * M + m) * kLanes + b % kLanes; }
 };
 
 /// Fills q (whose sizes and buffers the caller set) from x [M, K].

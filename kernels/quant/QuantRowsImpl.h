@@ -10,7 +10,8 @@
 //                                  QuantizedX layout (AVX2: in order; AVX-512: interleaved halves);
 //   dotU8S8(u, s)                  eight int32 sums of four u8 x s8 products, exact for the ranges
 //                                  used here (AVX2: maddubs + madd; AVX-512: 256-bit VNNI);
-//   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1;
+//   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1
+//                                  (the first `valid` of them: the others' weight scales count as 0);
 //   pathKQuantGroup<F, MB>(...)    the path's kernel for a k-quant super-block: AVX2 forwards to
 //                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI.
 // This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
@@ -39,26 +40,33 @@ namespace {
 // ---- provided by the including file ----
 HELM_QTARGET inline __m256i loadCodes(const int8_t *codes, int64_t b);
 HELM_QTARGET inline __m256i dotU8S8(__m256i u, __m256i s);
-/// Row m's data in QuantizedX, for the rows of x a kernel call handles: a base and one row
-/// stride (every array holds paddedBlocks entries per row), not a pointer per row and array, which
-/// for 16 rows would not fit the general registers (the compiler parked them in vector registers
-/// and spilled accumulators).
+/// The rows of x a kernel call handles, at one group of 8 activation blocks: one pointer per array
+/// (QuantizedX is group-major, so row m of the call is a constant offset away: m * 256 codes, m * 8
+/// blocks), stepped by next() from group to group. Not a pointer per row and array, which for 16
+/// rows would not fit the general registers.
 struct XRows {
   const int8_t *codes0;
   const float *dx0, *sx0;
   const int32_t *xsum0;
   const int16_t *halfSum0;
-  int64_t stride; ///< paddedBlocks
-  const int8_t *codes(int m) const { return codes0 + m * stride * kBlock; }
-  const float *dx(int m) const { return dx0 + m * stride; }
-  const float *sx(int m) const { return sx0 + m * stride; }
-  const int32_t *xsum(int m) const { return xsum0 + m * stride; }
-  const int16_t *halfSum(int m) const { return halfSum0 + 2 * m * stride; }
+  int64_t groupStride; ///< blocks from a row's group to its next: 8 * M
+  const int8_t *codes(int m) const { return codes0 + m * kLanes * kBlock; }
+  const float *dx(int m) const { return dx0 + m * kLanes; }
+  const float *sx(int m) const { return sx0 + m * kLanes; }
+  const int32_t *xsum(int m) const { return xsum0 + m * kLanes; }
+  const int16_t *halfSum(int m) const { return halfSum0 + 2 * m * kLanes; }
+  void next() {
+    codes0 += groupStride * kBlock;
+    dx0 += groupStride;
+    sx0 += groupStride;
+    xsum0 += groupStride;
+    halfSum0 += 2 * groupStride;
+  }
 };
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void legacyGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc);
+HELM_QTARGET inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, PathAcc<MB> &acc);
+HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc);
 
 /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
 HELM_QTARGET inline float hsumOrder(__m256 acc) {
@@ -120,9 +128,9 @@ HELM_QTARGET inline void kQuantScalesMins(const uint8_t *p, __m256 &dsc, __m256 
   dmn = _mm256_mul_ps(_mm256_set1_ps(halfAt(p + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
 }
 
-/// Adds the super-block at p (activation blocks [b0, b0 + 8)) to acc[m] for the MB rows of x.
+/// Adds the super-block at p to acc[m] for the MB rows of x (x at its group of 8 activation blocks).
 template <BlockFormat F, int MB>
-HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows &x, __m256 *acc) {
+HELM_QTARGET inline void kQuantGroup(const uint8_t *p, const XRows &x, __m256 *acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i wv[8]; // sub-block j's 32 weight codes, unsigned (q6_k: q, 0..63, before the -32)
   if constexpr (F == BlockFormat::q6_k) {
@@ -151,13 +159,13 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows &
       for (int j = 0; j < 8; ++j) {
         // q . c in pairs with q unsigned (0..63): |pair| <= 2 * 63 * 127 fits int16; times an int8
         // scale, summed in pairs: int32.
-        prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), b0 + j)), scale16[j]);
+        prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), j)), scale16[j]);
       }
       // Minus the offset: lane j loses 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1]).
       const __m256i offset = _mm256_madd_epi16(
-          sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m) + 2 * b0)));
+          sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m))));
       const __m256i isum = _mm256_sub_epi32(reduce8x8(prod), _mm256_slli_epi32(offset, 5));
-      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(x.dx(m) + b0));
+      const __m256 s = _mm256_mul_ps(d, _mm256_loadu_ps(x.dx(m)));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
     }
   } else {
@@ -183,11 +191,11 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, int64_t b0, const XRows &
       __m256i prod[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j)
-        prod[j] = dotU8S8(wv[j], loadCodes(x.codes(m), b0 + j));
+        prod[j] = dotU8S8(wv[j], loadCodes(x.codes(m), j));
       const __m256i isum = reduce8x8(prod);
-      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m) + b0));
+      const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m)));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
-      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m) + b0)));
+      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
     }
   }
 }
@@ -196,14 +204,19 @@ template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
-  const int64_t first = m0 * q.paddedBlocks;
-  const XRows x{q.codes + first * kBlock, q.scale + first,     q.scaledSum + first,
-                    q.sum + first,           q.halfSum + 2 * first, q.paddedBlocks};
+  const int64_t first = q.blockIndex(m0, 0);
+  const XRows x0{q.codes + first * kBlock, q.scale + first,         q.scaledSum + first,
+                 q.sum + first,            q.halfSum + 2 * first,   kLanes * q.M};
   // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
   // have a tail.
   const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
-  // A partial last group is copied into zeros: zero codes and scales add +0 to the lanes, which
-  // leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest).
+  // A partial last group (tail < 8 blocks) is read where it lies: its other blocks are the next
+  // row's bytes, whose weight scales the kernel zeroes (`valid`), against x's zero padding codes
+  // and scales, so they add +0 to the lanes, which leaves them unchanged (a lane starts at +0 and is
+  // never -0 under round-to-nearest). Only where the group would run past W's last row is it
+  // copied into zeros first (a copy costs a store-forwarding stall: for 576-wide rows, two groups
+  // and a tail of 2 blocks, the copy took a third of the kernel's time).
+  const uint8_t *wEnd = w + N * rowBytes;
   alignas(64) uint8_t tailBlocks[gb];
   if (tail)
     std::memset(tailBlocks, 0, sizeof tailBlocks);
@@ -211,18 +224,24 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
     const uint8_t *row = w + n * rowBytes;
     PathAcc<MB> acc;
     acc.zero();
-    for (int64_t g = 0; g < groups; ++g) {
+    XRows x = x0;
+    for (int64_t g = 0; g < groups; ++g, x.next()) {
       const uint8_t *gp = row + g * gb;
       prefetchAhead<F>(gp);
       if constexpr (isKQuant(F))
-        pathKQuantGroup<F, MB>(gp, g * kLanes, x, acc);
+        pathKQuantGroup<F, MB>(gp, x, acc);
       else
-        legacyGroup<F, MB>(gp, g * kLanes, x, acc);
+        legacyGroup<F, MB>(gp, x, acc);
     }
     if constexpr (!isKQuant(F))
       if (tail) {
-        std::memcpy(tailBlocks, row + groups * gb, size_t(tail * blockBytes(F)));
-        legacyGroup<F, MB>(tailBlocks, groups * kLanes, x, acc);
+        const uint8_t *tp = row + groups * gb;
+        if (wEnd - tp >= gb) {
+          legacyGroup<F, MB>(tp, x, acc, int(tail));
+        } else {
+          std::memcpy(tailBlocks, tp, size_t(tail * blockBytes(F)));
+          legacyGroup<F, MB>(tailBlocks, x, acc, int(tail));
+        }
       }
     // Unrolled, so that every access to acc has a constant index (an indexed access would need
     // its registers in memory).
