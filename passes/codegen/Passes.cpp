@@ -51,8 +51,8 @@ void buildCpuToLlvmPipeline(OpPassManager &pm, bool deviceBuffers) {
                                            : "finalize-memref-to-llvm";
   addUpstream(pm,
               "func.func(convert-linalg-to-loops),canonicalize,"
-              "func.func(lower-vector-mask,lower-vector-multi-reduction,convert-vector-to-scf{full-unroll=true lower-tensors=false}),"
-              "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm,"
+              "func.func(lower-vector-mask,lower-vector-multi-reduction{lowering-strategy=inner-reduction},convert-vector-to-scf{full-unroll=true lower-tensors=false}),"
+              "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-vector-to-llvm{reassociate-fp-reductions=true},"
               "convert-math-to-llvm," + memrefToLlvm + ",convert-to-llvm,"
               "reconcile-unrealized-casts,canonicalize",
               "helm-cpu-to-llvm");
