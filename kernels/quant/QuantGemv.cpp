@@ -60,9 +60,9 @@ void quantizeBlockScalar(const float *xb, int8_t *codes, float &scale, int32_t &
   scaledSum = roundToHalf(d * float(sum));
 }
 
-void quantizeXScalar(const float *x, const QuantizedX &q) {
+void quantizeXScalar(const float *x, const QuantizedX &q, int64_t m0, int64_t m1) {
   const int64_t K = q.blocks * kBlock;
-  for (int64_t m = 0; m < q.M; ++m)
+  for (int64_t m = m0; m < m1; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const int64_t i = q.blockIndex(m, b);
       quantizeBlockScalar(x + m * K + b * kBlock, q.codes + i * kBlock, q.scale[i], q.sum[i], q.scaledSum[i]);
@@ -218,6 +218,8 @@ void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, cons
 
 /// Below this many multiply-adds a call stays on the calling thread (as helm_k_linear).
 constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
+/// From this many activations (M * K) on, x is quantized by all threads, a range of rows each.
+constexpr int64_t kParallelQuantizeMin = int64_t(1) << 15;
 /// Rows of W per thread chunk are multiples of this.
 constexpr int64_t kRowGrain = 16;
 
@@ -345,7 +347,12 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
   }
   const QuantKernels &kernels = kernelsFor(path);
   const QuantizedX q = activationBuffers(M, K / kBlock);
-  kernels.quantizeX(x, q);
+  kernels::ThreadPool &threads = kernels::pool();
+  // Prefill: the rows of x are quantized on every thread (on one, the others would wait for it).
+  if (threads.threads() > 1 && M >= 2 && M * K >= kParallelQuantizeMin)
+    threads.parallelFor(M, 1, [&](int64_t m0, int64_t m1) { kernels.quantizeX(x, q, m0, m1); });
+  else
+    kernels.quantizeX(x, q, 0, M);
 
   const auto *weights = static_cast<const uint8_t *>(w);
   // More rows of x than one kernel call takes (prefill): W in tiles of about 256 KiB, every group of
@@ -359,7 +366,6 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
       for (int64_t m0 = 0; m0 < M; m0 += maxRows)
         kernels.rows(wFormat, q, m0, std::min(maxRows, M - m0), weights, t0, std::min(n1, t0 + tileRows), y, N);
   };
-  kernels::ThreadPool &threads = kernels::pool();
   if (threads.threads() == 1 || M * K * N < kParallelMinMacs) {
     run(0, N);
     return true;

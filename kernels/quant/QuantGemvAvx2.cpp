@@ -54,12 +54,12 @@ HELM_QAVX2 inline int32_t hsumI32(__m256i v) {
   return _mm_cvtsi128_si32(h);
 }
 
-HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q) {
+HELM_QAVX2 void quantizeXAvx2(const float *x, const QuantizedX &q, int64_t m0, int64_t m1) {
   const int64_t K = q.blocks * kBlock;
   const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
   const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  for (int64_t m = 0; m < q.M; ++m)
+  for (int64_t m = m0; m < m1; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const float *xb = x + m * K + b * kBlock;
       const int64_t i = q.blockIndex(m, b);

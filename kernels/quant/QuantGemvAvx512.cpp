@@ -85,11 +85,11 @@ namespace {
 /// in the AVX-512 layout (the second half is 64 bytes further).
 inline int64_t codeOffset(int64_t b) { return b / 4 * 128 + b % 4 * 16; }
 
-HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q) {
+HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q, int64_t m0, int64_t m1) {
   const int64_t K = q.blocks * kBlock;
   const __m512i absMask = _mm512_set1_epi32(0x7fffffff);
   const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  for (int64_t m = 0; m < q.M; ++m)
+  for (int64_t m = m0; m < m1; ++m)
     for (int64_t b = 0; b < q.blocks; ++b) {
       const float *xb = x + m * K + b * kBlock;
       const int64_t i = q.blockIndex(m, b);

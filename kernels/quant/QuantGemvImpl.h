@@ -121,8 +121,9 @@ struct QuantizedX {
   int64_t blockIndex(int64_t m, int64_t b) const { return ((b / kLanes) * M + m) * kLanes + b % kLanes; }
 };
 
-/// Fills q (whose sizes and buffers the caller set) from x [M, K].
-using QuantizeXFn = void (*)(const float *x, const QuantizedX &q);
+/// Fills rows [m0, m1) of q (whose sizes and buffers the caller set) from x [M, K]; rows are
+/// independent, so threads may fill disjoint ranges.
+using QuantizeXFn = void (*)(const float *x, const QuantizedX &q, int64_t m0, int64_t m1);
 /// y[(m0 + m) * N + n] for m < mb (<= the path's maxRows) and n in [n0, n1); w holds N rows of
 /// q.blocks blocks.
 using RowsFn = void (*)(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0,
