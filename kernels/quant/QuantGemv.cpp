@@ -263,18 +263,18 @@ QuantizedX activationBuffers(int64_t M, int64_t blocks) {
   p = align(p + fieldBytes);
   q.halfSum = reinterpret_cast<int16_t *>(p);
   // The padding blocks (in each row's last group) must read as zero codes, scales and sums. The
-  // codes are cleared from the last whole group of 4 blocks on: the AVX-512 layout interleaves the
-  // halves of 4 blocks.
-  for (int64_t m = 0; m < M; ++m) {
-    if (blocks == q.paddedBlocks)
-      break;
-    const int64_t first = q.blockIndex(m, blocks), count = q.paddedBlocks - blocks;
-    const int64_t firstCode = q.blockIndex(m, blocks / 4 * 4);
-    std::memset(q.codes + firstCode * kBlock, 0, size_t((q.paddedBlocks - blocks / 4 * 4) * kBlock));
-    std::fill_n(q.scale + first, count, 0.0f);
-    std::fill_n(q.sum + first, count, 0);
-    std::fill_n(q.scaledSum + first, count, 0.0f);
-    std::fill_n(q.halfSum + 2 * first, 2 * count, int16_t(0));
+  // whole last group of every row is cleared (the quantizer then writes its real blocks): the
+  // AVX-512 layouts interleave the halves of 4 blocks, and the rows of 16-row calls by 4 as well.
+  if (blocks != q.paddedBlocks) {
+    const int64_t lastGroup = q.paddedBlocks - kLanes;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t first = q.blockIndex(m, lastGroup);
+      std::memset(q.codes + first * kBlock, 0, size_t(kLanes * kBlock));
+      std::fill_n(q.scale + first, kLanes, 0.0f);
+      std::fill_n(q.sum + first, kLanes, 0);
+      std::fill_n(q.scaledSum + first, kLanes, 0.0f);
+      std::fill_n(q.halfSum + 2 * first, 2 * kLanes, int16_t(0));
+    }
   }
   return q;
 }

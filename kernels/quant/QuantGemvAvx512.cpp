@@ -85,16 +85,51 @@ namespace {
 /// in the AVX-512 layout (the second half is 64 bytes further).
 inline int64_t codeOffset(int64_t b) { return b / 4 * 128 + b % 4 * 16; }
 
+/// The rows of x that calls of 16 rows read (the first M / 16 * 16; the rest, and every row of a
+/// smaller M, keep the layout above) are stored in quads of 4 rows for pathRows16, whose
+/// 32-bit lanes hold (block 4h + l, row 4k + r) at lane 4l + r. A quad keeps the place the
+/// group-major layout gives its 4 rows in each group (1024 codes, 32 entries of each per-block
+/// array), in another order:
+///   codes: [h][half][d][l][r], 4 codes each: codes 16 half + 4d .. + 3 of block 4h + l of row r;
+///   scale, sum, scaledSum: [h][l][r]; halfSum: [h][l][r][half].
+/// The per-block arrays are then, for each (h, quad), one 16-lane vector in the lanes' order.
+inline bool quadRow(const QuantizedX &q, int64_t m) { return m < q.M / kMaxRowsOfXWide * kMaxRowsOfXWide; }
+
 HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q, int64_t m0, int64_t m1) {
   const int64_t K = q.blocks * kBlock;
   const __m512i absMask = _mm512_set1_epi32(0x7fffffff);
   const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  for (int64_t m = m0; m < m1; ++m)
+  for (int64_t m = m0; m < m1; ++m) {
+    const bool quad = quadRow(q, m);
     for (int64_t b = 0; b < q.blocks; ++b) {
       const float *xb = x + m * K + b * kBlock;
-      const int64_t i = q.blockIndex(m, b);
-      int8_t *first = q.codes + q.blockIndex(m, b / kLanes * kLanes) * kBlock + codeOffset(b % kLanes);
-      int8_t *second = first + 64;
+      const int64_t group = b / kLanes * kLanes, j = b % kLanes;
+      int64_t i;
+      // Where the 4-code pieces of each half go: piece d of half `half` at pieces[half] + d * step.
+      int8_t *pieces[2];
+      int64_t step;
+      if (quad) {
+        const int64_t base = q.blockIndex(m & ~int64_t(3), group), r = m & 3, h = j / 4, l = j % 4;
+        i = base + (h * 4 + l) * 4 + r;
+        pieces[0] = q.codes + base * kBlock + h * 512 + l * 16 + r * 4;
+        pieces[1] = pieces[0] + 256;
+        step = 64;
+      } else {
+        i = q.blockIndex(m, b);
+        pieces[0] = q.codes + q.blockIndex(m, group) * kBlock + codeOffset(j);
+        pieces[1] = pieces[0] + 64;
+        step = 4;
+      }
+      auto store = [&](int half, __m128i codes) {
+        if (!quad) {
+          _mm_storeu_si128(reinterpret_cast<__m128i *>(pieces[half]), codes);
+          return;
+        }
+        alignas(16) int8_t bytes[16];
+        _mm_store_si128(reinterpret_cast<__m128i *>(bytes), codes);
+        for (int d = 0; d < 4; ++d)
+          std::memcpy(pieces[half] + d * step, bytes + 4 * d, 4);
+      };
       const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
       const uint32_t amaxBits = _mm512_reduce_max_epu32(_mm512_max_epu32(
           _mm512_and_si512(_mm512_castps_si512(v0), absMask), _mm512_and_si512(_mm512_castps_si512(v1), absMask)));
@@ -110,8 +145,8 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q, int64_t m
       if (!(id <= std::numeric_limits<float>::max())) { // NaN, or a subnormal amax (127 / amax overflows)
         q.sum[i] = 0;
         q.halfSum[2 * i] = q.halfSum[2 * i + 1] = 0;
-        std::memset(first, 0, 16);
-        std::memset(second, 0, 16);
+        store(0, _mm_setzero_si128());
+        store(1, _mm_setzero_si128());
       } else {
         const __m512 idv = _mm512_set1_ps(id);
         const __m512i c0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, idv), lo), hi));
@@ -119,12 +154,13 @@ HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q, int64_t m
         q.halfSum[2 * i] = int16_t(_mm512_reduce_add_epi32(c0));
         q.halfSum[2 * i + 1] = int16_t(_mm512_reduce_add_epi32(c1));
         q.sum[i] = q.halfSum[2 * i] + q.halfSum[2 * i + 1];
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(first), _mm512_cvtsepi32_epi8(c0));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(second), _mm512_cvtsepi32_epi8(c1));
+        store(0, _mm512_cvtsepi32_epi8(c0));
+        store(1, _mm512_cvtsepi32_epi8(c1));
       }
       q.scale[i] = roundToHalfF16c(d);
       q.scaledSum[i] = roundToHalfF16c(d * float(q.sum[i]));
     }
+  }
 }
 
 /// a: blocks 0-3 (one per 128-bit lane, four int32 partial sums each), b: blocks 4-7. Returns the
@@ -223,11 +259,15 @@ HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negat
   }
 }
 
-template <BlockFormat F, int MB>
-HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid) {
+/// A legacy group's weights as the VNNI kernels read them: bytes[h][0] holds the first 16 codes
+/// of blocks 4h..4h+3 (one block per 128-bit lane), bytes[h][1] their second 16; q4_0 / q4_1 the
+/// nibbles (unsigned), q8_0 the signed codes as stored. dw (and q4_1's mw) are the eight blocks'
+/// f16 fields as f32, zero for blocks >= valid (a row's tail: the next row's blocks).
+template <BlockFormat F>
+HELM_QAVX512 inline void legacyWeights(const uint8_t *p, int valid, __m512i bytes[2][2], __m256 &dw, __m256 &mw) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
-  __m256 dw, mw = _mm256_setzero_ps();
+  mw = _mm256_setzero_ps();
   if constexpr (F == BlockFormat::q4_0) { // words 9j: all in the first 128 bytes
     const __m512i idx = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 9, 18, 27, 36, 45, 54, 63, 0, 0, 0, 0, 0, 0, 0, 0));
     const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
@@ -247,17 +287,11 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     dw = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
     mw = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
   }
-  // w[h][0]: first halves of blocks 4h..4h+3, w[h][1]: second halves (unsigned operands).
-  __m512i w[2][2];
-  __mmask64 negative[2][2] = {};
   if constexpr (F == BlockFormat::q8_0) {
     constexpr int a[2][2] = {{0, 16}, {128, 144}}, b[2][2] = {{64, 80}, {192, 208}};
     for (int h = 0; h < 2; ++h)
-      for (int half = 0; half < 2; ++half) {
-        const __m512i v = pick16(p, a[h][half], _mm512_loadu_si512(p + b[h][half]), kTables<F>.t[h][half]);
-        negative[h][half] = _mm512_movepi8_mask(v);
-        w[h][half] = _mm512_abs_epi8(v);
-      }
+      for (int half = 0; half < 2; ++half)
+        bytes[h][half] = pick16(p, a[h][half], _mm512_loadu_si512(p + b[h][half]), kTables<F>.t[h][half]);
   } else {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     // q4_0 blocks 4-7 end at byte 143: the second table is the last 16 bytes, zero-extended.
@@ -266,8 +300,8 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     const __m512i v[2] = {pick16(p, 0, _mm512_loadu_si512(p + 64), kTables<F>.t[0][0]),
                           pick16(p, 64, second, kTables<F>.t[1][0])};
     for (int h = 0; h < 2; ++h) {
-      w[h][0] = _mm512_and_si512(v[h], nibble);
-      w[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
+      bytes[h][0] = _mm512_and_si512(v[h], nibble);
+      bytes[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
     }
   }
   if (valid < kLanes) { // a row's tail: lanes >= valid are the next row's blocks
@@ -275,6 +309,21 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     dw = _mm256_maskz_mov_ps(keep, dw);
     mw = _mm256_maskz_mov_ps(keep, mw);
   }
+}
+
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid) {
+  __m256 dw, mw;
+  // w[h][0]: first halves of blocks 4h..4h+3, w[h][1]: second halves (unsigned operands).
+  __m512i w[2][2];
+  legacyWeights<F>(p, valid, w, dw, mw);
+  __mmask64 negative[2][2] = {};
+  if constexpr (F == BlockFormat::q8_0) // the sign trick: |w| against the codes negated where w < 0
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        negative[h][half] = _mm512_movepi8_mask(w[h][half]);
+        w[h][half] = _mm512_abs_epi8(w[h][half]);
+      }
   const __m512 dw2 = twice(dw), mw2 = twice(mw);
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
@@ -436,6 +485,191 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathA
     addBlockTerms(acc.last, isum, dsc, x, m);
     if constexpr (F != BlockFormat::q6_k)
       acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
+  }
+}
+
+// ---- 16 rows of x at once: lanes (block, row), no reduction --------------------------------------
+//
+// With x in quads (quantizeXAvx512), one 512-bit VNNI step multiplies 4 codes of each of 4 blocks
+// (the 128-bit lanes: the weight register's dword d broadcast within its lane, vpshufd) with the same
+// 4 codes of 4 rows of x (the dwords of each lane): after the 8 steps of a half-group (2 halves x 4
+// dwords) every lane holds one block's exact integer sum for one row. That is the reference's isum
+// per (row, block), already in the lanes the f32 step wants, where the per-row kernels spend about
+// as many operations reducing four partial sums per block as on the dot products themselves. The
+// f32 accumulators keep the same lanes: lane (l, r) of acc[h][k] is lane 4h + l of row 4k + r, so
+// each lane sees the reference's operations in the reference's order, and the final sum per row
+// is ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) with lanes combined a 128-bit lane at a time.
+
+/// Lanes (l, r) = v[4h + l]: a weight's per-block value for all 4 rows of a quad.
+HELM_QAVX512 inline __m512 spreadBlocks(__m256 v, int h) {
+  const __m512i idx = _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                                       _mm512_set1_epi32(4 * h));
+  return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(v));
+}
+
+/// vpermw indices over q6_k's 16 scales (words 0-15) for lanes (l, r): both words of lane (l, r)
+/// = word 2 (4h + l) + half (the scale of the 16-code sub-block), or (offset) word e = 2 (4h + l) + e.
+struct WordTable {
+  alignas(64) int16_t idx[32];
+};
+constexpr WordTable q6ScaleWords(int h, int half) {
+  WordTable t{};
+  for (int lane = 0; lane < 16; ++lane)
+    for (int e = 0; e < 2; ++e)
+      t.idx[2 * lane + e] = int16_t(2 * (4 * h + lane / 4) + half);
+  return t;
+}
+constexpr WordTable q6PairWords(int h) {
+  WordTable t{};
+  for (int lane = 0; lane < 16; ++lane)
+    for (int e = 0; e < 2; ++e)
+      t.idx[2 * lane + e] = int16_t(2 * (4 * h + lane / 4) + e);
+  return t;
+}
+constexpr WordTable kQ6ScaleWords[2][2] = {{q6ScaleWords(0, 0), q6ScaleWords(0, 1)},
+                                           {q6ScaleWords(1, 0), q6ScaleWords(1, 1)}};
+constexpr WordTable kQ6PairWords[2] = {q6PairWords(0), q6PairWords(1)};
+
+/// The 4 quads of x in a group: quad k's codes start 1024 bytes after quad k - 1's, its entries of
+/// the per-block arrays 32 after (halfSum: 64), so one pointer per array serves all four (constant
+/// displacements; a pointer per quad and array spilled).
+struct QuadX {
+  const int8_t *codes;
+  const float *dx, *sx;
+  const int32_t *xsum;
+  const int16_t *halfSum;
+};
+constexpr int64_t kQuadCodes = 1024, kQuadEntries = 32;
+
+/// Adds one group of W's row (at p; blocks >= valid of a legacy format count as 0) to the lanes of
+/// the 4 quads of x.
+template <BlockFormat F>
+HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const QuadX &x, __m512 (&acc)[2][4]) {
+  __m512i w[2][2];
+  __m256 scale, second = _mm256_setzero_ps(); // legacy: dw and q4_1's mw; k-quants: dsc and dmn
+  __m256i sc16 = _mm256_setzero_si256();       // q6_k's 16 scales as words
+  if constexpr (isKQuant(F)) {
+    kQuantWeights<F>(p, w);
+    if constexpr (F == BlockFormat::q6_k) {
+      sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
+      scale = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
+    } else {
+      kQuantScalesMins(p, scale, second);
+    }
+  } else {
+    legacyWeights<F>(p, valid, w, scale, second);
+    if constexpr (F == BlockFormat::q8_0) // w + 128 as unsigned bytes; 128 * sum(c) is taken off below
+      for (int h = 0; h < 2; ++h)
+        for (int half = 0; half < 2; ++half)
+          w[h][half] = _mm512_xor_si512(w[h][half], _mm512_set1_epi8(char(0x80)));
+  }
+  const __m512i words = _mm512_castsi256_si512(sc16);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m512 scaleL = spreadBlocks(scale, h);
+    const __m512 secondL = spreadBlocks(second, h);
+    __m512i scaleW[2] = {}, offsetW = _mm512_setzero_si512();
+    if constexpr (F == BlockFormat::q6_k) {
+      for (int half = 0; half < 2; ++half)
+        scaleW[half] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleWords[h][half].idx), words);
+      // -32 sc[2j + e] against halfSum[e]: the offset of 32 in q6_k's codes, as the sum's start.
+      offsetW = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                 _mm512_slli_epi16(_mm512_permutexvar_epi16(_mm512_load_si512(kQ6PairWords[h].idx), words), 5));
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      __m512i isum = _mm512_setzero_si512();
+      if constexpr (F == BlockFormat::q6_k)
+        isum = _mm512_dpwssd_epi32(isum, _mm512_loadu_si512(x.halfSum + 2 * kQuadEntries * k + 32 * h), offsetW);
+      else if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
+        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum + kQuadEntries * k + 16 * h), 3));
+      else if constexpr (F == BlockFormat::q8_0) // codes are (w + 128) - 128
+        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum + kQuadEntries * k + 16 * h), 7));
+      const int8_t *c = x.codes + kQuadCodes * k + 512 * h;
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const __m512i wh = w[h][half];
+        const __m512i w0 = _mm512_shuffle_epi32(wh, _MM_PERM_AAAA), w1 = _mm512_shuffle_epi32(wh, _MM_PERM_BBBB);
+        const __m512i w2 = _mm512_shuffle_epi32(wh, _MM_PERM_CCCC), w3 = _mm512_shuffle_epi32(wh, _MM_PERM_DDDD);
+        const int8_t *ch = c + 256 * half;
+        if constexpr (F == BlockFormat::q6_k) {
+          // maddubs pairs (|pair| <= 2 * 63 * 127) times the sub-block's int8 scale, into int32.
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w0, _mm512_loadu_si512(ch)), scaleW[half]);
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w1, _mm512_loadu_si512(ch + 64)), scaleW[half]);
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w2, _mm512_loadu_si512(ch + 128)), scaleW[half]);
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w3, _mm512_loadu_si512(ch + 192)), scaleW[half]);
+        } else {
+          isum = _mm512_dpbusd_epi32(isum, w0, _mm512_loadu_si512(ch));
+          isum = _mm512_dpbusd_epi32(isum, w1, _mm512_loadu_si512(ch + 64));
+          isum = _mm512_dpbusd_epi32(isum, w2, _mm512_loadu_si512(ch + 128));
+          isum = _mm512_dpbusd_epi32(isum, w3, _mm512_loadu_si512(ch + 192));
+        }
+      }
+      const __m512 s = _mm512_mul_ps(scaleL, _mm512_loadu_ps(x.dx + kQuadEntries * k + 16 * h));
+      __m512 &a = acc[h][k];
+      a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
+      if constexpr (F == BlockFormat::q4_1)
+        a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx + kQuadEntries * k + 16 * h)));
+      else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k)
+        a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx + kQuadEntries * k + 16 * h)));
+    }
+  }
+}
+
+template <BlockFormat F>
+HELM_QAVX512 void pathRows16(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                             int64_t N) {
+  constexpr int64_t gb = groupBytes(F);
+  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
+  const uint8_t *wEnd = w + N * rowBytes;
+  alignas(64) uint8_t tailBlocks[gb];
+  if (tail)
+    std::memset(tailBlocks, 0, sizeof tailBlocks);
+  // x's quads at group 0; a group further is 8 * M entries of each per-block array further.
+  const int64_t first = q.blockIndex(m0, 0), stride = kLanes * q.M;
+  const QuadX x0{q.codes + first * kBlock, q.scale + first, q.scaledSum + first, q.sum + first,
+                 q.halfSum + 2 * first};
+  auto next = [&](QuadX &v) {
+    v.codes += stride * kBlock;
+    v.dx += stride;
+    v.sx += stride;
+    v.xsum += stride;
+    v.halfSum += 2 * stride;
+  };
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * rowBytes;
+    __m512 acc[2][4];
+    for (auto &h : acc)
+      for (__m512 &a : h)
+        a = _mm512_setzero_ps();
+    QuadX x = x0;
+    for (int64_t g = 0; g < groups; ++g, next(x)) {
+      const uint8_t *gp = row + g * gb;
+      prefetchAhead<F>(gp);
+      quadGroup<F>(gp, int(kLanes), x, acc);
+    }
+    if constexpr (!isKQuant(F))
+      if (tail) { // in place where the next rows' bytes follow, as rowsT
+        const uint8_t *tp = row + groups * gb;
+        if (wEnd - tp >= gb) {
+          quadGroup<F>(tp, int(tail), x, acc);
+        } else {
+          std::memcpy(tailBlocks, tp, size_t(tail * blockBytes(F)));
+          quadGroup<F>(tailBlocks, int(tail), x, acc);
+        }
+      }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      // 128-bit lane l of s: (l_l + l_{l+4}) for the quad's 4 rows; u's lane 0: (l0 + l4) + (l2 + l6),
+      // lane 1: (l1 + l5) + (l3 + l7); their sum, row r in element r.
+      const __m512 s = _mm512_add_ps(acc[0][k], acc[1][k]);
+      const __m512 u = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m128 t = _mm_add_ps(_mm512_castps512_ps128(u), _mm512_extractf32x4_ps(u, 1));
+      alignas(16) float out[4];
+      _mm_store_ps(out, t);
+      for (int r = 0; r < 4; ++r)
+        y[(m0 + 4 * k + r) * N + n] = out[r];
+    }
   }
 }
 

@@ -13,7 +13,8 @@
 //   legacyGroup<F, MB>(...)        the path's kernel for a group of 8 blocks of q8_0 / q4_0 / q4_1
 //                                  (the first `valid` of them: the others' weight scales count as 0);
 //   pathKQuantGroup<F, MB>(...)    the path's kernel for a k-quant super-block: AVX2 forwards to
-//                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI.
+//                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI;
+//   pathRows16<F>(...)             (kPathMaxRows >= 16 only) a whole call of 16 rows of x.
 // This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
 // integer dot products) and the loop over rows, groups and the tail. Everything is in
 // an anonymous namespace: each including file gets its own copy, compiled for its target.
@@ -67,6 +68,11 @@ template <BlockFormat F, int MB>
 HELM_QTARGET inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc);
+/// Paths whose calls take 16 rows of x (kPathMaxRows >= 16) provide their own kernel for a whole
+/// call of 16 (QuantizedX stores those rows in the layout it reads).
+template <BlockFormat F>
+HELM_QTARGET void pathRows16(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
+                             int64_t N);
 
 /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the reference's order.
 HELM_QTARGET inline float hsumOrder(__m256 acc) {
@@ -267,7 +273,7 @@ void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_
     // 9..15 rows: 8, then the rest (only 16 has its own instance, a server's usual batch).
     if constexpr (kPathMaxRows >= 16) {
       if (mb == 16)
-        return rowsT<F, 16>(q, m0, w, n0, n1, y, N);
+        return pathRows16<F>(q, m0, w, n0, n1, y, N);
       rowsT<F, 8>(q, m0, w, n0, n1, y, N);
       return rowsF<F>(q, m0 + 8, mb - 8, w, n0, n1, y, N);
     }
