@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace helm::rt {
@@ -19,6 +20,12 @@ struct SamplingOptions {
 /// except at index 0). Vectorized where kernels::activeIsa() is not scalar; the same index either
 /// way.
 int64_t greedyToken(const float *logits, int64_t vocab);
+
+/// The candidates of a draw, best first: (logit / temperature, id) of every id, or of the topK
+/// best where 0 < topK < vocab, ordered by score, then by lower id. temperature > 0. `out` is
+/// replaced (its capacity is reused).
+void sampleCandidates(const float *logits, int64_t vocab, float temperature, int topK,
+                      std::vector<std::pair<float, int32_t>> &out);
 
 class Sampler {
 public:

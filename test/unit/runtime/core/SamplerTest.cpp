@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -170,6 +171,33 @@ TEST(Sampler, TopKAndTopPRenormalise) {
   expectFrequencies(drawMany(opts(1.0f, 0, 0.45f, 13), logOf(kProbs), 20000), p2);
   // top-k larger than the vocabulary is no limit.
   expectFrequencies(drawMany(opts(1.0f, 1000, 1.0f, 14), logOf(kProbs), 20000), kProbs);
+}
+
+// The one-pass top-k selection keeps exactly the candidates, in exactly the order, of sorting every
+// (logit / temperature, id) by score and then id: with many ties (logits on a coarse grid, ties
+// that only appear after the division), -inf, and k from 1 to vocab - 1.
+TEST(Sampler, TopKCandidatesEqualASortOfEveryToken) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> grid(-40, 40);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t vocab = trial % 3 ? 5003 : 151936;
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float &l : logits)
+      l = trial % 4 == 3 ? float(grid(rng)) * 0.25f + std::ldexp(float(grid(rng)), -22) : float(grid(rng)) * 0.25f;
+    logits[size_t(trial * 37 % vocab)] = -INFINITY;
+    for (float temperature : {0.7f, 1.0f, 1.3f})
+      for (int k : {1, 5, 40, int(vocab - 1)}) {
+        std::vector<std::pair<float, int32_t>> all, got;
+        for (int64_t i = 0; i < vocab; ++i)
+          all.emplace_back(logits[size_t(i)] / temperature, int32_t(i));
+        std::sort(all.begin(), all.end(), [](const auto &a, const auto &b) {
+          return a.first > b.first || (a.first == b.first && a.second < b.second);
+        });
+        all.resize(size_t(k));
+        helm::rt::sampleCandidates(logits.data(), vocab, temperature, k, got);
+        ASSERT_EQ(got, all) << "trial " << trial << " temperature " << temperature << " k " << k;
+      }
+  }
 }
 
 } // namespace
