@@ -294,9 +294,11 @@ private:
     };
     double theta = r.getTheta()->convertToDouble();
     auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
-    Value rotated = buildRotation(x, type, headDim, r.getRotaryDim(),
-                                  r.getStyle() == RopeStyle::interleaved, elem, cosT, sinT,
-                                  normalise);
+    bool interleaved = r.getStyle() == RopeStyle::interleaved;
+    Value rotated =
+        halvesRotatable(type, headDim, r.getRotaryDim(), interleaved)
+            ? buildHalfRotation(x, type, headDim, elem, cosT, sinT, HalfNorm{sumsq, gamma, eps})
+            : buildRotation(x, type, headDim, r.getRotaryDim(), interleaved, elem, cosT, sinT, normalise);
     fusedRopes[r.getOperation()] = rotated;
     return rotated;
   }
@@ -562,8 +564,113 @@ private:
     // removes 2 * layers - 1 passes of cos/sin over [B, S, half].
     Value pos = r.getPositions();
     auto [cosT, sinT] = ropeTables(pos, x, type, theta, rotary, elem);
+    if (halvesRotatable(type, headDim, rotary, interleaved))
+      return SmallVector<Value>{buildHalfRotation(x, type, headDim, elem, cosT, sinT, {})};
     return SmallVector<Value>{
         buildRotation(x, type, headDim, rotary, interleaved, elem, cosT, sinT, nullptr)};
+  }
+
+  /// Whether a rope can run as buildHalfRotation: rotate-half style over the whole head, on a
+  /// static row of whole heads.
+  static bool halvesRotatable(RankedTensorType type, int64_t headDim, int64_t rotary, bool interleaved) {
+    int64_t width = type.getDimSize(2);
+    return !interleaved && rotary == headDim && headDim % 2 == 0 && headDim > 0 &&
+           !ShapedType::isDynamic(width) && width % headDim == 0;
+  }
+
+  /// The per-head RMSNorm a rope normalises its inputs with (sums of squares [B, S, heads], gamma
+  /// [head_dim], epsilon); sumsq null: no norm.
+  struct HalfNorm {
+    Value sumsq, gamma;
+    float eps = 0;
+  };
+
+  /// The rotate-half rope over whole heads without gathers, so that helm-vectorize-glue makes it
+  /// vector code: x viewed as [B, S, heads, 2, half], the first halves rotated by one generic
+  /// (x1 cos - x2 sin) and the second by another (x2 cos + x1 sin), each reading both halves
+  /// through identity maps and the tables through broadcasts. The operations per element and their
+  /// rounding are buildRotation's (and, with a norm, lowerRmsNormIntoRope's normalise), so the
+  /// values are the same; buildRotation's form, one generic that fetches each element's partner
+  /// with tensor.extract, stays scalar code (a 20% serial share of a 2-thread prefill).
+  Value buildHalfRotation(Value x, RankedTensorType type, int64_t headDim, Type elem, Value cosT, Value sinT,
+                          HalfNorm norm) {
+    int64_t half = headDim / 2, heads = type.getDimSize(2) / headDim;
+    auto x5Type = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), heads, 2, half}, elem);
+    SmallVector<ReassociationIndices> reassoc{{0}, {1}, {2, 3, 4}};
+    SmallVector<OpFoldResult> shape5 = sizesOf(x);
+    shape5.pop_back();
+    for (int64_t v : {heads, int64_t(2), half})
+      shape5.push_back(b.getIndexAttr(v));
+    Value x5 = tensor::ExpandShapeOp::create(b, loc, x5Type, x, reassoc, shape5);
+    auto halfType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), heads, half}, elem);
+    auto sliceOffsets = [&](int64_t which) {
+      SmallVector<OpFoldResult> offsets(5, b.getIndexAttr(0));
+      offsets[3] = b.getIndexAttr(which);
+      return offsets;
+    };
+    SmallVector<OpFoldResult> sliceSizes = shape5;
+    sliceSizes[3] = b.getIndexAttr(1);
+    SmallVector<OpFoldResult> unit(5, b.getIndexAttr(1));
+    auto halfOf = [&](Value t, int64_t which) -> Value {
+      return tensor::ExtractSliceOp::create(b, loc, halfType, t, sliceOffsets(which), sliceSizes, unit);
+    };
+    Value xFirst = halfOf(x5, 0), xSecond = halfOf(x5, 1);
+    Value gammaHalves[2];
+    if (norm.sumsq) {
+      auto gType = RankedTensorType::get({half}, cast<RankedTensorType>(norm.gamma.getType()).getElementType());
+      for (int64_t which = 0; which < 2; ++which)
+        gammaHalves[which] = tensor::ExtractSliceOp::create(
+            b, loc, gType, norm.gamma, ArrayRef<OpFoldResult>{b.getIndexAttr(which * half)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(half)}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    }
+    auto dims = [&](std::initializer_list<unsigned> ds) {
+      SmallVector<AffineExpr> e;
+      for (unsigned d : ds)
+        e.push_back(b.getAffineDimExpr(d));
+      return AffineMap::get(4, 0, e, b.getContext());
+    };
+    AffineMap id = b.getMultiDimIdentityMap(4), table = dims({0, 1, 3}), head = dims({0, 1, 2}), lane = dims({3});
+    SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+    Value out5 = tensor::EmptyOp::create(b, loc, x5Type, dynamicSizesOf(x));
+    // which = 0: self the first half (x1 cos - x2 sin); 1: the second (x2 cos + x1 sin).
+    for (int64_t which = 0; which < 2; ++which) {
+      SmallVector<Value> inputs{which ? xSecond : xFirst, which ? xFirst : xSecond, cosT, sinT};
+      SmallVector<AffineMap> maps{id, id, table, table};
+      if (norm.sumsq) {
+        inputs.append({norm.sumsq, gammaHalves[which], gammaHalves[1 - which]});
+        maps.append({head, lane, lane});
+      }
+      maps.push_back(id);
+      Value dest = halfOf(out5, which);
+      Value rotated =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{halfType}, inputs, ValueRange{dest}, maps, iters,
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value self = toF32(nb, l, args[0]), other = toF32(nb, l, args[1]);
+                if (norm.sumsq) {
+                  Value mean = arith::DivFOp::create(
+                      nb, l, args[4], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
+                  Value var = arith::AddFOp::create(
+                      nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(norm.eps)));
+                  Value inv = math::RsqrtOp::create(nb, l, var);
+                  auto normalise = [&](Value v, Value g) {
+                    Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
+                    return roundTo(nb, l, arith::MulFOp::create(nb, l, y, toF32(nb, l, g)), elem);
+                  };
+                  self = normalise(self, args[5]);
+                  other = normalise(other, args[6]);
+                }
+                Value t1 = roundTo(nb, l, arith::MulFOp::create(nb, l, self, args[2]), elem);
+                Value t2 = roundTo(nb, l, arith::MulFOp::create(nb, l, other, args[3]), elem);
+                if (which == 0)
+                  t2 = arith::NegFOp::create(nb, l, t2);
+                Value rot = arith::AddFOp::create(nb, l, t1, t2);
+                linalg::YieldOp::create(nb, l, fromF32(nb, l, rot, elem));
+              })
+              .getResult(0);
+      out5 = tensor::InsertSliceOp::create(b, loc, rotated, out5, sliceOffsets(which), sliceSizes, unit);
+    }
+    return tensor::CollapseShapeOp::create(b, loc, type, out5, reassoc);
   }
 
   /// Computes the f32 value the rotation reads for element `d` of its input, given that

@@ -9,8 +9,8 @@
 // CHECK-SAME: %[[CTX:[a-z0-9]+]]: !llvm.ptr, %{{[a-z0-9]+}}: tensor<?x?xi64>, %[[BASE:[a-z0-9]+]]: i64, %{{[a-z0-9]+}}: tensor<?x?x32xf32>, %{{[a-z0-9]+}}: tensor<32x32xf32>, %[[COS:[a-z0-9]+]]: tensor<?x?x4xf32>, %[[SIN:[a-z0-9]+]]: tensor<?x?x4xf32>) -> tensor<?x?x32xf32>
 // CHECK-SAME: attributes {helm.unit_function, no_inline}
 // CHECK-NOT: math.cos
-// CHECK: tensor.extract %[[COS]]
-// CHECK: tensor.extract %[[SIN]]
+// CHECK: linalg.generic {{.*}} ins(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %[[COS]], %[[SIN]] :
+// CHECK: linalg.generic {{.*}} ins(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %[[COS]], %[[SIN]] :
 // CHECK: %[[LAYER:.*]] = arith.addi %[[BASE]], %c0_i64 : i64
 // CHECK: call @helm_rt_attention(%[[CTX]], %[[LAYER]],
 // CHECK: call @helm_k_linear(%{{.*}}, %{{.*}}, %{{.*}}, %c3_i32, %c1_i32,
