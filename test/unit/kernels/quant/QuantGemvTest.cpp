@@ -490,8 +490,14 @@ TEST(QuantGemv, PartialLastGroupIgnoresTheNextRow) {
           continue;
         for (int threads : {1, 2}) {
           const std::vector<float> y = run(path, f, x, M, K, w, N, threads);
-          EXPECT_TRUE(sameBits(y, reference)) << q::quantPathName(path) << " " << q::blockFormatInfo(f).name
-                                              << " K = " << K << ": " << firstDifference(y, reference);
+          // Rows 1.. have infinite / NaN scales: their outputs are NaN or infinite, and which NaN
+          // (its sign) depends on operand order, which the IEEE rules leave open; every other
+          // output, row 0's included, must match in bits.
+          for (size_t i = 0; i < y.size(); ++i)
+            if (!(std::isnan(y[i]) && std::isnan(reference[i])))
+              EXPECT_EQ(std::memcmp(&y[i], &reference[i], sizeof(float)), 0)
+                  << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " K = " << K << " index " << i
+                  << ": " << y[i] << " vs " << reference[i];
         }
       }
     }
