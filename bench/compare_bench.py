@@ -27,9 +27,10 @@ bench/e2e_bench.py):
                intermediate 8192, vocab 128256, tied) without its llama3 RoPE scaling, which helmc
                refuses
 dtypes: fp16, fp32, bf16 (bf16: the fp32 model cast to bf16; rows a system cannot run say n/a + why);
-        q8_0, q4_0, q4_k_m: the fp16 model quantized by each system's own tool (QUANT below:
-        helmc --quantize, llama-quantize [--pure] on the f16 GGUF, ONNX Runtime's
-        MatMulNBitsQuantizer), their roofline from the quantized bytes (the package's weights).
+        q8_0, q4_0, q4_k_m: the model quantized by each system's own tool (QUANT below:
+        helmc --quantize and llama-quantize [--pure] on the fp16 model, ONNX Runtime's
+        MatMulNBitsQuantizer on the fp32 one), their roofline from the quantized bytes (the
+        package's weights).
 
 The same weights reach llama.cpp this way: the seeded transformers model, in the row's dtype, is
 written with save_pretrained together with a tokenizer made from llama.cpp's own vocabulary file of the
