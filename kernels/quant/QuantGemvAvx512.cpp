@@ -39,18 +39,11 @@ constexpr int64_t kPathMaxRows = kMaxRowsOfXWide;
 HELM_QAVX512 inline __m256 upperHalf(__m512 v) {
   return _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(v), 1));
 }
-/// Eight floats at a (lanes 0-7) and eight at b (lanes 8-15).
-HELM_QAVX512 inline __m512 load2(const float *a, const float *b) {
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(a))),
-                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
-}
-HELM_QAVX512 inline __m512i load2(const int32_t *a, const int32_t *b) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(a))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b)), 1);
-}
-HELM_QAVX512 inline __m512i load2(const int16_t *a, const int16_t *b) {
-  return load2(reinterpret_cast<const int32_t *>(a), reinterpret_cast<const int32_t *>(b));
-}
+/// Rows m and m + 1 of a per-block array at one group (XRows: 8 entries a row, the rows back to
+/// back), so one 64-byte load holds row m's eight in lanes 0-7 and row m + 1's in lanes 8-15.
+HELM_QAVX512 inline __m512 loadPair(const float *rowM) { return _mm512_loadu_ps(rowM); }
+HELM_QAVX512 inline __m512i loadPair(const int32_t *rowM) { return _mm512_loadu_si512(rowM); }
+HELM_QAVX512 inline __m512i loadPair(const int16_t *rowM) { return _mm512_loadu_si512(rowM); }
 /// v in both 256-bit halves.
 HELM_QAVX512 inline __m512 twice(__m256 v) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v))); }
 
@@ -186,7 +179,7 @@ HELM_QAVX512 inline __m512i reduce8x2(__m512i a0, __m512i a1, __m512i b0, __m512
 /// The f32 step that ends every group, lane by lane: lanes += float(isum) * (scale * dx), for rows m
 /// and m + 1 of x at once (lanes 0-7 and 8-15; scale2 holds the weight scales twice) ...
 HELM_QAVX512 inline void addBlockTerms(__m512 &lanes, __m512i isum, __m512 scale2, const XRows &x, int m) {
-  const __m512 s = _mm512_mul_ps(scale2, load2(x.dx(m), x.dx(m + 1)));
+  const __m512 s = _mm512_mul_ps(scale2, loadPair(x.dx(m)));
   lanes = _mm512_add_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
 }
 /// ... and for an odd last row alone.
@@ -332,11 +325,11 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     legacyDots<F>(w, negative, x.codes(m + 1), db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(load2(x.xsum(m), x.xsum(m + 1)), 3));
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(loadPair(x.xsum(m)), 3));
     __m512 &a = acc.pair[m / 2];
     addBlockTerms(a, isum, dw2, x, m);
     if constexpr (F == BlockFormat::q4_1)
-      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, load2(x.sx(m), x.sx(m + 1))));
+      a = _mm512_add_ps(a, _mm512_mul_ps(mw2, loadPair(x.sx(m))));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
@@ -466,11 +459,11 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathA
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
     if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
       isum = _mm512_sub_epi32(
-          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, load2(x.halfSum(m), x.halfSum(m + 1))), 5));
+          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, loadPair(x.halfSum(m))), 5));
     __m512 &a = acc.pair[m / 2];
     addBlockTerms(a, isum, dsc2, x, m);
     if constexpr (F != BlockFormat::q6_k)
-      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, load2(x.sx(m), x.sx(m + 1))));
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, loadPair(x.sx(m))));
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
@@ -530,21 +523,11 @@ constexpr WordTable kQ6ScaleWords[2][2] = {{q6ScaleWords(0, 0), q6ScaleWords(0, 
                                            {q6ScaleWords(1, 0), q6ScaleWords(1, 1)}};
 constexpr WordTable kQ6PairWords[2] = {q6PairWords(0), q6PairWords(1)};
 
-/// The 4 quads of x in a group: quad k's codes start 1024 bytes after quad k - 1's, its entries of
-/// the per-block arrays 32 after (halfSum: 64), so one pointer per array serves all four (constant
-/// displacements; a pointer per quad and array spilled).
-struct QuadX {
-  const int8_t *codes;
-  const float *dx, *sx;
-  const int32_t *xsum;
-  const int16_t *halfSum;
-};
-constexpr int64_t kQuadCodes = 1024, kQuadEntries = 32;
-
 /// Adds one group of W's row (at p; blocks >= valid of a legacy format count as 0) to the lanes of
-/// the 4 quads of x.
+/// the 4 quads of x (x at that group). Quad k is rows 4k..4k+3 of the call: its codes and entries
+/// start where row 4k's would (x.codes(4 * k), ...), in the quad order of quantizeXAvx512.
 template <BlockFormat F>
-HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const QuadX &x, __m512 (&acc)[2][4]) {
+HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, __m512 (&acc)[2][4]) {
   __m512i w[2][2];
   __m256 scale, second = _mm256_setzero_ps(); // legacy: dw and q4_1's mw; k-quants: dsc and dmn
   __m256i sc16 = _mm256_setzero_si256();       // q6_k's 16 scales as words
@@ -580,12 +563,12 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const QuadX &x, 
     for (int k = 0; k < 4; ++k) {
       __m512i isum = _mm512_setzero_si512();
       if constexpr (F == BlockFormat::q6_k)
-        isum = _mm512_dpwssd_epi32(isum, _mm512_loadu_si512(x.halfSum + 2 * kQuadEntries * k + 32 * h), offsetW);
+        isum = _mm512_dpwssd_epi32(isum, _mm512_loadu_si512(x.halfSum(4 * k) + 32 * h), offsetW);
       else if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum + kQuadEntries * k + 16 * h), 3));
+        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), 3));
       else if constexpr (F == BlockFormat::q8_0) // codes are (w + 128) - 128
-        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum + kQuadEntries * k + 16 * h), 7));
-      const int8_t *c = x.codes + kQuadCodes * k + 512 * h;
+        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), 7));
+      const int8_t *c = x.codes(4 * k) + 512 * h;
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
         const __m512i wh = w[h][half];
@@ -605,13 +588,13 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const QuadX &x, 
           isum = _mm512_dpbusd_epi32(isum, w3, _mm512_loadu_si512(ch + 192));
         }
       }
-      const __m512 s = _mm512_mul_ps(scaleL, _mm512_loadu_ps(x.dx + kQuadEntries * k + 16 * h));
+      const __m512 s = _mm512_mul_ps(scaleL, _mm512_loadu_ps(x.dx(4 * k) + 16 * h));
       __m512 &a = acc[h][k];
       a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
       if constexpr (F == BlockFormat::q4_1)
-        a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx + kQuadEntries * k + 16 * h)));
+        a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
       else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k)
-        a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx + kQuadEntries * k + 16 * h)));
+        a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
     }
   }
 }
@@ -625,39 +608,22 @@ HELM_QAVX512 void pathRows16(const QuantizedX &q, int64_t m0, const uint8_t *w, 
   alignas(64) uint8_t tailBlocks[gb];
   if (tail)
     std::memset(tailBlocks, 0, sizeof tailBlocks);
-  // x's quads at group 0; a group further is 8 * M entries of each per-block array further.
-  const int64_t first = q.blockIndex(m0, 0), stride = kLanes * q.M;
-  const QuadX x0{q.codes + first * kBlock, q.scale + first, q.scaledSum + first, q.sum + first,
-                 q.halfSum + 2 * first};
-  auto next = [&](QuadX &v) {
-    v.codes += stride * kBlock;
-    v.dx += stride;
-    v.sx += stride;
-    v.xsum += stride;
-    v.halfSum += 2 * stride;
-  };
+  const XRows x0 = XRows::at(q, m0);
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *row = w + n * rowBytes;
     __m512 acc[2][4];
     for (auto &h : acc)
       for (__m512 &a : h)
         a = _mm512_setzero_ps();
-    QuadX x = x0;
-    for (int64_t g = 0; g < groups; ++g, next(x)) {
+    XRows x = x0;
+    for (int64_t g = 0; g < groups; ++g, x.next()) {
       const uint8_t *gp = row + g * gb;
       prefetchAhead<F>(gp);
       quadGroup<F>(gp, int(kLanes), x, acc);
     }
     if constexpr (!isKQuant(F))
-      if (tail) { // in place where the next rows' bytes follow, as rowsT
-        const uint8_t *tp = row + groups * gb;
-        if (wEnd - tp >= gb) {
-          quadGroup<F>(tp, int(tail), x, acc);
-        } else {
-          std::memcpy(tailBlocks, tp, size_t(tail * blockBytes(F)));
-          quadGroup<F>(tailBlocks, int(tail), x, acc);
-        }
-      }
+      if (tail)
+        quadGroup<F>(partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks), int(tail), x, acc);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       // 128-bit lane l of s: (l_l + l_{l+4}) for the quad's 4 rows; u's lane 0: (l0 + l4) + (l2 + l6),

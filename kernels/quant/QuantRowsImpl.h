@@ -51,6 +51,12 @@ struct XRows {
   const int32_t *xsum0;
   const int16_t *halfSum0;
   int64_t groupStride; ///< blocks from a row's group to its next: 8 * M
+  /// Rows m0.. of q at group 0.
+  static XRows at(const QuantizedX &q, int64_t m0) {
+    const int64_t first = q.blockIndex(m0, 0);
+    return {q.codes + first * kBlock, q.scale + first, q.scaledSum + first, q.sum + first, q.halfSum + 2 * first,
+            kLanes * q.M};
+  }
   const int8_t *codes(int m) const { return codes0 + m * kLanes * kBlock; }
   const float *dx(int m) const { return dx0 + m * kLanes; }
   const float *sx(int m) const { return sx0 + m * kLanes; }
@@ -64,6 +70,21 @@ struct XRows {
     halfSum0 += 2 * groupStride;
   }
 };
+
+/// Where a kernel reads a row's partial last group (tail < 8 blocks of a 32-weight format, at tp):
+/// where it lies, its other blocks being the next row's bytes, whose weight scales the kernel
+/// zeroes (`valid`) against x's zero padding codes and scales, so that they add +0 to the lanes,
+/// which leaves them unchanged (a lane starts at +0 and is never -0 under round-to-nearest). Only
+/// where the group would run past W's end is it copied into `scratch` (zero past the tail) first:
+/// a copy costs a store-forwarding stall (for 576-wide rows, two groups and a tail of 2 blocks,
+/// copying every row's tail took a third of the kernel's time).
+template <BlockFormat F>
+inline const uint8_t *partialGroup(const uint8_t *tp, int64_t tail, const uint8_t *wEnd, uint8_t *scratch) {
+  if (wEnd - tp >= groupBytes(F))
+    return tp;
+  std::memcpy(scratch, tp, size_t(tail * blockBytes(F)));
+  return scratch;
+}
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
 template <BlockFormat F, int MB>
@@ -210,18 +231,10 @@ template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
-  const int64_t first = q.blockIndex(m0, 0);
-  const XRows x0{q.codes + first * kBlock, q.scale + first,         q.scaledSum + first,
-                 q.sum + first,            q.halfSum + 2 * first,   kLanes * q.M};
+  const XRows x0 = XRows::at(q, m0);
   // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
   // have a tail.
   const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
-  // A partial last group (tail < 8 blocks) is read where it lies: its other blocks are the next
-  // row's bytes, whose weight scales the kernel zeroes (`valid`), against x's zero padding codes
-  // and scales, so they add +0 to the lanes, which leaves them unchanged (a lane starts at +0 and is
-  // never -0 under round-to-nearest). Only where the group would run past W's last row is it
-  // copied into zeros first (a copy costs a store-forwarding stall: for 576-wide rows, two groups
-  // and a tail of 2 blocks, the copy took a third of the kernel's time).
   const uint8_t *wEnd = w + N * rowBytes;
   alignas(64) uint8_t tailBlocks[gb];
   if (tail)
@@ -240,15 +253,8 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         legacyGroup<F, MB>(gp, x, acc);
     }
     if constexpr (!isKQuant(F))
-      if (tail) {
-        const uint8_t *tp = row + groups * gb;
-        if (wEnd - tp >= gb) {
-          legacyGroup<F, MB>(tp, x, acc, int(tail));
-        } else {
-          std::memcpy(tailBlocks, tp, size_t(tail * blockBytes(F)));
-          legacyGroup<F, MB>(tailBlocks, x, acc, int(tail));
-        }
-      }
+      if (tail)
+        legacyGroup<F, MB>(partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks), x, acc, int(tail));
     // Unrolled, so that every access to acc has a constant index (an indexed access would need
     // its registers in memory).
 #pragma GCC unroll 16

@@ -460,47 +460,48 @@ TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
 
 // A row whose length is not a whole group of 8 blocks ends in a partial group that the vector
 // paths read in place, the next row's first blocks included; those must not count, even when
-// their scales are infinite or NaN.
+// their scales are infinite or NaN. M = 16 and 19 run the AVX-512 path's 16-row kernel too.
 TEST(QuantGemv, PartialLastGroupIgnoresTheNextRow) {
   PathGuard guard;
   std::mt19937 rng(11);
   for (BlockFormat f : {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1})
-    for (int64_t K : {64, 576, 4128}) { // 2 blocks (no whole group), 2 groups + 2, 16 groups + 1
-      const int64_t M = 3, N = 5, rowBytes = *q::rowBytes(f, K);
-      const std::vector<float> x = activations(M, K, rng, false);
-      std::vector<uint8_t> w = quantizedWeights(f, N, K, rng);
-      const std::vector<float> clean = run(QuantPath::scalar, f, x, M, K, w, N, 1);
-      // Rows 1..N-1: every block's f16 d (and q4_1's m) becomes +inf or NaN; row 0's outputs must
-      // not change, and no path may differ from the scalar reference on any row.
-      const int64_t blockBytes = q::blockFormatInfo(f).bytesPerBlock;
-      for (int64_t n = 1; n < N; ++n)
-        for (int64_t b = 0; b < K / 32; ++b) {
-          uint8_t *blk = w.data() + n * rowBytes + b * blockBytes;
-          const uint16_t special = (n + b) % 2 ? 0x7c00 : 0x7e00;
-          std::memcpy(blk, &special, 2);
-          if (f == BlockFormat::q4_1)
-            std::memcpy(blk + 2, &special, 2);
-        }
-      const std::vector<float> reference = run(QuantPath::scalar, f, x, M, K, w, N, 1);
-      for (int64_t m = 0; m < M; ++m)
-        EXPECT_EQ(std::memcmp(&reference[size_t(m * N)], &clean[size_t(m * N)], sizeof(float)), 0)
-            << q::blockFormatInfo(f).name << " K = " << K << " row of x " << m;
-      for (QuantPath path : kPaths) {
-        if (!q::quantPathSupported(path))
-          continue;
-        for (int threads : {1, 2}) {
-          const std::vector<float> y = run(path, f, x, M, K, w, N, threads);
-          // Rows 1.. have infinite / NaN scales: their outputs are NaN or infinite, and which NaN
-          // (its sign) depends on operand order, which the IEEE rules leave open; every other
-          // output, row 0's included, must match in bits.
-          for (size_t i = 0; i < y.size(); ++i)
-            if (!(std::isnan(y[i]) && std::isnan(reference[i])))
-              EXPECT_EQ(std::memcmp(&y[i], &reference[i], sizeof(float)), 0)
-                  << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " K = " << K << " index " << i
-                  << ": " << y[i] << " vs " << reference[i];
+    for (int64_t M : {3, 16, 19})
+      for (int64_t K : {64, 576, 4128}) { // 2 blocks (no whole group), 2 groups + 2, 16 groups + 1
+        const int64_t N = 5, rowBytes = *q::rowBytes(f, K);
+        const std::vector<float> x = activations(M, K, rng, false);
+        std::vector<uint8_t> w = quantizedWeights(f, N, K, rng);
+        const std::vector<float> clean = run(QuantPath::scalar, f, x, M, K, w, N, 1);
+        // Rows 1..N-1: every block's f16 d (and q4_1's m) becomes +inf or NaN; row 0's outputs must
+        // not change, and no path may differ from the scalar reference on any row.
+        const int64_t blockBytes = q::blockFormatInfo(f).bytesPerBlock;
+        for (int64_t n = 1; n < N; ++n)
+          for (int64_t b = 0; b < K / 32; ++b) {
+            uint8_t *blk = w.data() + n * rowBytes + b * blockBytes;
+            const uint16_t special = (n + b) % 2 ? 0x7c00 : 0x7e00;
+            std::memcpy(blk, &special, 2);
+            if (f == BlockFormat::q4_1)
+              std::memcpy(blk + 2, &special, 2);
+          }
+        const std::vector<float> reference = run(QuantPath::scalar, f, x, M, K, w, N, 1);
+        for (int64_t m = 0; m < M; ++m)
+          EXPECT_EQ(std::memcmp(&reference[size_t(m * N)], &clean[size_t(m * N)], sizeof(float)), 0)
+              << q::blockFormatInfo(f).name << " K = " << K << " row of x " << m;
+        for (QuantPath path : kPaths) {
+          if (!q::quantPathSupported(path))
+            continue;
+          for (int threads : {1, 2}) {
+            const std::vector<float> y = run(path, f, x, M, K, w, N, threads);
+            // Rows 1.. have infinite / NaN scales: their outputs are NaN or infinite, and which NaN
+            // (its sign) depends on operand order, which the IEEE rules leave open; every other
+            // output, row 0's included, must match in bits.
+            for (size_t i = 0; i < y.size(); ++i)
+              if (!(std::isnan(y[i]) && std::isnan(reference[i])))
+                EXPECT_EQ(std::memcmp(&y[i], &reference[i], sizeof(float)), 0)
+                    << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " M = " << M << " K = " << K
+                    << " index " << i << ": " << y[i] << " vs " << reference[i];
+          }
         }
       }
-    }
 }
 
 // (b) and (c)
