@@ -266,6 +266,21 @@ private:
     return rope;
   }
 
+  /// A per-head RMSNorm fused into a rope, element by element (both rope forms use these, so they
+  /// compute the same values): rsqrt(sum of squares / head_dim + eps) ...
+  Value headInverseRms(OpBuilder &nb, Location l, Value sumsq, int64_t headDim, float eps) {
+    Value mean = arith::DivFOp::create(nb, l, sumsq,
+                                       arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
+    Value var = arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
+    return math::RsqrtOp::create(nb, l, var);
+  }
+  /// ... and v (f32) normalised with it as the separate ops round it: round(v * inv) times gamma,
+  /// rounded to the dtype.
+  Value headNormalise(OpBuilder &nb, Location l, Value v, Value inv, Value gamma, Type elem) {
+    Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
+    return roundTo(nb, l, arith::MulFOp::create(nb, l, y, toF32(nb, l, gamma)), elem);
+  }
+
   /// RMSNorm (group = head_dim) and the rope after it as two passes: the sums of squares per
   /// head, then the rotation, which normalises self and partner on the fly with the same
   /// rounding steps as the separate ops (round(x * rsqrt(mean + eps)), times gamma, rounded to
@@ -283,14 +298,8 @@ private:
       Value head = arith::DivUIOp::create(nb, l, d, hd);
       Value i = arith::RemUIOp::create(nb, l, d, hd);
       Value ss = tensor::ExtractOp::create(nb, l, sumsq, ValueRange{bi, si, head});
-      Value mean = arith::DivFOp::create(
-          nb, l, ss, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
-      Value var =
-          arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
-      Value inv = math::RsqrtOp::create(nb, l, var);
-      Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
-      Value g = toF32(nb, l, tensor::ExtractOp::create(nb, l, gamma, ValueRange{i}));
-      return roundTo(nb, l, arith::MulFOp::create(nb, l, y, g), elem);
+      Value g = tensor::ExtractOp::create(nb, l, gamma, ValueRange{i});
+      return headNormalise(nb, l, v, headInverseRms(nb, l, ss, headDim, eps), g, elem);
     };
     double theta = r.getTheta()->convertToDouble();
     auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
@@ -648,17 +657,9 @@ private:
               [&](OpBuilder &nb, Location l, ValueRange args) {
                 Value self = toF32(nb, l, args[0]), other = toF32(nb, l, args[1]);
                 if (norm.sumsq) {
-                  Value mean = arith::DivFOp::create(
-                      nb, l, args[4], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
-                  Value var = arith::AddFOp::create(
-                      nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(norm.eps)));
-                  Value inv = math::RsqrtOp::create(nb, l, var);
-                  auto normalise = [&](Value v, Value g) {
-                    Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
-                    return roundTo(nb, l, arith::MulFOp::create(nb, l, y, toF32(nb, l, g)), elem);
-                  };
-                  self = normalise(self, args[5]);
-                  other = normalise(other, args[6]);
+                  Value inv = headInverseRms(nb, l, args[4], headDim, norm.eps);
+                  self = headNormalise(nb, l, self, inv, args[5], elem);
+                  other = headNormalise(nb, l, other, inv, args[6], elem);
                 }
                 Value t1 = roundTo(nb, l, arith::MulFOp::create(nb, l, self, args[2]), elem);
                 Value t2 = roundTo(nb, l, arith::MulFOp::create(nb, l, other, args[3]), elem);
