@@ -27,8 +27,11 @@
 // M <= 8 kernels over blocks of 8 rows) and on the oneDNN GEMM ("gemm"); --path picks one.
 // Weights cycle through >= 256 MiB of copies, so every call reads them from memory.
 //
-//   helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] [--dtypes f16,f32,bf16]
-//                   [--path gemv|gemm|auto] [--threads 1,2] [--isa ...] [--min-time SECONDS]
+//   helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] [--dtypes f16,f32,bf16|none]
+//                   [--quant q8_0,q4_0,...] [--path gemv|gemm|auto] [--threads 1,2] [--isa ...]
+//                   [--min-time SECONDS]
+// With --quant, --prefill first prints quantLinear's GFLOP/s for those block formats (x and y f32);
+// --dtypes none leaves out the element rows.
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Gemm.h"
@@ -278,6 +281,34 @@ double prefillGflops(DType wd, bool transposed, int64_t M, int64_t K, int64_t N,
   return 2.0 * double(M) * double(K) * double(N) / sec / 1e9;
 }
 
+/// GFLOP/s of quantLinear (x and y f32, W of `format`) at y[M, N] = x[M, K] . W^T, the weights
+/// cycled through >= 256 MiB of copies as in prefillGflops.
+double quantPrefillGflops(helm::quant::BlockFormat format, int64_t M, int64_t K, int64_t N, int threads,
+                          double minTime) {
+  setThreads(threads);
+  std::mt19937 rng(7);
+  const std::vector<unsigned char> master = randomBlocks(format, N, K, rng);
+  const int64_t bytes = int64_t(master.size());
+  const int64_t copies = std::max<int64_t>(1, ((int64_t(256) << 20) + bytes - 1) / bytes);
+  std::vector<std::vector<unsigned char>> w(size_t(copies), master);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  for (float &v : x)
+    v = uni(rng);
+  std::string error;
+  size_t next = 0;
+  double sec = timeIt(
+      [&] {
+        if (!helm::quant::quantLinear(format, x.data(), M, K, w[next].data(), N, y.data(), &error)) {
+          std::fprintf(stderr, "helm-gemv-bench: %s\n", error.c_str());
+          std::exit(1);
+        }
+        next = (next + 1) % w.size();
+      },
+      minTime);
+  return 2.0 * double(M) * double(K) * double(N) / sec / 1e9;
+}
+
 /// "1024x2048,3072x1024": K x N pairs; anything else is a one-line error.
 std::vector<std::pair<int64_t, int64_t>> parseShapes(const char *s) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -310,7 +341,24 @@ const char *pathName(PrefillPath p) {
 int prefillMain(const std::vector<int> &ms, const std::vector<int> &threadCounts,
                 const std::vector<std::pair<int64_t, int64_t>> &shapes,
                 const std::vector<DType> &dtypes, const std::vector<PrefillPath> &paths,
-                double minTime) {
+                const std::vector<helm::quant::BlockFormat> &quantFormats, double minTime) {
+  if (!quantFormats.empty()) {
+    // Block weights have one path (quantLinear's kernels); K must be a multiple of the block.
+    std::printf("helm-gemv-bench --prefill: quantized weights, path %s; x and y f32; GFLOP/s (2 M K N per "
+                "call)\n\n| weights | K | N | M | threads | GFLOP/s |\n|---|---:|---:|---:|---:|---:|\n",
+                helm::quant::quantPathName(helm::quant::activeQuantPath()));
+    for (helm::quant::BlockFormat format : quantFormats)
+      for (auto [K, N] : shapes)
+        for (int M : ms)
+          for (int t : threadCounts) {
+            std::printf("| %s | %lld | %lld | %d | %d | %.1f |\n", helm::quant::blockFormatInfo(format).name.data(),
+                        (long long)K, (long long)N, M, t, quantPrefillGflops(format, M, K, N, t, minTime));
+            std::fflush(stdout);
+          }
+    if (dtypes.empty())
+      return 0;
+    std::printf("\n");
+  }
   std::printf("helm-gemv-bench --prefill: isa %s; x, W and y of the weight type; GFLOP/s "
               "(2 M K N per call)\n\n| weights | layout | K | N | M | threads |",
               isaName(activeIsa()));
@@ -354,6 +402,7 @@ int main(int argc, char **argv) {
   std::vector<PrefillPath> paths = {PrefillPath::gemv, PrefillPath::gemm};
   std::vector<helm::quant::BlockFormat> quantFormats = {helm::quant::BlockFormat::q8_0,
                                                         helm::quant::BlockFormat::q4_0};
+  bool quantGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -378,8 +427,8 @@ int main(int argc, char **argv) {
            {std::pair{",f32,", DType::f32}, {",f16,", DType::f16}, {",bf16,", DType::bf16}})
         if (v.find(name) != std::string::npos)
           dtypes.push_back(d);
-      if (dtypes.empty()) {
-        std::fprintf(stderr, "helm-gemv-bench: --dtypes wants f32, f16 and/or bf16\n");
+      if (dtypes.empty() && v != ",none,") {
+        std::fprintf(stderr, "helm-gemv-bench: --dtypes wants f32, f16 and/or bf16 (or none)\n");
         return 1;
       }
     } else if (a == "--path") {
@@ -396,6 +445,7 @@ int main(int argc, char **argv) {
     }
     else if (a == "--quant") {
       std::string v = value();
+      quantGiven = true;
       quantFormats.clear();
       for (size_t pos = 0; v != "none" && pos <= v.size();) {
         size_t comma = std::min(v.find(',', pos), v.size());
@@ -432,12 +482,15 @@ int main(int argc, char **argv) {
                    "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,q4_1,q4_k,q5_k,q6_k|none] [--min-time SECONDS] "
                    "[--json]\n"
                    "       helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] "
-                   "[--dtypes f16,f32,bf16] [--path gemv|gemm|auto] [--threads 1,2]\n");
+                   "[--dtypes f16,f32,bf16|none] [--quant ...] [--path gemv|gemm|auto] [--threads 1,2]\n");
       return a == "--help" ? 0 : 1;
     }
   }
+  // --prefill runs quantized rows only when --quant names formats.
+  const std::vector<helm::quant::BlockFormat> prefillQuant =
+      quantGiven ? quantFormats : std::vector<helm::quant::BlockFormat>{};
   if (prefill)
-    return prefillMain(ms, threadCounts, shapes, dtypes, paths, minTime);
+    return prefillMain(ms, threadCounts, shapes, dtypes, paths, prefillQuant, minTime);
   if (json) {
     std::printf("{\"isa\": \"%s\", \"m\": %lld, \"k\": 2048, \"threads\": [", isaName(activeIsa()),
                 (long long)M);

@@ -354,9 +354,11 @@ void expectPathEqualsScalar(QuantPath path) {
   PathGuard guard;
   std::mt19937 rng(11);
   for (BlockFormat f : kFormats)
-    // The AVX-512 path takes up to 16 rows a call, and keeps the rows of 16-row calls in quads.
+    // The AVX-512 path takes up to 16 rows a call, and keeps the rows of 16-row calls in quads;
+    // those calls run K in chunks of 4 groups of 256 (2304, 2336: three chunks, the last partial)
+    // over slices of 32 weight rows (N = 33: two slices).
     for (int64_t M : {1, 2, 3, 5, 8, 11, 16, 21, 32, 37})
-      for (int64_t K : {32, 64, 96, 256, 288, 768, 1056})
+      for (int64_t K : {32, 64, 96, 256, 288, 768, 1056, 2304, 2336})
         for (int64_t N : {1, 7, 33}) {
           if (!fits(f, K))
             continue;
