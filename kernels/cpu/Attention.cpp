@@ -38,12 +38,22 @@ constexpr int64_t kQueryBlock = 16;
 
 /// The kernels of one ISA for cache rows of one type (f32, or f16 widened as they are loaded).
 struct AttentionOps {
-  /// out[i] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
-  void (*dotMany)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t D, float *out);
+  /// out[i * outStride] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
+  void (*dotMany)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t D, float *out,
+                  int64_t outStride);
   /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D. With `prefetch`, the
   /// rows kPrefetchRows ahead are fetched by hand (the first pass over rows not yet in cache).
   void (*weightedSum)(const float *p, int64_t pStride, const void *v, int64_t vStride, int64_t T,
                       int64_t D, float *o, bool prefetch);
+  /// weightedSum for queries q < nq at once, query q's weights at p + q * pLd (stride 1) and
+  /// output at o + q * oLd: each value row is loaded (and widened) once for all of them. Each
+  /// output sees exactly weightedSum's operations (a zero weight skips its row for that query
+  /// only), so the results are the same bits. Null where the ISA has none: one query at a time.
+  void (*weightedSumMany)(const float *p, int64_t pLd, int64_t nq, const void *v, int64_t vStride,
+                          int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch);
+  /// Over x[0, n), n > 0: *max = the largest x (NaNs ignored, as std::max does), x[t] =
+  /// exp(x[t] - *max) in place; returns the sum of the new x. Null: the scalar loop with std::exp.
+  float (*expShifted)(float *x, int64_t n, float *max);
 };
 
 // ---- scalar ------------------------------------------------------------------------------
@@ -64,13 +74,13 @@ inline float rowAt(const uint16_t *row, int64_t i) { return halfToFloat(row[i]);
 
 template <typename Row>
 void dotManyScalar(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
-                   float *out) {
+                   float *out, int64_t outStride) {
   const Row *k = static_cast<const Row *>(kRow);
   for (int64_t i = 0; i < nq; ++i) {
     float s = 0;
     for (int64_t d = 0; d < D; ++d)
       s += q[i * ld + d] * rowAt(k, d);
-    out[i] = s;
+    out[i * outStride] = s;
   }
 }
 
@@ -107,7 +117,7 @@ HELM_AVX2 inline __m256 load8(const uint16_t *row) {
 
 template <typename Row>
 HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
-                           float *out) {
+                           float *out, int64_t outStride) {
   const Row *k = static_cast<const Row *>(kRow);
   const int64_t Dv = D / 8 * 8;
   int64_t i = 0;
@@ -129,7 +139,8 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const void *k
       s2 += q2[d] * kd;
       s3 += q3[d] * kd;
     }
-    out[i] = s0, out[i + 1] = s1, out[i + 2] = s2, out[i + 3] = s3;
+    out[i * outStride] = s0, out[(i + 1) * outStride] = s1, out[(i + 2) * outStride] = s2,
+    out[(i + 3) * outStride] = s3;
   }
   for (; i < nq; ++i) {
     const float *qi = q + i * ld;
@@ -139,7 +150,7 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const void *k
     float s = hsum256(a);
     for (int64_t d = Dv; d < D; ++d)
       s += qi[d] * rowAt(k, d);
-    out[i] = s;
+    out[i * outStride] = s;
   }
 }
 
@@ -191,7 +202,7 @@ HELM_AVX512 inline __m512 load16(__mmask16 m, const uint16_t *row) {
 
 template <typename Row>
 HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
-                               float *out) {
+                               float *out, int64_t outStride) {
   const Row *k = static_cast<const Row *>(kRow);
   const int64_t Dv = D / 16 * 16;
   const __mmask16 tailMask = __mmask16((1u << (D - Dv)) - 1u);
@@ -213,10 +224,10 @@ HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const voi
       a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q2 + Dv), kv, a2);
       a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q3 + Dv), kv, a3);
     }
-    out[i] = _mm512_reduce_add_ps(a0);
-    out[i + 1] = _mm512_reduce_add_ps(a1);
-    out[i + 2] = _mm512_reduce_add_ps(a2);
-    out[i + 3] = _mm512_reduce_add_ps(a3);
+    out[i * outStride] = _mm512_reduce_add_ps(a0);
+    out[(i + 1) * outStride] = _mm512_reduce_add_ps(a1);
+    out[(i + 2) * outStride] = _mm512_reduce_add_ps(a2);
+    out[(i + 3) * outStride] = _mm512_reduce_add_ps(a3);
   }
   for (; i < nq; ++i) {
     const float *qi = q + i * ld;
@@ -225,7 +236,7 @@ HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const voi
       a = _mm512_fmadd_ps(_mm512_loadu_ps(qi + d), load16(k + d), a);
     if (tailMask)
       a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, qi + Dv), load16(tailMask, k + Dv), a);
-    out[i] = _mm512_reduce_add_ps(a);
+    out[i * outStride] = _mm512_reduce_add_ps(a);
   }
 }
 
@@ -261,14 +272,123 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const void *
   }
 }
 
+/// weightedSumAvx512 for NQ queries per sweep over the value rows: the row's vectors are widened
+/// once and multiplied into each query's accumulators, a query whose weight is 0 masked off (as
+/// weightedSumAvx512 skips the row: 0 times an infinite value would be NaN).
+template <typename Row, int NQ>
+HELM_AVX512 void weightedSumSweepAvx512(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
+                                        int64_t D, float *o, int64_t oLd, bool prefetch) {
+  // Up to 128 floats of each query's o in registers per sweep: NQ x 8 accumulators (24 of the 32
+  // registers for three queries).
+  constexpr int64_t span = 128;
+  for (int64_t d0 = 0; d0 < D; d0 += span) {
+    const int64_t width = std::min<int64_t>(span, D - d0), nv = (width + 15) / 16;
+    const __mmask16 lastMask = width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
+    __m512 acc[NQ][span / 16];
+    for (int q = 0; q < NQ; ++q) {
+      for (int64_t c = 0; c + 1 < nv; ++c)
+        acc[q][c] = _mm512_loadu_ps(o + q * oLd + d0 + 16 * c);
+      acc[q][nv - 1] = _mm512_maskz_loadu_ps(lastMask, o + q * oLd + d0 + 16 * (nv - 1));
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      if (prefetch && t + kPrefetchRows < T)
+        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
+      __m512 wv[NQ];
+      __mmask16 live[NQ];
+      bool any = false;
+      for (int q = 0; q < NQ; ++q) {
+        const float w = p[q * pLd + t];
+        wv[q] = _mm512_set1_ps(w);
+        live[q] = w != 0.0f ? __mmask16(0xffff) : __mmask16(0);
+        any |= w != 0.0f;
+      }
+      if (!any)
+        continue;
+      const Row *vr = v + t * vStride + d0;
+      for (int64_t c = 0; c < nv; ++c) {
+        const __m512 x = c + 1 < nv ? load16(vr + 16 * c) : load16(lastMask, vr + 16 * c);
+        for (int q = 0; q < NQ; ++q)
+          acc[q][c] = _mm512_mask3_fmadd_ps(wv[q], x, acc[q][c], live[q]);
+      }
+    }
+    for (int q = 0; q < NQ; ++q) {
+      for (int64_t c = 0; c + 1 < nv; ++c)
+        _mm512_storeu_ps(o + q * oLd + d0 + 16 * c, acc[q][c]);
+      _mm512_mask_storeu_ps(o + q * oLd + d0 + 16 * (nv - 1), lastMask, acc[q][nv - 1]);
+    }
+  }
+}
+
+/// e^x for x <= 0 (the shifted scores), 16 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by its
+/// Taylor series to degree 7 (truncation below 6e-9 relative, under an f32 ulp), times 2^n by
+/// vscalefps, which also gives 0 below e^-104 and keeps NaN.
+HELM_AVX512 inline __m512 expNonPositiveAvx512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); // NaN stays NaN (the second operand's rule)
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 e = _mm512_set1_ps(1.0f / 5040);
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 720));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 120));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 24));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 6));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(0.5f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(e, n);
+}
+
+HELM_AVX512 float expShiftedAvx512(float *x, int64_t n, float *maxOut) {
+  const int64_t nv = n / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (n - nv)) - 1u);
+  const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 m = minusInf;
+  for (int64_t t = 0; t < nv; t += 16)
+    m = _mm512_max_ps(_mm512_loadu_ps(x + t), m); // a NaN x leaves m (std::max's rule)
+  if (tail)
+    m = _mm512_max_ps(_mm512_mask_loadu_ps(minusInf, tail, x + nv), m);
+  const float mx = _mm512_reduce_max_ps(m);
+  *maxOut = mx;
+  const __m512 shift = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t t = 0; t < nv; t += 16) {
+    const __m512 e = expNonPositiveAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + t), shift));
+    _mm512_storeu_ps(x + t, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (tail) {
+    const __m512 e = expNonPositiveAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + nv), shift));
+    _mm512_mask_storeu_ps(x + nv, tail, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tail, e));
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+template <typename Row>
+HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, const void *vRows, int64_t vStride,
+                                       int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch) {
+  const Row *v = static_cast<const Row *>(vRows);
+  int64_t q = 0;
+  // The first sweep streams the rows in; the others find them in cache.
+  for (; q + 3 <= nq; q += 3)
+    weightedSumSweepAvx512<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  if (nq - q == 2)
+    weightedSumSweepAvx512<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  else if (nq - q == 1)
+    weightedSumSweepAvx512<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+}
+
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
 const AttentionOps &opsFor(Isa isa, DType kvType) {
-  static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>};
-  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>};
-  static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>};
-  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>};
-  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>};
-  static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>};
+  static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>, nullptr, nullptr};
+  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, nullptr, nullptr};
+  static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>,
+                                   &weightedSumManyAvx512<float>, &expShiftedAvx512};
+  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr};
+  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>, nullptr, nullptr};
+  static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>,
+                                      &weightedSumManyAvx512<uint16_t>, &expShiftedAvx512};
   // The caches hold f32 or f16 rows only (KvCache's rowType); any other type would be read as f32.
   assert(kvType == DType::f32 || kvType == DType::f16);
   const bool f16 = kvType == DType::f16;
@@ -313,7 +433,9 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     buf.q.resize(size_t(nq * D));
   if (buf.scores.size() < size_t(L * nq))
     buf.scores.resize(size_t(L * nq));
-  float *qf = buf.q.data(), *sc = buf.scores.data(); // sc[t * nq + i]
+  // Scores query-major, sc[i * L + t]: each query's softmax and its weights in pass 2 are one
+  // contiguous row.
+  float *qf = buf.q.data(), *sc = buf.scores.data();
 
   // Query i = (row r, head j of the group): head h = g * group + j.
   for (int64_t r = 0; r < rows; ++r)
@@ -332,7 +454,7 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
         prefetchRow(k + ((t + kPrefetchRows - span.start) * p.kvStride + g * D) * kvElem,
                     D * kvElem);
       ops.dotMany(qf, D, nq, k + ((t - span.start) * p.kvStride + g * D) * kvElem, D,
-                  sc + (t - keyBegin) * nq);
+                  sc + (t - keyBegin), L);
     }
   }
   for (int64_t n = 0; n < L * nq; ++n)
@@ -348,42 +470,45 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     const int64_t hi = std::min(L, std::max(lo, std::min(pos + 1, keyEnd) - keyBegin));
     for (int64_t j = 0; j < group; ++j) {
       const int64_t i = r * group + j;
-      float maxScore = -std::numeric_limits<float>::infinity();
-      for (int64_t t = lo; t < hi; ++t)
-        maxScore = std::max(maxScore, sc[t * nq + i]);
-      float sum = 0;
-      for (int64_t t = lo; t < hi; ++t) {
-        float e = std::exp(sc[t * nq + i] - maxScore);
-        sc[t * nq + i] = e;
-        sum += e;
+      float *si = sc + i * L;
+      float maxScore = -std::numeric_limits<float>::infinity(), sum = 0;
+      if (ops.expShifted && hi > lo) {
+        sum = ops.expShifted(si + lo, hi - lo, &maxScore);
+      } else {
+        for (int64_t t = lo; t < hi; ++t)
+          maxScore = std::max(maxScore, si[t]);
+        for (int64_t t = lo; t < hi; ++t) {
+          float e = std::exp(si[t] - maxScore);
+          si[t] = e;
+          sum += e;
+        }
       }
       maxOut[i] = maxScore;
       sumOut[i] = sum;
       const float inv = sum > 0 ? 1.0f / sum : 0.0f;
-      for (int64_t t = 0; t < lo; ++t)
-        sc[t * nq + i] = 0.0f;
+      std::fill(si, si + lo, 0.0f);
       for (int64_t t = lo; t < hi; ++t)
-        sc[t * nq + i] *= inv;
-      for (int64_t t = hi; t < L; ++t)
-        sc[t * nq + i] = 0.0f;
+        si[t] *= inv;
+      std::fill(si + hi, si + L, 0.0f);
     }
   }
   roundInPlace(sc, p.dt, L * nq);
 
-  // Pass 2: out_i = sum_t p[t][i] v_t, span by span, accumulated in f32.
+  // Pass 2: out_i = sum_t p[i][t] v_t, span by span, accumulated in f32.
   std::fill(acc, acc + nq * D, 0.0f);
-  for (int64_t i = 0; i < nq; ++i) {
-    float *o = acc + i * D;
-    for (int64_t si = 0; si < p.numSpans; ++si) {
-      const KvSpan &span = p.spans[si];
-      int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
-      if (t0 >= t1)
-        continue;
-      const char *v = static_cast<const char *>(span.v) +
-                      ((t0 - span.start) * p.kvStride + g * D) * kvElem;
-      // The first query streams the rows in; the others find them in cache.
-      ops.weightedSum(sc + (t0 - keyBegin) * nq + i, nq, v, p.kvStride, t1 - t0, D, o, i == 0);
+  for (int64_t si = 0; si < p.numSpans; ++si) {
+    const KvSpan &span = p.spans[si];
+    int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
+    if (t0 >= t1)
+      continue;
+    const char *v = static_cast<const char *>(span.v) + ((t0 - span.start) * p.kvStride + g * D) * kvElem;
+    if (ops.weightedSumMany) {
+      ops.weightedSumMany(sc + (t0 - keyBegin), L, nq, v, p.kvStride, t1 - t0, D, acc, D, true);
+      continue;
     }
+    // The first query streams the rows in; the others find them in cache.
+    for (int64_t i = 0; i < nq; ++i)
+      ops.weightedSum(sc + i * L + (t0 - keyBegin), 1, v, p.kvStride, t1 - t0, D, acc + i * D, i == 0);
   }
 }
 
