@@ -187,6 +187,121 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const void *vRow
   }
 }
 
+/// e^x for x <= 0 (the shifted scores), 8 lanes: expNonPositiveAvx512's arithmetic, with 2^n
+/// applied as 2^(n + 64) (built in the exponent bits: n + 64 is within the normal range for every
+/// n >= -150) and then 2^-64, so that results below the normal range round once, as vscalefps does.
+HELM_AVX2 inline __m256 expNonPositiveAvx2(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x); // NaN stays NaN (the second operand's rule)
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 e = _mm256_set1_ps(1.0f / 5040);
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 720));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 120));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 24));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 6));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
+  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127 + 64));
+  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  return _mm256_mul_ps(_mm256_mul_ps(e, scale), _mm256_set1_ps(5.42101086242752217e-20f)); // 2^-64
+}
+
+HELM_AVX2 float expShiftedAvx2(float *x, int64_t n, float *maxOut) {
+  const int64_t nv = n / 8 * 8;
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < nv; t += 8)
+    m = _mm256_max_ps(_mm256_loadu_ps(x + t), m); // a NaN x leaves m (std::max's rule)
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  float mx = _mm_cvtss_f32(h);
+  for (int64_t t = nv; t < n; ++t)
+    mx = std::max(mx, x[t]);
+  *maxOut = mx;
+  const __m256 shift = _mm256_set1_ps(mx);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t t = 0; t < nv; t += 8) {
+    const __m256 e = expNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(x + t), shift));
+    _mm256_storeu_ps(x + t, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (nv < n) { // the tail through a zero-padded vector
+    alignas(32) float tail[8];
+    for (int64_t t = 0; t < 8; ++t)
+      tail[t] = nv + t < n ? x[nv + t] - mx : -std::numeric_limits<float>::infinity();
+    const __m256 e = expNonPositiveAvx2(_mm256_load_ps(tail));
+    _mm256_store_ps(tail, e);
+    for (int64_t t = nv; t < n; ++t)
+      x[t] = tail[t - nv];
+    sum = _mm256_add_ps(sum, e); // the padding lanes are e^-104 -> 0
+  }
+  return hsum256(sum);
+}
+
+/// weightedSumAvx2 for NQ queries per sweep over the value rows (32 floats of each query's o in
+/// registers: 4 x NQ accumulators), each row's vectors widened once for all of them; a query whose
+/// weight is 0 keeps its accumulators (a blend), as weightedSumAvx2 skips the row.
+template <typename Row, int NQ>
+HELM_AVX2 void weightedSumSweepAvx2(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
+                                    int64_t D, float *o, int64_t oLd, bool prefetch) {
+  constexpr int64_t span = 32;
+  const int64_t Dv = D / 8 * 8;
+  for (int64_t d0 = 0; d0 < Dv; d0 += span) {
+    const int64_t nv = std::min<int64_t>(span, Dv - d0) / 8;
+    __m256 acc[NQ][span / 8];
+    for (int q = 0; q < NQ; ++q)
+      for (int64_t c = 0; c < nv; ++c)
+        acc[q][c] = _mm256_loadu_ps(o + q * oLd + d0 + 8 * c);
+    for (int64_t t = 0; t < T; ++t) {
+      if (prefetch && t + kPrefetchRows < T)
+        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, 8 * nv);
+      __m256 wv[NQ], live[NQ];
+      bool any = false;
+      for (int q = 0; q < NQ; ++q) {
+        const float w = p[q * pLd + t];
+        wv[q] = _mm256_set1_ps(w);
+        live[q] = _mm256_castsi256_ps(_mm256_set1_epi32(w != 0.0f ? -1 : 0));
+        any |= w != 0.0f;
+      }
+      if (!any)
+        continue;
+      const Row *vr = v + t * vStride + d0;
+      for (int64_t c = 0; c < nv; ++c) {
+        const __m256 x = load8(vr + 8 * c);
+        for (int q = 0; q < NQ; ++q)
+          acc[q][c] = _mm256_blendv_ps(acc[q][c], _mm256_fmadd_ps(wv[q], x, acc[q][c]), live[q]);
+      }
+    }
+    for (int q = 0; q < NQ; ++q)
+      for (int64_t c = 0; c < nv; ++c)
+        _mm256_storeu_ps(o + q * oLd + d0 + 8 * c, acc[q][c]);
+  }
+  // Columns past the last multiple of 8: one query at a time, as weightedSumAvx2's tail.
+  for (int64_t d = Dv; d < D; ++d)
+    for (int q = 0; q < NQ; ++q)
+      for (int64_t t = 0; t < T; ++t) {
+        const float w = p[q * pLd + t];
+        if (w != 0.0f)
+          o[q * oLd + d] += w * rowAt(v, t * vStride + d);
+      }
+}
+
+template <typename Row>
+HELM_AVX2 void weightedSumManyAvx2(const float *p, int64_t pLd, int64_t nq, const void *vRows, int64_t vStride,
+                                   int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch) {
+  const Row *v = static_cast<const Row *>(vRows);
+  int64_t q = 0;
+  for (; q + 3 <= nq; q += 3)
+    weightedSumSweepAvx2<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  if (nq - q == 2)
+    weightedSumSweepAvx2<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  else if (nq - q == 1)
+    weightedSumSweepAvx2<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+}
+
 // ---- AVX-512 ------------------------------------------------------------------------------
 
 #define HELM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -382,11 +497,13 @@ HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, 
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
 const AttentionOps &opsFor(Isa isa, DType kvType) {
   static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>, nullptr, nullptr};
-  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, nullptr, nullptr};
+  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, &weightedSumManyAvx2<float>,
+                                 &expShiftedAvx2};
   static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>,
                                    &weightedSumManyAvx512<float>, &expShiftedAvx512};
   static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr};
-  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>, nullptr, nullptr};
+  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>,
+                                    &weightedSumManyAvx2<uint16_t>, &expShiftedAvx2};
   static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>,
                                       &weightedSumManyAvx512<uint16_t>, &expShiftedAvx512};
   // The caches hold f32 or f16 rows only (KvCache's rowType); any other type would be read as f32.
