@@ -241,45 +241,63 @@ HELM_AVX2 float expShiftedAvx2(float *x, int64_t n, float *maxOut) {
   return hsum256(sum);
 }
 
-/// weightedSumAvx2 for NQ queries per sweep over the value rows (32 floats of each query's o in
-/// registers: 4 x NQ accumulators), each row's vectors widened once for all of them; a query whose
-/// weight is 0 keeps its accumulators (a blend), as weightedSumAvx2 skips the row.
-template <typename Row, int NQ>
+/// weightedSumAvx2 for NQ queries per sweep over the value rows, NV vectors (8 floats each) of each
+/// query's o from column d0 in registers (NV a template argument, so that the accumulators have
+/// constant indices and stay in registers), each row's vectors widened once for all of them; a
+/// query whose weight is 0 keeps its accumulators (a blend), as weightedSumAvx2 skips the row.
+template <typename Row, int NQ, int NV>
 HELM_AVX2 void weightedSumSweepAvx2(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
-                                    int64_t D, float *o, int64_t oLd, bool prefetch) {
-  constexpr int64_t span = 32;
-  const int64_t Dv = D / 8 * 8;
-  for (int64_t d0 = 0; d0 < Dv; d0 += span) {
-    const int64_t nv = std::min<int64_t>(span, Dv - d0) / 8;
-    __m256 acc[NQ][span / 8];
-    for (int q = 0; q < NQ; ++q)
-      for (int64_t c = 0; c < nv; ++c)
-        acc[q][c] = _mm256_loadu_ps(o + q * oLd + d0 + 8 * c);
-    for (int64_t t = 0; t < T; ++t) {
-      if (prefetch && t + kPrefetchRows < T)
-        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, 8 * nv);
-      __m256 wv[NQ], live[NQ];
-      bool any = false;
-      for (int q = 0; q < NQ; ++q) {
-        const float w = p[q * pLd + t];
-        wv[q] = _mm256_set1_ps(w);
-        live[q] = _mm256_castsi256_ps(_mm256_set1_epi32(w != 0.0f ? -1 : 0));
-        any |= w != 0.0f;
-      }
-      if (!any)
-        continue;
-      const Row *vr = v + t * vStride + d0;
-      for (int64_t c = 0; c < nv; ++c) {
-        const __m256 x = load8(vr + 8 * c);
-        for (int q = 0; q < NQ; ++q)
-          acc[q][c] = _mm256_blendv_ps(acc[q][c], _mm256_fmadd_ps(wv[q], x, acc[q][c]), live[q]);
-      }
+                                    int64_t d0, float *o, int64_t oLd, bool prefetch) {
+  __m256 acc[NQ][NV];
+#pragma GCC unroll 3
+  for (int q = 0; q < NQ; ++q)
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c)
+      acc[q][c] = _mm256_loadu_ps(o + q * oLd + d0 + 8 * c);
+  for (int64_t t = 0; t < T; ++t) {
+    if (prefetch && t + kPrefetchRows < T)
+      prefetchRow(v + (t + kPrefetchRows) * vStride + d0, 8 * NV);
+    __m256 wv[NQ], live[NQ];
+    bool any = false;
+#pragma GCC unroll 3
+    for (int q = 0; q < NQ; ++q) {
+      const float w = p[q * pLd + t];
+      wv[q] = _mm256_set1_ps(w);
+      live[q] = _mm256_castsi256_ps(_mm256_set1_epi32(w != 0.0f ? -1 : 0));
+      any |= w != 0.0f;
     }
-    for (int q = 0; q < NQ; ++q)
-      for (int64_t c = 0; c < nv; ++c)
-        _mm256_storeu_ps(o + q * oLd + d0 + 8 * c, acc[q][c]);
+    if (!any)
+      continue;
+    const Row *vr = v + t * vStride + d0;
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) {
+      const __m256 x = load8(vr + 8 * c);
+#pragma GCC unroll 3
+      for (int q = 0; q < NQ; ++q)
+        acc[q][c] = _mm256_blendv_ps(acc[q][c], _mm256_fmadd_ps(wv[q], x, acc[q][c]), live[q]);
+    }
   }
-  // Columns past the last multiple of 8: one query at a time, as weightedSumAvx2's tail.
+#pragma GCC unroll 3
+  for (int q = 0; q < NQ; ++q)
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c)
+      _mm256_storeu_ps(o + q * oLd + d0 + 8 * c, acc[q][c]);
+}
+
+/// The sweeps of NQ queries over all of D: 32 columns (4 vectors) at a time, then the columns past
+/// the last multiple of 8 one query at a time, as weightedSumAvx2's tail.
+template <typename Row, int NQ>
+HELM_AVX2 void weightedSumQueriesAvx2(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
+                                      int64_t D, float *o, int64_t oLd, bool prefetch) {
+  const int64_t Dv = D / 8 * 8;
+  for (int64_t d0 = 0; d0 < Dv; d0 += 32) {
+    switch (std::min<int64_t>(32, Dv - d0) / 8) {
+    case 1: weightedSumSweepAvx2<Row, NQ, 1>(p, pLd, v, vStride, T, d0, o, oLd, prefetch); break;
+    case 2: weightedSumSweepAvx2<Row, NQ, 2>(p, pLd, v, vStride, T, d0, o, oLd, prefetch); break;
+    case 3: weightedSumSweepAvx2<Row, NQ, 3>(p, pLd, v, vStride, T, d0, o, oLd, prefetch); break;
+    default: weightedSumSweepAvx2<Row, NQ, 4>(p, pLd, v, vStride, T, d0, o, oLd, prefetch); break;
+    }
+  }
   for (int64_t d = Dv; d < D; ++d)
     for (int q = 0; q < NQ; ++q)
       for (int64_t t = 0; t < T; ++t) {
@@ -295,11 +313,11 @@ HELM_AVX2 void weightedSumManyAvx2(const float *p, int64_t pLd, int64_t nq, cons
   const Row *v = static_cast<const Row *>(vRows);
   int64_t q = 0;
   for (; q + 3 <= nq; q += 3)
-    weightedSumSweepAvx2<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx2<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
   if (nq - q == 2)
-    weightedSumSweepAvx2<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx2<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
   else if (nq - q == 1)
-    weightedSumSweepAvx2<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx2<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
 }
 
 // ---- AVX-512 ------------------------------------------------------------------------------
@@ -387,49 +405,72 @@ HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const void *
   }
 }
 
-/// weightedSumAvx512 for NQ queries per sweep over the value rows: the row's vectors are widened
-/// once and multiplied into each query's accumulators, a query whose weight is 0 masked off (as
-/// weightedSumAvx512 skips the row: 0 times an infinite value would be NaN).
-template <typename Row, int NQ>
+/// weightedSumAvx512 for NQ queries per sweep over the value rows, NV vectors (16 floats each,
+/// the last one `lastMask`) of each query's o from column d0 in registers: the row's vectors are
+/// widened once and multiplied into each query's accumulators, a query whose weight is 0 masked
+/// off (as weightedSumAvx512 skips the row: 0 times an infinite value would be NaN). NV is a
+/// template argument so that every accumulator has a constant index and stays in a register
+/// (with a run-time count they lived on the stack: a load and a store per multiply-add).
+template <typename Row, int NQ, int NV>
 HELM_AVX512 void weightedSumSweepAvx512(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
-                                        int64_t D, float *o, int64_t oLd, bool prefetch) {
-  // Up to 128 floats of each query's o in registers per sweep: NQ x 8 accumulators (24 of the 32
-  // registers for three queries).
-  constexpr int64_t span = 128;
-  for (int64_t d0 = 0; d0 < D; d0 += span) {
-    const int64_t width = std::min<int64_t>(span, D - d0), nv = (width + 15) / 16;
-    const __mmask16 lastMask = width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
-    __m512 acc[NQ][span / 16];
+                                        int64_t d0, __mmask16 lastMask, float *o, int64_t oLd, bool prefetch) {
+  __m512 acc[NQ][NV];
+#pragma GCC unroll 3
+  for (int q = 0; q < NQ; ++q) {
+#pragma GCC unroll 8
+    for (int c = 0; c + 1 < NV; ++c)
+      acc[q][c] = _mm512_loadu_ps(o + q * oLd + d0 + 16 * c);
+    acc[q][NV - 1] = _mm512_maskz_loadu_ps(lastMask, o + q * oLd + d0 + 16 * (NV - 1));
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    if (prefetch && t + kPrefetchRows < T)
+      prefetchRow(v + (t + kPrefetchRows) * vStride + d0, 16 * NV);
+    __m512 wv[NQ];
+    __mmask16 live[NQ];
+    bool any = false;
+#pragma GCC unroll 3
     for (int q = 0; q < NQ; ++q) {
-      for (int64_t c = 0; c + 1 < nv; ++c)
-        acc[q][c] = _mm512_loadu_ps(o + q * oLd + d0 + 16 * c);
-      acc[q][nv - 1] = _mm512_maskz_loadu_ps(lastMask, o + q * oLd + d0 + 16 * (nv - 1));
+      const float w = p[q * pLd + t];
+      wv[q] = _mm512_set1_ps(w);
+      live[q] = w != 0.0f ? __mmask16(0xffff) : __mmask16(0);
+      any |= w != 0.0f;
     }
-    for (int64_t t = 0; t < T; ++t) {
-      if (prefetch && t + kPrefetchRows < T)
-        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
-      __m512 wv[NQ];
-      __mmask16 live[NQ];
-      bool any = false;
-      for (int q = 0; q < NQ; ++q) {
-        const float w = p[q * pLd + t];
-        wv[q] = _mm512_set1_ps(w);
-        live[q] = w != 0.0f ? __mmask16(0xffff) : __mmask16(0);
-        any |= w != 0.0f;
-      }
-      if (!any)
-        continue;
-      const Row *vr = v + t * vStride + d0;
-      for (int64_t c = 0; c < nv; ++c) {
-        const __m512 x = c + 1 < nv ? load16(vr + 16 * c) : load16(lastMask, vr + 16 * c);
-        for (int q = 0; q < NQ; ++q)
-          acc[q][c] = _mm512_mask3_fmadd_ps(wv[q], x, acc[q][c], live[q]);
-      }
+    if (!any)
+      continue;
+    const Row *vr = v + t * vStride + d0;
+#pragma GCC unroll 8
+    for (int c = 0; c < NV; ++c) {
+      const __m512 x = c + 1 < NV ? load16(vr + 16 * c) : load16(lastMask, vr + 16 * c);
+#pragma GCC unroll 3
+      for (int q = 0; q < NQ; ++q)
+        acc[q][c] = _mm512_mask3_fmadd_ps(wv[q], x, acc[q][c], live[q]);
     }
-    for (int q = 0; q < NQ; ++q) {
-      for (int64_t c = 0; c + 1 < nv; ++c)
-        _mm512_storeu_ps(o + q * oLd + d0 + 16 * c, acc[q][c]);
-      _mm512_mask_storeu_ps(o + q * oLd + d0 + 16 * (nv - 1), lastMask, acc[q][nv - 1]);
+  }
+#pragma GCC unroll 3
+  for (int q = 0; q < NQ; ++q) {
+#pragma GCC unroll 8
+    for (int c = 0; c + 1 < NV; ++c)
+      _mm512_storeu_ps(o + q * oLd + d0 + 16 * c, acc[q][c]);
+    _mm512_mask_storeu_ps(o + q * oLd + d0 + 16 * (NV - 1), lastMask, acc[q][NV - 1]);
+  }
+}
+
+/// The sweeps of NQ queries over all of D: 128 columns (8 vectors) at a time.
+template <typename Row, int NQ>
+HELM_AVX512 void weightedSumQueriesAvx512(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
+                                          int64_t D, float *o, int64_t oLd, bool prefetch) {
+  for (int64_t d0 = 0; d0 < D; d0 += 128) {
+    const int64_t width = std::min<int64_t>(128, D - d0), nv = (width + 15) / 16;
+    const __mmask16 last = width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
+    switch (nv) {
+    case 1: weightedSumSweepAvx512<Row, NQ, 1>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 2: weightedSumSweepAvx512<Row, NQ, 2>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 3: weightedSumSweepAvx512<Row, NQ, 3>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 4: weightedSumSweepAvx512<Row, NQ, 4>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 5: weightedSumSweepAvx512<Row, NQ, 5>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 6: weightedSumSweepAvx512<Row, NQ, 6>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    case 7: weightedSumSweepAvx512<Row, NQ, 7>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
+    default: weightedSumSweepAvx512<Row, NQ, 8>(p, pLd, v, vStride, T, d0, last, o, oLd, prefetch); break;
     }
   }
 }
@@ -487,11 +528,11 @@ HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, 
   int64_t q = 0;
   // The first sweep streams the rows in; the others find them in cache.
   for (; q + 3 <= nq; q += 3)
-    weightedSumSweepAvx512<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx512<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
   if (nq - q == 2)
-    weightedSumSweepAvx512<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx512<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
   else if (nq - q == 1)
-    weightedSumSweepAvx512<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+    weightedSumQueriesAvx512<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
 }
 
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
