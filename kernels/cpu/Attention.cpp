@@ -51,6 +51,10 @@ struct AttentionOps {
   /// only), so the results are the same bits. Null where the ISA has none: one query at a time.
   void (*weightedSumMany)(const float *p, int64_t pLd, int64_t nq, const void *v, int64_t vStride,
                           int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch);
+  /// out[i * outStride + t] = q_i . k_t for the nq queries q_i = q + i * ld and the T key rows
+  /// k_t = k + t * kStride (elements): dotMany over many rows at once. Null: dotMany per row.
+  void (*scoreRows)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t kStride, int64_t T,
+                    int64_t D, float *out, int64_t outStride);
   /// Over x[0, n), n > 0: *max = the largest x (NaNs ignored, as std::max does), x[t] =
   /// exp(x[t] - *max) in place; returns the sum of the new x. Null: the scalar loop with std::exp.
   float (*expShifted)(float *x, int64_t n, float *max);
@@ -475,6 +479,86 @@ HELM_AVX512 void weightedSumQueriesAvx512(const float *p, int64_t pLd, const Row
   }
 }
 
+/// Transposes the 16 x 16 block r (r[j] = 16 elements of row j) in place: r[d] becomes element d
+/// of every row.
+HELM_AVX512 inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int j = 0; j < 16; j += 2) {
+    t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 16; j += 4) {
+    u[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[j]), _mm512_castps_pd(t[j + 2])));
+    u[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[j]), _mm512_castps_pd(t[j + 2])));
+    u[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[j + 1]), _mm512_castps_pd(t[j + 3])));
+    u[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[j + 1]), _mm512_castps_pd(t[j + 3])));
+  }
+  // u[4b + c], rows 4b..4b+3: 128-bit lane l holds their column 4l + c.
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);      // cols c, 8+c of rows 0-7
+    const __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);      // cols 4+c, 12+c of rows 0-7
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88); // ... of rows 8-15
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+    r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+/// scoreRows on AVX-512: 16 keys at a time, transposed (widened once) into a [D][16] tile, so that
+/// one multiply-add adds q_i[d] times element d of 16 keys: each lane is one (query, key) score,
+/// summed over d in order, with no horizontal sums (dotMany needs one per query and key).
+template <typename Row>
+HELM_AVX512 void scoreRowsAvx512(const float *q, int64_t ld, int64_t nq, const void *kRows, int64_t kStride,
+                                 int64_t T, int64_t D, float *out, int64_t outStride) {
+  const Row *k = static_cast<const Row *>(kRows);
+  thread_local std::vector<float> tileBuffer;
+  const int64_t chunks = (D + 15) / 16;
+  if (tileBuffer.size() < size_t(chunks * 256 + 16))
+    tileBuffer.resize(size_t(chunks * 256 + 16));
+  float *tile = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(tileBuffer.data()) + 63) & ~uintptr_t(63));
+  for (int64_t t0 = 0; t0 < T; t0 += 16) {
+    const int64_t n = std::min<int64_t>(16, T - t0);
+    for (int64_t j = 0; j < n; ++j)
+      if (t0 + 16 + j < T)
+        prefetchRow(k + (t0 + 16 + j) * kStride, D);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t width = std::min<int64_t>(16, D - 16 * c);
+      const __mmask16 m = __mmask16((1u << width) - 1u);
+      __m512 r[16];
+      for (int j = 0; j < 16; ++j)
+        r[j] = j < n ? load16(m, k + (t0 + j) * kStride + 16 * c) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int d = 0; d < 16; ++d)
+        _mm512_store_ps(tile + (16 * c + d) * 16, r[d]);
+    }
+    const __mmask16 keys = __mmask16((1u << n) - 1u);
+    int64_t i = 0;
+    for (; i + 8 <= nq; i += 8) {
+      __m512 acc[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        acc[j] = _mm512_setzero_ps();
+      for (int64_t d = 0; d < D; ++d) {
+        const __m512 kd = _mm512_load_ps(tile + d * 16);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[(i + j) * ld + d]), kd, acc[j]);
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        _mm512_mask_storeu_ps(out + (i + j) * outStride + t0, keys, acc[j]);
+    }
+    for (; i < nq; ++i) {
+      __m512 a0 = _mm512_setzero_ps();
+      for (int64_t d = 0; d < D; ++d)
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(q[i * ld + d]), _mm512_load_ps(tile + d * 16), a0);
+      _mm512_mask_storeu_ps(out + i * outStride + t0, keys, a0);
+    }
+  }
+}
+
 /// e^x for x <= 0 (the shifted scores), 16 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by its
 /// Taylor series to degree 7 (truncation below 6e-9 relative, under an f32 ulp), times 2^n by
 /// vscalefps, which also gives 0 below e^-104 and keeps NaN.
@@ -537,16 +621,17 @@ HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, 
 
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
 const AttentionOps &opsFor(Isa isa, DType kvType) {
-  static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>, nullptr, nullptr};
-  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, &weightedSumManyAvx2<float>,
+  static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>, nullptr, nullptr, nullptr};
+  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, &weightedSumManyAvx2<float>, nullptr,
                                  &expShiftedAvx2};
   static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>,
-                                   &weightedSumManyAvx512<float>, &expShiftedAvx512};
-  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr};
+                                   &weightedSumManyAvx512<float>, &scoreRowsAvx512<float>, &expShiftedAvx512};
+  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr, nullptr};
   static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>,
-                                    &weightedSumManyAvx2<uint16_t>, &expShiftedAvx2};
+                                    &weightedSumManyAvx2<uint16_t>, nullptr, &expShiftedAvx2};
   static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>,
-                                      &weightedSumManyAvx512<uint16_t>, &expShiftedAvx512};
+                                      &weightedSumManyAvx512<uint16_t>, &scoreRowsAvx512<uint16_t>,
+                                      &expShiftedAvx512};
   // The caches hold f32 or f16 rows only (KvCache's rowType); any other type would be read as f32.
   assert(kvType == DType::f32 || kvType == DType::f16);
   const bool f16 = kvType == DType::f16;
@@ -607,6 +692,12 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     const KvSpan &span = p.spans[si];
     int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
     const char *k = static_cast<const char *>(span.k);
+    if (ops.scoreRows) {
+      if (t0 < t1)
+        ops.scoreRows(qf, D, nq, k + ((t0 - span.start) * p.kvStride + g * D) * kvElem, p.kvStride, t1 - t0, D,
+                      sc + (t0 - keyBegin), L);
+      continue;
+    }
     for (int64_t t = t0; t < t1; ++t) {
       if (t + kPrefetchRows < t1)
         prefetchRow(k + ((t + kPrefetchRows - span.start) * p.kvStride + g * D) * kvElem,
