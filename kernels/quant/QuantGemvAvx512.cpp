@@ -600,9 +600,9 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
 }
 
 /// K in chunks of this many groups of 8 blocks for calls of 16 rows: the chunk's x (16 rows x
-/// 256 codes per group, 4 KiB, plus 1.5 KiB of per-block entries) stays in L1 while every weight
-/// row of the call reads it. Unchunked, a row of K = 8192 read all 88 KiB of x from L2 for each
-/// weight row, and the down projection ran at 45% of the others' GFLOP/s.
+/// 256 codes per group, 4 KiB, plus 2 KiB of per-block entries) stays in L1 while every weight
+/// row of the call reads it. Unchunked, a row of K = 8192 read 128 KiB of x's codes from L2 for
+/// each weight row, and the down projection ran at 45% of the others' GFLOP/s.
 constexpr int64_t kChunkGroups = 4;
 /// Weight rows whose partial lanes are kept between chunks (8 registers, 512 bytes, each).
 constexpr int64_t kChunkRows = 32;
@@ -638,7 +638,7 @@ HELM_QAVX512 void pathRows16(const QuantizedX &q, int64_t m0, const uint8_t *w, 
         XRows x = xc;
         for (int64_t g = g0; g < g1; ++g, x.next()) {
           const uint8_t *gp = row + g * gb;
-          if (prefetchRows)
+          if (prefetchRows) // prefetchAhead adds kPrefetchBytes: this lands prefetchRows rows on
             prefetchAhead<F>(gp + (prefetchRows * rowBytes - kPrefetchBytes));
           else
             prefetchAhead<F>(gp);
