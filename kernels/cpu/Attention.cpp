@@ -506,6 +506,26 @@ HELM_AVX512 inline void transpose16(__m512 r[16]) {
   }
 }
 
+/// Scores of Q queries (q + j * ld) against the 16 keys of a transposed tile ([D][16]): out[j *
+/// outStride + key] for the keys in `keys`. One accumulator per query, summed over d in order.
+template <int Q>
+HELM_AVX512 inline void scoreTileQueries(const float *q, int64_t ld, const float *tile, int64_t D, float *out,
+                                         int64_t outStride, __mmask16 keys) {
+  __m512 acc[Q];
+#pragma GCC unroll 8
+  for (int j = 0; j < Q; ++j)
+    acc[j] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < D; ++d) {
+    const __m512 kd = _mm512_load_ps(tile + d * 16);
+#pragma GCC unroll 8
+    for (int j = 0; j < Q; ++j)
+      acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[j * ld + d]), kd, acc[j]);
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < Q; ++j)
+    _mm512_mask_storeu_ps(out + j * outStride, keys, acc[j]);
+}
+
 /// scoreRows on AVX-512: 16 keys at a time, transposed (widened once) into a [D][16] tile, so that
 /// one multiply-add adds q_i[d] times element d of 16 keys: each lane is one (query, key) score,
 /// summed over d in order, with no horizontal sums (dotMany needs one per query and key).
@@ -535,26 +555,18 @@ HELM_AVX512 void scoreRowsAvx512(const float *q, int64_t ld, int64_t nq, const v
     }
     const __mmask16 keys = __mmask16((1u << n) - 1u);
     int64_t i = 0;
-    for (; i + 8 <= nq; i += 8) {
-      __m512 acc[8];
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j)
-        acc[j] = _mm512_setzero_ps();
-      for (int64_t d = 0; d < D; ++d) {
-        const __m512 kd = _mm512_load_ps(tile + d * 16);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j)
-          acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[(i + j) * ld + d]), kd, acc[j]);
-      }
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j)
-        _mm512_mask_storeu_ps(out + (i + j) * outStride + t0, keys, acc[j]);
-    }
-    for (; i < nq; ++i) {
-      __m512 a0 = _mm512_setzero_ps();
-      for (int64_t d = 0; d < D; ++d)
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(q[i * ld + d]), _mm512_load_ps(tile + d * 16), a0);
-      _mm512_mask_storeu_ps(out + i * outStride + t0, keys, a0);
+    for (; i + 8 <= nq; i += 8)
+      scoreTileQueries<8>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys);
+    // The rest (a decode step's few queries per kv head) together: independent chains.
+    switch (nq - i) {
+    case 1: scoreTileQueries<1>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 2: scoreTileQueries<2>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 3: scoreTileQueries<3>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 4: scoreTileQueries<4>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 5: scoreTileQueries<5>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 6: scoreTileQueries<6>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    case 7: scoreTileQueries<7>(q + i * ld, ld, tile, D, out + i * outStride + t0, outStride, keys); break;
+    default: break;
     }
   }
 }
