@@ -27,6 +27,7 @@
 #include <cmath>
 #include <immintrin.h>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace helm::kernels {
@@ -101,6 +102,18 @@ void weightedSumScalar(const float *p, int64_t pStride, const void *vRows, int64
     for (int64_t d = 0; d < D; ++d)
       o[d] += w * rowAt(v, t * vStride + d);
   }
+}
+
+/// The value sweeps' grouping of nq queries: sweep(count, q) for queries [q, q + count), three at a
+/// time, then the last two or one (count a std::integral_constant, for the sweeps' templates).
+template <class Sweep> inline void inSweepsOfThree(int64_t nq, Sweep &&sweep) {
+  int64_t q = 0;
+  for (; q + 3 <= nq; q += 3)
+    sweep(std::integral_constant<int, 3>{}, q);
+  if (nq - q == 2)
+    sweep(std::integral_constant<int, 2>{}, q);
+  else if (nq - q == 1)
+    sweep(std::integral_constant<int, 1>{}, q);
 }
 
 // ---- AVX2 + FMA + F16C --------------------------------------------------------------------
@@ -191,23 +204,25 @@ HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const void *vRow
   }
 }
 
-/// e^x for x <= 0 (the shifted scores), 8 lanes: expNonPositiveAvx512's arithmetic, with 2^n
+/// The vector exponentials' constants (e^x for the shifted scores, x <= 0): x = n ln2 + r with
+/// |r| <= ln2 / 2 (ln2 split in two so that n ln2 is exact enough), e^r by its Taylor series to
+/// degree 7, highest coefficient first (truncation below 6e-9 relative, under an f32 ulp). Below
+/// kExpLowest, e^x is 0 in f32 (the smallest subnormal is e^-103.3).
+constexpr float kExpLowest = -104.0f, kLog2e = 1.44269504088896341f;
+constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+constexpr float kExpTaylor[8] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f};
+
+/// e^x for x <= 0 (the shifted scores), 8 lanes, with the constants above: 2^n
 /// applied as 2^(n + 64) (built in the exponent bits: n + 64 is within the normal range for every
 /// n >= -150) and then 2^-64, so that results below the normal range round once, as vscalefps does.
 HELM_AVX2 inline __m256 expNonPositiveAvx2(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x); // NaN stays NaN (the second operand's rule)
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 e = _mm256_set1_ps(1.0f / 5040);
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 720));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 120));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 24));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f / 6));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
-  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.0f));
+  x = _mm256_max_ps(_mm256_set1_ps(kExpLowest), x); // NaN stays NaN (the second operand's rule)
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x));
+  __m256 e = _mm256_set1_ps(kExpTaylor[0]);
+  for (int i = 1; i < 8; ++i)
+    e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(kExpTaylor[i]));
   const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127 + 64));
   const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
   return _mm256_mul_ps(_mm256_mul_ps(e, scale), _mm256_set1_ps(5.42101086242752217e-20f)); // 2^-64
@@ -315,13 +330,9 @@ template <typename Row>
 HELM_AVX2 void weightedSumManyAvx2(const float *p, int64_t pLd, int64_t nq, const void *vRows, int64_t vStride,
                                    int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch) {
   const Row *v = static_cast<const Row *>(vRows);
-  int64_t q = 0;
-  for (; q + 3 <= nq; q += 3)
-    weightedSumQueriesAvx2<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
-  if (nq - q == 2)
-    weightedSumQueriesAvx2<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
-  else if (nq - q == 1)
-    weightedSumQueriesAvx2<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  inSweepsOfThree(nq, [&](auto count, int64_t q) {
+    weightedSumQueriesAvx2<Row, count>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  });
 }
 
 // ---- AVX-512 ------------------------------------------------------------------------------
@@ -571,23 +582,16 @@ HELM_AVX512 void scoreRowsAvx512(const float *q, int64_t ld, int64_t nq, const v
   }
 }
 
-/// e^x for x <= 0 (the shifted scores), 16 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by its
-/// Taylor series to degree 7 (truncation below 6e-9 relative, under an f32 ulp), times 2^n by
-/// vscalefps, which also gives 0 below e^-104 and keeps NaN.
+/// e^x for x <= 0 (the shifted scores), 16 lanes, with the constants above: 2^n by vscalefps,
+/// which also gives 0 below kExpLowest and keeps NaN.
 HELM_AVX512 inline __m512 expNonPositiveAvx512(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); // NaN stays NaN (the second operand's rule)
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 e = _mm512_set1_ps(1.0f / 5040);
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 720));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 120));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 24));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f / 6));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(0.5f));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
-  e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(1.0f));
+  x = _mm512_max_ps(_mm512_set1_ps(kExpLowest), x); // NaN stays NaN (the second operand's rule)
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x));
+  __m512 e = _mm512_set1_ps(kExpTaylor[0]);
+  for (int i = 1; i < 8; ++i)
+    e = _mm512_fmadd_ps(e, r, _mm512_set1_ps(kExpTaylor[i]));
   return _mm512_scalef_ps(e, n);
 }
 
@@ -621,14 +625,10 @@ template <typename Row>
 HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, const void *vRows, int64_t vStride,
                                        int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch) {
   const Row *v = static_cast<const Row *>(vRows);
-  int64_t q = 0;
   // The first sweep streams the rows in; the others find them in cache.
-  for (; q + 3 <= nq; q += 3)
-    weightedSumQueriesAvx512<Row, 3>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
-  if (nq - q == 2)
-    weightedSumQueriesAvx512<Row, 2>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
-  else if (nq - q == 1)
-    weightedSumQueriesAvx512<Row, 1>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  inSweepsOfThree(nq, [&](auto count, int64_t q) {
+    weightedSumQueriesAvx512<Row, count>(p + q * pLd, pLd, v, vStride, T, D, o + q * oLd, oLd, prefetch && q == 0);
+  });
 }
 
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
@@ -638,7 +638,8 @@ const AttentionOps &opsFor(Isa isa, DType kvType) {
                                  &expShiftedAvx2};
   static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>,
                                    &weightedSumManyAvx512<float>, &scoreRowsAvx512<float>, &expShiftedAvx512};
-  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr, nullptr};
+  static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr,
+                                      nullptr};
   static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>,
                                     &weightedSumManyAvx2<uint16_t>, nullptr, &expShiftedAvx2};
   static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>,
