@@ -266,15 +266,16 @@ private:
     return rope;
   }
 
-  /// A per-head RMSNorm fused into a rope, element by element (both rope forms use these, so they
-  /// compute the same values): rsqrt(sum of squares / head_dim + eps) ...
-  Value headInverseRms(OpBuilder &nb, Location l, Value sumsq, int64_t headDim, float eps) {
+  /// RMSNorm's scale for a group of `group` values: rsqrt(sum of squares / group + eps). The
+  /// RMSNorm lowering and the per-head norm fused into both rope forms all use it, so they compute
+  /// the same values ...
+  Value inverseRms(OpBuilder &nb, Location l, Value sumsq, int64_t group, float eps) {
     Value mean = arith::DivFOp::create(nb, l, sumsq,
-                                       arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(headDim))));
+                                       arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(group))));
     Value var = arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
     return math::RsqrtOp::create(nb, l, var);
   }
-  /// ... and v (f32) normalised with it as the separate ops round it: round(v * inv) times gamma,
+  /// ... and, for the per-head norm, v (f32) normalised with it as the separate ops round it: round(v * inv) times gamma,
   /// rounded to the dtype.
   Value headNormalise(OpBuilder &nb, Location l, Value v, Value inv, Value gamma, Type elem) {
     Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v, inv), elem);
@@ -299,7 +300,7 @@ private:
       Value i = arith::RemUIOp::create(nb, l, d, hd);
       Value ss = tensor::ExtractOp::create(nb, l, sumsq, ValueRange{bi, si, head});
       Value g = tensor::ExtractOp::create(nb, l, gamma, ValueRange{i});
-      return headNormalise(nb, l, v, headInverseRms(nb, l, ss, headDim, eps), g, elem);
+      return headNormalise(nb, l, v, inverseRms(nb, l, ss, headDim, eps), g, elem);
     };
     double theta = r.getTheta()->convertToDouble();
     auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
@@ -397,11 +398,7 @@ private:
     Value normed = elementwise(
         {xe, sumsq, gamma}, {b.getMultiDimIdentityMap(erank), dropLast, gammaMap}, expandedType, xe,
         [&](OpBuilder &nb, Location l, ValueRange v) {
-          Value mean = arith::DivFOp::create(
-              nb, l, v[1], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(group))));
-          Value var = arith::AddFOp::create(
-              nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
-          Value inv = math::RsqrtOp::create(nb, l, var);
+          Value inv = inverseRms(nb, l, v[1], group, float(eps));
           Value y = roundTo(nb, l, arith::MulFOp::create(nb, l, v[0], inv), elem);
           return arith::MulFOp::create(nb, l, y, v[2]).getResult();
         });
@@ -657,7 +654,7 @@ private:
               [&](OpBuilder &nb, Location l, ValueRange args) {
                 Value self = toF32(nb, l, args[0]), other = toF32(nb, l, args[1]);
                 if (norm.sumsq) {
-                  Value inv = headInverseRms(nb, l, args[4], headDim, norm.eps);
+                  Value inv = inverseRms(nb, l, args[4], headDim, norm.eps);
                   self = headNormalise(nb, l, self, inv, args[5], elem);
                   other = headNormalise(nb, l, other, inv, args[6], elem);
                 }
