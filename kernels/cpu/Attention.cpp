@@ -39,21 +39,23 @@ constexpr int64_t kQueryBlock = 16;
 
 /// The kernels of one ISA for cache rows of one type (f32, or f16 widened as they are loaded).
 struct AttentionOps {
+  /// Each pass of the kernel takes the many-row op where the ISA has one (scoreRows,
+  /// weightedSumMany), else the one-row op (dotMany, weightedSum); an ISA fills one of each pair.
   /// out[i * outStride] = q_i . k over d < D, for the nq queries q_i = q + i * ld.
   void (*dotMany)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t D, float *out,
                   int64_t outStride);
-  /// o[d] += sum_t p[t * pStride] * v[t * vStride + d] over t < T, d < D. With `prefetch`, the
-  /// rows kPrefetchRows ahead are fetched by hand (the first pass over rows not yet in cache).
-  void (*weightedSum)(const float *p, int64_t pStride, const void *v, int64_t vStride, int64_t T,
-                      int64_t D, float *o, bool prefetch);
-  /// weightedSum for queries q < nq at once, query q's weights at p + q * pLd (stride 1) and
-  /// output at o + q * oLd: each value row is loaded (and widened) once for all of them. Each
-  /// output sees exactly weightedSum's operations (a zero weight skips its row for that query
-  /// only), so the results are the same bits. Null where the ISA has none: one query at a time.
+  /// o[d] += sum_t p[t] * v[t * vStride + d] over t < T, d < D; a zero p[t] skips its row (0
+  /// times an infinite value would be NaN). With `prefetch`, the rows kPrefetchRows ahead are
+  /// fetched by hand (the first pass over rows not yet in cache).
+  void (*weightedSum)(const float *p, const void *v, int64_t vStride, int64_t T, int64_t D, float *o,
+                      bool prefetch);
+  /// weightedSum for queries q < nq at once, query q's weights at p + q * pLd and output at
+  /// o + q * oLd: each value row is loaded (and widened) once for all of them, and a zero weight
+  /// skips its row for that query only.
   void (*weightedSumMany)(const float *p, int64_t pLd, int64_t nq, const void *v, int64_t vStride,
                           int64_t T, int64_t D, float *o, int64_t oLd, bool prefetch);
   /// out[i * outStride + t] = q_i . k_t for the nq queries q_i = q + i * ld and the T key rows
-  /// k_t = k + t * kStride (elements): dotMany over many rows at once. Null: dotMany per row.
+  /// k_t = k + t * kStride (elements): dotMany over many rows at once.
   void (*scoreRows)(const float *q, int64_t ld, int64_t nq, const void *k, int64_t kStride, int64_t T,
                     int64_t D, float *out, int64_t outStride);
   /// Over x[0, n), n > 0: *max = the largest x (NaNs ignored, as std::max does), x[t] =
@@ -90,13 +92,13 @@ void dotManyScalar(const float *q, int64_t ld, int64_t nq, const void *kRow, int
 }
 
 template <typename Row>
-void weightedSumScalar(const float *p, int64_t pStride, const void *vRows, int64_t vStride,
-                       int64_t T, int64_t D, float *o, bool prefetch) {
+void weightedSumScalar(const float *p, const void *vRows, int64_t vStride, int64_t T, int64_t D, float *o,
+                       bool prefetch) {
   const Row *v = static_cast<const Row *>(vRows);
   for (int64_t t = 0; t < T; ++t) {
     if (prefetch && t + kPrefetchRows < T)
       prefetchRow(v + (t + kPrefetchRows) * vStride, D);
-    float w = p[t * pStride];
+    float w = p[t];
     if (w == 0.0f)
       continue;
     for (int64_t d = 0; d < D; ++d)
@@ -171,38 +173,6 @@ HELM_AVX2 void dotManyAvx2(const float *q, int64_t ld, int64_t nq, const void *k
   }
 }
 
-template <typename Row>
-HELM_AVX2 void weightedSumAvx2(const float *p, int64_t pStride, const void *vRows, int64_t vStride,
-                               int64_t T, int64_t D, float *o, bool prefetch) {
-  const Row *v = static_cast<const Row *>(vRows);
-  // Up to 8 vectors (64 floats) of o in registers per sweep over the rows.
-  for (int64_t d0 = 0; d0 < D; d0 += 64) {
-    const int64_t width = std::min<int64_t>(64, D - d0), nv = width / 8;
-    __m256 acc[8];
-    for (int64_t c = 0; c < nv; ++c)
-      acc[c] = _mm256_loadu_ps(o + d0 + 8 * c);
-    float tail[8] = {};
-    for (int64_t d = nv * 8; d < width; ++d)
-      tail[d - nv * 8] = o[d0 + d];
-    for (int64_t t = 0; t < T; ++t) {
-      if (prefetch && t + kPrefetchRows < T)
-        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
-      float w = p[t * pStride];
-      if (w == 0.0f)
-        continue;
-      const Row *vr = v + t * vStride + d0;
-      __m256 wv = _mm256_set1_ps(w);
-      for (int64_t c = 0; c < nv; ++c)
-        acc[c] = _mm256_fmadd_ps(wv, load8(vr + 8 * c), acc[c]);
-      for (int64_t d = nv * 8; d < width; ++d)
-        tail[d - nv * 8] += w * rowAt(vr, d);
-    }
-    for (int64_t c = 0; c < nv; ++c)
-      _mm256_storeu_ps(o + d0 + 8 * c, acc[c]);
-    for (int64_t d = nv * 8; d < width; ++d)
-      o[d0 + d] = tail[d - nv * 8];
-  }
-}
 
 /// The vector exponentials' constants (e^x for the shifted scores, x <= 0): x = n ln2 + r with
 /// |r| <= ln2 / 2 (ln2 split in two so that n ln2 is exact enough), e^r by its Taylor series to
@@ -260,10 +230,10 @@ HELM_AVX2 float expShiftedAvx2(float *x, int64_t n, float *maxOut) {
   return hsum256(sum);
 }
 
-/// weightedSumAvx2 for NQ queries per sweep over the value rows, NV vectors (8 floats each) of each
+/// weightedSumMany's AVX2 sweep: NQ queries per sweep over the value rows, NV vectors (8 floats each) of each
 /// query's o from column d0 in registers (NV a template argument, so that the accumulators have
 /// constant indices and stay in registers), each row's vectors widened once for all of them; a
-/// query whose weight is 0 keeps its accumulators (a blend), as weightedSumAvx2 skips the row.
+/// query whose weight is 0 keeps its accumulators (a blend), as weightedSum skips the row.
 template <typename Row, int NQ, int NV>
 HELM_AVX2 void weightedSumSweepAvx2(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
                                     int64_t d0, float *o, int64_t oLd, bool prefetch) {
@@ -304,7 +274,7 @@ HELM_AVX2 void weightedSumSweepAvx2(const float *p, int64_t pLd, const Row *v, i
 }
 
 /// The sweeps of NQ queries over all of D: 32 columns (4 vectors) at a time, then the columns past
-/// the last multiple of 8 one query at a time, as weightedSumAvx2's tail.
+/// the last multiple of 8 one query at a time.
 template <typename Row, int NQ>
 HELM_AVX2 void weightedSumQueriesAvx2(const float *p, int64_t pLd, const Row *v, int64_t vStride, int64_t T,
                                       int64_t D, float *o, int64_t oLd, bool prefetch) {
@@ -348,82 +318,12 @@ HELM_AVX512 inline __m512 load16(__mmask16 m, const uint16_t *row) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row));
 }
 
-template <typename Row>
-HELM_AVX512 void dotManyAvx512(const float *q, int64_t ld, int64_t nq, const void *kRow, int64_t D,
-                               float *out, int64_t outStride) {
-  const Row *k = static_cast<const Row *>(kRow);
-  const int64_t Dv = D / 16 * 16;
-  const __mmask16 tailMask = __mmask16((1u << (D - Dv)) - 1u);
-  int64_t i = 0;
-  for (; i + 4 <= nq; i += 4) {
-    const float *q0 = q + i * ld, *q1 = q0 + ld, *q2 = q1 + ld, *q3 = q2 + ld;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t d = 0; d < Dv; d += 16) {
-      __m512 kv = load16(k + d);
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + d), kv, a0);
-      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + d), kv, a1);
-      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + d), kv, a2);
-      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q3 + d), kv, a3);
-    }
-    if (tailMask) {
-      __m512 kv = load16(tailMask, k + Dv);
-      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q0 + Dv), kv, a0);
-      a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q1 + Dv), kv, a1);
-      a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q2 + Dv), kv, a2);
-      a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, q3 + Dv), kv, a3);
-    }
-    out[i * outStride] = _mm512_reduce_add_ps(a0);
-    out[(i + 1) * outStride] = _mm512_reduce_add_ps(a1);
-    out[(i + 2) * outStride] = _mm512_reduce_add_ps(a2);
-    out[(i + 3) * outStride] = _mm512_reduce_add_ps(a3);
-  }
-  for (; i < nq; ++i) {
-    const float *qi = q + i * ld;
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t d = 0; d < Dv; d += 16)
-      a = _mm512_fmadd_ps(_mm512_loadu_ps(qi + d), load16(k + d), a);
-    if (tailMask)
-      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tailMask, qi + Dv), load16(tailMask, k + Dv), a);
-    out[i * outStride] = _mm512_reduce_add_ps(a);
-  }
-}
 
-template <typename Row>
-HELM_AVX512 void weightedSumAvx512(const float *p, int64_t pStride, const void *vRows,
-                                   int64_t vStride, int64_t T, int64_t D, float *o, bool prefetch) {
-  const Row *v = static_cast<const Row *>(vRows);
-  // Up to 8 vectors (128 floats) of o in registers per sweep over the rows; the last vector of
-  // a sweep may be partial (masked).
-  for (int64_t d0 = 0; d0 < D; d0 += 128) {
-    const int64_t width = std::min<int64_t>(128, D - d0), nv = (width + 15) / 16;
-    const __mmask16 lastMask =
-        width % 16 ? __mmask16((1u << (width % 16)) - 1u) : __mmask16(0xffff);
-    __m512 acc[8];
-    for (int64_t c = 0; c + 1 < nv; ++c)
-      acc[c] = _mm512_loadu_ps(o + d0 + 16 * c);
-    acc[nv - 1] = _mm512_maskz_loadu_ps(lastMask, o + d0 + 16 * (nv - 1));
-    for (int64_t t = 0; t < T; ++t) {
-      if (prefetch && t + kPrefetchRows < T)
-        prefetchRow(v + (t + kPrefetchRows) * vStride + d0, width);
-      float w = p[t * pStride];
-      if (w == 0.0f)
-        continue;
-      const Row *vr = v + t * vStride + d0;
-      __m512 wv = _mm512_set1_ps(w);
-      for (int64_t c = 0; c + 1 < nv; ++c)
-        acc[c] = _mm512_fmadd_ps(wv, load16(vr + 16 * c), acc[c]);
-      acc[nv - 1] = _mm512_fmadd_ps(wv, load16(lastMask, vr + 16 * (nv - 1)), acc[nv - 1]);
-    }
-    for (int64_t c = 0; c + 1 < nv; ++c)
-      _mm512_storeu_ps(o + d0 + 16 * c, acc[c]);
-    _mm512_mask_storeu_ps(o + d0 + 16 * (nv - 1), lastMask, acc[nv - 1]);
-  }
-}
 
-/// weightedSumAvx512 for NQ queries per sweep over the value rows, NV vectors (16 floats each,
+/// weightedSumMany's AVX-512 sweep: NQ queries per sweep over the value rows, NV vectors (16 floats each,
 /// the last one `lastMask`) of each query's o from column d0 in registers: the row's vectors are
 /// widened once and multiplied into each query's accumulators, a query whose weight is 0 masked
-/// off (as weightedSumAvx512 skips the row: 0 times an infinite value would be NaN). NV is a
+/// off (as weightedSum skips the row: 0 times an infinite value would be NaN). NV is a
 /// template argument so that every accumulator has a constant index and stays in a register
 /// (with a run-time count they lived on the stack: a load and a store per multiply-add).
 template <typename Row, int NQ, int NV>
@@ -634,15 +534,15 @@ HELM_AVX512 void weightedSumManyAvx512(const float *p, int64_t pLd, int64_t nq, 
 /// The kernels for `isa` and cache rows of `kvType` (f32 or f16; AttentionProblem says which).
 const AttentionOps &opsFor(Isa isa, DType kvType) {
   static const AttentionOps scalar{&dotManyScalar<float>, &weightedSumScalar<float>, nullptr, nullptr, nullptr};
-  static const AttentionOps avx2{&dotManyAvx2<float>, &weightedSumAvx2<float>, &weightedSumManyAvx2<float>, nullptr,
+  static const AttentionOps avx2{&dotManyAvx2<float>, nullptr, &weightedSumManyAvx2<float>, nullptr,
                                  &expShiftedAvx2};
-  static const AttentionOps avx512{&dotManyAvx512<float>, &weightedSumAvx512<float>,
+  static const AttentionOps avx512{nullptr, nullptr,
                                    &weightedSumManyAvx512<float>, &scoreRowsAvx512<float>, &expShiftedAvx512};
   static const AttentionOps scalarF16{&dotManyScalar<uint16_t>, &weightedSumScalar<uint16_t>, nullptr, nullptr,
                                       nullptr};
-  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, &weightedSumAvx2<uint16_t>,
+  static const AttentionOps avx2F16{&dotManyAvx2<uint16_t>, nullptr,
                                     &weightedSumManyAvx2<uint16_t>, nullptr, &expShiftedAvx2};
-  static const AttentionOps avx512F16{&dotManyAvx512<uint16_t>, &weightedSumAvx512<uint16_t>,
+  static const AttentionOps avx512F16{nullptr, nullptr,
                                       &weightedSumManyAvx512<uint16_t>, &scoreRowsAvx512<uint16_t>,
                                       &expShiftedAvx512};
   // The caches hold f32 or f16 rows only (KvCache's rowType); any other type would be read as f32.
@@ -770,7 +670,7 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     }
     // The first query streams the rows in; the others find them in cache.
     for (int64_t i = 0; i < nq; ++i)
-      ops.weightedSum(sc + i * L + (t0 - keyBegin), 1, v, p.kvStride, t1 - t0, D, acc + i * D, i == 0);
+      ops.weightedSum(sc + i * L + (t0 - keyBegin), v, p.kvStride, t1 - t0, D, acc + i * D, i == 0);
   }
 }
 
