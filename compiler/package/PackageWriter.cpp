@@ -17,7 +17,7 @@ namespace helm::pkg {
 static_assert(sizeof(off_t) == 8, "64-bit file offsets are required");
 
 namespace {
-constexpr uint64_t kChunk = uint64_t(1) << 20;          // hash, then write, while it is in cache
+constexpr uint64_t kChunk = uint64_t(1) << 20;          // hash, then stage, while it is in cache
 constexpr uint64_t kProgressStep = uint64_t(64) << 20;   // callback granularity
 alignas(64) const char kZeros[kSectionAlignment] = {};
 } // namespace
@@ -32,6 +32,7 @@ PackageWriter::PackageWriter(std::string outputPath) : outputPath_(std::move(out
   }
   fd_ = fd;
   tempPath_ = std::string(temp.str());
+  pending_.reserve(kHugePageBytes);
   fileEnd_ = kSectionAlignment; // the first page holds header (+ table), written by finish()
 }
 
@@ -61,17 +62,7 @@ void PackageWriter::writeAt(uint64_t offset, const char *data, uint64_t size, Ch
     uint64_t piece = std::min(size, kChunk);
     if (hash)
       hash->update(data, size_t(piece));
-    uint64_t done = 0;
-    while (done < piece) {
-      ssize_t n = ::pwrite(fd_, data + done, size_t(piece - done), off_t(offset + done));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        setError("cannot write (" + llvm::Twine(n < 0 ? std::strerror(errno) : "no progress") + ")");
-        return;
-      }
-      done += uint64_t(n);
-    }
+    stage(offset, data, piece);
     offset += piece;
     data += piece;
     size -= piece;
@@ -79,6 +70,39 @@ void PackageWriter::writeAt(uint64_t offset, const char *data, uint64_t size, Ch
       reportedAt_ = offset;
       progress_(offset);
     }
+  }
+}
+
+void PackageWriter::stage(uint64_t offset, const char *data, uint64_t size) {
+  if (!pending_.empty() && offset != pendingOffset_ + pending_.size())
+    flushPending();
+  while (size > 0 && ok()) {
+    if (pending_.empty())
+      pendingOffset_ = offset;
+    uint64_t blockEnd = alignUp(pendingOffset_ + 1, kHugePageBytes);
+    uint64_t take = std::min(size, blockEnd - (pendingOffset_ + pending_.size()));
+    pending_.insert(pending_.end(), data, data + take);
+    data += take;
+    offset += take;
+    size -= take;
+    if (pendingOffset_ + pending_.size() == blockEnd)
+      flushPending();
+  }
+}
+
+void PackageWriter::flushPending() {
+  const char *data = pending_.data();
+  uint64_t size = pending_.size(), offset = pendingOffset_, done = 0;
+  pending_.clear();
+  while (done < size && ok()) {
+    ssize_t n = ::pwrite(fd_, data + done, size_t(size - done), off_t(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      setError("cannot write (" + llvm::Twine(n < 0 ? std::strerror(errno) : "no progress") + ")");
+      return;
+    }
+    done += uint64_t(n);
   }
 }
 
@@ -218,6 +242,7 @@ llvm::Error PackageWriter::finish() {
   }
   encodeHeader(h, page.data());
   writeAt(0, page.data(), page.size(), nullptr);
+  flushPending();
   if (!ok())
     return failed();
   if (::ftruncate(fd_, off_t(h.fileSize)) != 0) {

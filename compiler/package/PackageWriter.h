@@ -1,7 +1,9 @@
 // Write side of the .helmpkg format (docs/package-format.md). Streams section bytes from caller
-// memory (an mmapped ONNX external-data file, protobuf raw_data, ...) straight into a temporary file
-// next to the output with pwrite, checksumming on the way; nothing is assembled in memory, so peak
-// RSS stays small whatever the model size. finish() writes the section table and header, fsyncs and
+// memory (an mmapped ONNX external-data file, protobuf raw_data, ...) into a temporary file next to
+// the output, checksumming on the way; nothing is assembled in memory beyond one 2 MiB piece, so
+// peak RSS stays small whatever the model size. The file is written in whole 2 MiB pieces at 2 MiB
+// offsets: Linux's page cache then holds it in 2 MiB folios, which helm-rt maps with 2 MiB pages
+// (Package.h, kHugePageBytes). finish() writes the section table and header, fsyncs and
 // renames the temporary file over the output: readers see either the old file or the complete new one.
 //
 //   PackageWriter w("model.helmpkg");
@@ -71,6 +73,10 @@ private:
   void setError(const llvm::Twine &message);
   bool ok() const { return error_.empty() && fd_ >= 0; }
   void writeAt(uint64_t offset, const char *data, uint64_t size, Checksum64 *hash);
+  /// Collects consecutive bytes into the 2 MiB-aligned piece of the file they fall in and writes
+  /// the piece once it is full (or when a write goes elsewhere: flushPending()).
+  void stage(uint64_t offset, const char *data, uint64_t size);
+  void flushPending();
   void writeZeros(uint64_t offset, uint64_t size, Checksum64 *hash);
   void discard();
 
@@ -87,6 +93,8 @@ private:
   Checksum64 sectionHash_;
   uint64_t fileEnd_ = 0; // bytes of the file written so far (sections start after the first page)
   uint64_t reportedAt_ = 0;
+  std::vector<char> pending_; // file bytes [pendingOffset_, + size), all in one 2 MiB-aligned piece
+  uint64_t pendingOffset_ = 0;
   std::function<void(uint64_t)> progress_;
 };
 

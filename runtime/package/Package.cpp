@@ -10,15 +10,17 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <numeric>
 #include <set>
 #include <utility>
 
-#if defined(__linux__)
 #include <sys/mman.h>
-#endif
+#include <unistd.h>
 
 namespace helm::pkg {
 
@@ -263,6 +265,79 @@ llvm::Error validateLayout(const FileHeader &h, llvm::ArrayRef<SectionEntry> tab
   return llvm::Error::success();
 }
 
+// --- FileMapping ---------------------------------------------------------------------------
+
+class FileMapping {
+public:
+  /// Maps `size` bytes of `fd` read-only at an address on a 2 MiB boundary (file offset 0 there),
+  /// so every 2 MiB-aligned piece of the file can be mapped by one PMD entry when the page cache
+  /// holds it as a 2 MiB folio, and asks for such pages (MADV_HUGEPAGE also makes page faults on an
+  /// uncached file read ahead in 2 MiB folios). Where transparent huge pages are off, the mapping
+  /// is an ordinary one.
+  static llvm::Expected<std::unique_ptr<FileMapping>> map(int fd, size_t size) {
+    size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    size_t length = (size + page - 1) / page * page;
+    size_t reserve = size >= kHugePageBytes ? length + kHugePageBytes : length;
+    // Reserve address space with room to slide to a 2 MiB boundary, then map the file over it.
+    void *area = ::mmap(nullptr, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (area == MAP_FAILED)
+      return llvm::createStringError(std::error_code(errno, std::generic_category()), "%s",
+                                     std::strerror(errno));
+    uintptr_t begin = uintptr_t(area);
+    uintptr_t at = reserve > length ? alignUp(begin, kHugePageBytes) : begin;
+    void *mapped = ::mmap(reinterpret_cast<void *>(at), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (mapped == MAP_FAILED) {
+      int err = errno;
+      ::munmap(area, reserve);
+      return llvm::createStringError(std::error_code(err, std::generic_category()), "%s", std::strerror(err));
+    }
+    if (at > begin)
+      ::munmap(area, at - begin);
+    if (begin + reserve > at + length)
+      ::munmap(reinterpret_cast<void *>(at + length), begin + reserve - (at + length));
+#if defined(MADV_HUGEPAGE)
+    if (size >= kHugePageBytes)
+      ::madvise(mapped, length, MADV_HUGEPAGE);
+#endif
+    return std::unique_ptr<FileMapping>(new FileMapping(static_cast<const char *>(mapped), length));
+  }
+  ~FileMapping() { ::munmap(const_cast<char *>(data_), length_); }
+  FileMapping(const FileMapping &) = delete;
+  FileMapping &operator=(const FileMapping &) = delete;
+  const char *data() const { return data_; }
+
+private:
+  FileMapping(const char *data, size_t length) : data_(data), length_(length) {}
+  const char *data_;
+  size_t length_;
+};
+
+uint64_t Package::hugePageBytes() const {
+  if (!mapping_ || data_.empty())
+    return 0;
+  std::ifstream smaps("/proc/self/smaps");
+  uintptr_t begin = uintptr_t(data_.data()), end = begin + data_.size();
+  bool inside = false;
+  uint64_t total = 0;
+  std::string line;
+  while (std::getline(smaps, line)) {
+    // A mapping's header line: "7f0c00000000-7f0c2a000000 r--s 00000000 fd:01 1234  /path".
+    unsigned long long from = 0, to = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> from >> dash >> to && dash == '-') {
+      inside = from < end && begin < to;
+      continue;
+    }
+    if (!inside)
+      continue;
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "FilePmdMapped: %llu kB", &kib) == 1)
+      total += uint64_t(kib) << 10;
+  }
+  return total;
+}
+
 // --- Package -------------------------------------------------------------------------------
 
 Package::~Package() = default;
@@ -288,13 +363,11 @@ llvm::Expected<std::unique_ptr<Package>> Package::open(llvm::StringRef path, Ver
   std::unique_ptr<Package> pkg(new Package());
   pkg->name_ = path.str();
   if (size > 0) {
-    std::error_code ec;
-    auto region = std::make_unique<fs::mapped_file_region>(*fd, fs::mapped_file_region::readonly,
-                                                           size_t(size), 0, ec);
-    if (ec)
-      return fail(path, "cannot map (" + ec.message() + ")");
-    pkg->data_ = llvm::ArrayRef<char>(region->const_data(), size_t(size));
-    pkg->mapping_ = std::move(region);
+    llvm::Expected<std::unique_ptr<FileMapping>> mapping = FileMapping::map(*fd, size_t(size));
+    if (!mapping)
+      return fail(path, "cannot map (" + oneLine(llvm::toString(mapping.takeError())) + ")");
+    pkg->data_ = llvm::ArrayRef<char>((*mapping)->data(), size_t(size));
+    pkg->mapping_ = std::move(*mapping);
   }
   if (llvm::Error e = pkg->load(verify))
     return std::move(e);

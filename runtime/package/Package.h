@@ -15,11 +15,17 @@
 #include <string>
 #include <vector>
 
-namespace llvm::sys::fs {
-class mapped_file_region;
-}
-
 namespace helm::pkg {
+
+/// A package file mapped read-only (Package::open); unmaps on destruction.
+class FileMapping;
+
+/// Pages the kernel maps with 2 MiB page-table entries: a file written in whole 2 MiB pieces at 2 MiB
+/// offsets (PackageWriter) sits in the page cache as 2 MiB folios, and a mapping that starts on a
+/// 2 MiB boundary maps them whole (Package::open does both). Decode streams every weight once per
+/// token; with 4 KiB pages the hardware prefetchers stop at every page and the TLB misses once per
+/// page (docs/package-format.md, "Mapping").
+inline constexpr uint64_t kHugePageBytes = uint64_t(2) << 20;
 
 class Package {
 public:
@@ -64,6 +70,9 @@ public:
   /// verifySection for every section.
   llvm::Error verifyAll() const;
   uint64_t fileSize() const { return data_.size(); }
+  /// Bytes of the package this process maps with 2 MiB pages now (from /proc/self/smaps: file
+  /// pages mapped by PMD entries); 0 for fromBuffer() packages or where the kernel does not say.
+  uint64_t hugePageBytes() const;
   uint32_t formatVersion() const { return kFormatVersion; }
   llvm::StringRef name() const { return name_; }
   llvm::ArrayRef<char> bytes() const { return data_; }
@@ -73,7 +82,7 @@ private:
   llvm::Error load(Verify verify);
 
   std::string name_;
-  std::unique_ptr<llvm::sys::fs::mapped_file_region> mapping_;
+  std::unique_ptr<FileMapping> mapping_;
   llvm::ArrayRef<char> data_;
   std::vector<Section> sections_;
   size_t manifestIndex_ = 0;

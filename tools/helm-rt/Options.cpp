@@ -68,7 +68,7 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
                           reads (auto: the package's choice, f16 for GGUF files and float16
                           models, f32 otherwise; docs/kv-cache.md)
   --stats-json FILE       write ttft_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes,
-                          link_bytes_per_step, link_transfers_per_step, ... as JSON
+                          package_huge_page_bytes, link_bytes_per_step, ... as JSON
   --logits-out FILE       write each step's logits (f32 rows, active sequences in order)
   --perplexity FILE       instead of generating: the perplexity of the model on FILE's text
                           (tokenized without special tokens, windows scored from their start)

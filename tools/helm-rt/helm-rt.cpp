@@ -99,6 +99,10 @@ void printInfo(const helm::rt::LoadedModel &model, StringRef packagePath, bool l
          << formatv("{0:f2}", i.bitsPerWeight()) << " bits per weight\n";
   for (const auto &[dtype, count] : i.weightsByDtype)
     outs() << formatv("  {0,-12} {1} tensors, {2} bytes\n", dtype + ":", count.tensors, count.bytes);
+  // Read and verified, every byte of the package is mapped by now: this says whether the kernel
+  // gave it 2 MiB pages (docs/package-format.md, "Mapping").
+  outs() << formatv("mapping:       {0} of {1} bytes on 2 MiB pages\n", model.package().hugePageBytes(),
+                    model.package().fileSize());
   if (listTensors) {
     outs() << formatv("  {0,-5} {1,-6} {2,-16} {3,12} {4,6}  {5}\n", "stage", "dtype", "shape", "bytes", "bits",
                       "tensor (source name)");
@@ -524,6 +528,7 @@ int main(int argc, char **argv) {
                    {"threads", nThreads},
                    {"seed", int64_t(usedSeed)},
                    {"peak_rss_bytes", int64_t(rss)},
+                   {"package_huge_page_bytes", int64_t(model.package().hugePageBytes())},
                    {"decode_steps", stats.decodeSteps},
                    {"context_limited", json::Array(stats.contextLimited)},
                    {"interrupted", interrupted},

@@ -33,6 +33,10 @@ def main() -> int:
     # The stats file itself is open when the count is taken.
     if not isinstance(s.get("open_fds"), int) or isinstance(s.get("open_fds"), bool) or s["open_fds"] < 1:
         problems.append(f"open_fds {s.get('open_fds')!r} is not a positive count")
+    # Bytes of the package on 2 MiB pages: a count, at most the package (the lit packages are small).
+    huge = s.get("package_huge_page_bytes")
+    if not isinstance(huge, int) or isinstance(huge, bool) or not 0 <= huge < (1 << 40):
+        problems.append(f"package_huge_page_bytes {huge!r} is not a byte count")
     if s.get("interrupted") is not False:
         problems.append(f"interrupted {s.get('interrupted')!r} != false (no Ctrl-C was sent)")
     if s.get("seed") != seed:

@@ -11,12 +11,15 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <string>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
@@ -290,6 +293,123 @@ TEST_F(PackageTest, StreamsFromAFileMappingWithoutCopying) {
   ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
   EXPECT_EQ((*pkg)->find(SectionKind::CpuWeights)->size, size - 1);
   EXPECT_FALSE((*pkg)->verifySection(*(*pkg)->find(SectionKind::CpuWeights)));
+}
+
+// --- 2 MiB pages -----------------------------------------------------------------------------
+
+// Whether this kernel and file system map a file with 2 MiB pages at all: a 4 MiB file written in one
+// call, mapped at a 2 MiB boundary with MADV_HUGEPAGE and read, then its FilePmdMapped in smaps.
+// Independent of the package code (its own write, its own mmap, its own smaps reading).
+uint64_t probeFileHugePages(const std::string &file) {
+  const size_t size = size_t(4) << 20, huge = size_t(2) << 20;
+  {
+    std::vector<char> bytes(size, 'x');
+    std::ofstream out(file, std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0)
+    return 0;
+  char *area = static_cast<char *>(::mmap(nullptr, size + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char *at = reinterpret_cast<char *>((uintptr_t(area) + huge - 1) & ~uintptr_t(huge - 1));
+  char *mapped = static_cast<char *>(::mmap(at, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0));
+  ::close(fd);
+  uint64_t pmd = 0;
+  if (mapped != MAP_FAILED) {
+    ::madvise(mapped, size, MADV_HUGEPAGE);
+    volatile char sum = 0;
+    for (size_t i = 0; i < size; i += 4096)
+      sum = char(sum + mapped[i]);
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+      unsigned long long from = 0, to = 0;
+      if (std::sscanf(line.c_str(), "%llx-%llx ", &from, &to) == 2 && line.find(' ') > line.find('-')) {
+        inside = from <= uintptr_t(mapped) && uintptr_t(mapped) < to;
+        continue;
+      }
+      unsigned long long kib = 0;
+      if (inside && std::sscanf(line.c_str(), "FilePmdMapped: %llu kB", &kib) == 1)
+        pmd += uint64_t(kib) << 10;
+    }
+  }
+  ::munmap(area, size + huge);
+  return pmd;
+}
+
+TEST_F(PackageTest, WeightsPastTwoMiBRoundTripThroughTheStagedWrites) {
+  // Pieces of odd sizes that cross several 2 MiB boundaries of the file, one larger than a piece:
+  // every byte must land where append() said (the section checksums, computed from the caller's
+  // bytes, are verified against the file too).
+  std::string out = path("staged.helmpkg");
+  std::vector<std::vector<char>> data;
+  std::vector<uint64_t> offsets;
+  {
+    PackageWriter w(out);
+    w.addSection(SectionKind::Manifest, "manifest", bytesOf("{}"));
+    w.beginSection(SectionKind::CpuWeights, "cpu_weights");
+    for (size_t n : {size_t(1) << 20, size_t(3000001), size_t(77), size_t(5) << 20, size_t(2) << 20}) {
+      data.push_back(tensor(n, unsigned(data.size() + 3)));
+      offsets.push_back(w.append(data.back()));
+    }
+    w.endSection();
+    w.addSection(SectionKind::Tokenizer, "tokenizer", bytesOf("{}"));
+    ASSERT_FALSE(w.finish());
+  }
+  auto pkg = Package::open(out, Verify::All);
+  ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
+  const Package::Section *weights = (*pkg)->find(SectionKind::CpuWeights);
+  ASSERT_TRUE(weights);
+  for (size_t i = 0; i < data.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(weights->bytes.data() + offsets[i], data[i].data(), data[i].size())) << i;
+  EXPECT_EQ((*pkg)->find(SectionKind::Tokenizer)->bytes.size(), 2u);
+}
+
+TEST_F(PackageTest, MappedOnTwoMiBBoundaryWithTwoMiBPagesWhereTheKernelHasThem) {
+  std::string out = path("huge.helmpkg");
+  {
+    PackageWriter w(out);
+    w.addSection(SectionKind::Manifest, "manifest", bytesOf("{}"));
+    w.beginSection(SectionKind::CpuWeights, "cpu_weights");
+    w.append(tensor(size_t(9) << 20, 5));
+    w.endSection();
+    ASSERT_FALSE(w.finish());
+  }
+  auto pkg = Package::open(out, Verify::All); // reads every byte
+  ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*pkg)->bytes().data()) % kHugePageBytes, 0u);
+
+  uint64_t probe = probeFileHugePages(path("probe.bin"));
+  if (probe == 0)
+    GTEST_SKIP() << "this kernel or file system maps no file with 2 MiB pages (the probe got none)";
+  // [2 MiB, 8 MiB) of the file lies inside the weights and was written in whole aligned pieces;
+  // at least one of the three gets a 2 MiB folio even where memory is too fragmented for all.
+  EXPECT_GE((*pkg)->hugePageBytes(), kHugePageBytes);
+
+  // The same bytes written 64 KiB at a time sit in small folios: fewer 2 MiB pages (the
+  // difference is the writer's doing, not the reader's).
+  std::string copy = path("copy.helmpkg");
+  {
+    std::vector<char> raw = readFile(out);
+    int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    for (size_t at = 0; at < raw.size(); at += 65536)
+      ASSERT_GT(::write(fd, raw.data() + at, std::min<size_t>(65536, raw.size() - at)), 0);
+    ::close(fd);
+  }
+  auto small = Package::open(copy, Verify::All);
+  ASSERT_TRUE(!!small) << llvm::toString(small.takeError());
+  EXPECT_LT((*small)->hugePageBytes(), (*pkg)->hugePageBytes());
+}
+
+TEST_F(PackageTest, BufferPackagesReportNoHugePages) {
+  std::string out = path("m.helmpkg");
+  writeSample(out);
+  std::vector<char> raw = readFile(out);
+  auto pkg = Package::fromBuffer(raw, "buf.helmpkg", Verify::All);
+  ASSERT_TRUE(!!pkg) << llvm::toString(pkg.takeError());
+  EXPECT_EQ((*pkg)->hugePageBytes(), 0u);
 }
 
 // --- seeds written by the independent Python implementation ---------------------------------
