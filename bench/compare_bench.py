@@ -50,6 +50,10 @@ llama.cpp comes from scripts/install-deps.sh --bench (bench/build-llama-cpp.sh).
   .venv/bin/python bench/compare_bench.py --models qwen3-0.6b --dtypes fp16 --runs 5
   .venv/bin/python bench/compare_bench.py --quick               # 1 run, qwen3-0.6b fp16, short GEMV
   ... --systems helm,llama.cpp,ort --threads 1,2 --json out.json --no-gemv
+  ... --llama-2mib      llama.cpp also on its GGUF rewritten in 2 MiB pieces (helm-rt's packages are
+                        written and mapped so the kernel gives them 2 MiB pages; this measures what
+                        the same does for llama.cpp). The notes say how much of each file was on
+                        2 MiB pages.
 """
 from __future__ import annotations
 
@@ -431,6 +435,50 @@ def measure_llama(gguf, t, runs, prompt_len, n_new):
             "bench": {"prefill": pre, "decode": dec}}
 
 
+def copy_in_2mib_pieces(src, dst):
+    """dst = src written by one write() per 2 MiB-aligned 2 MiB piece: Linux's page cache then holds
+    the copy in 2 MiB folios, which any mapping of it on a 2 MiB boundary gets as 2 MiB pages
+    (docs/package-format.md, "Mapping"); llama.cpp's own files are written in smaller pieces."""
+    piece = 2 << 20
+    tmp = pathlib.Path(str(dst) + ".tmp")
+    with open(src, "rb", buffering=0) as fin:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while True:
+                b = fin.read(piece)
+                if not b:
+                    break
+                view = memoryview(b)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    os.replace(tmp, dst)
+
+
+def huge_folio_bytes(path):
+    """Bytes of `path` this process gets on 2 MiB pages when it maps and reads the file (without
+    asking for them: what a reader that does not madvise sees, as llama.cpp maps its GGUF)."""
+    import mmap
+    real = os.path.realpath(path)
+    with open(real, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        try:
+            for at in range(0, len(mm), 4096):
+                mm[at]
+            total, inside = 0, False
+            with open("/proc/self/smaps") as sm:
+                for line in sm:
+                    head = re.match(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
+                    if head:
+                        inside = head.group(1).strip() == real
+                    elif inside and line.startswith("FilePmdMapped:"):
+                        total += int(line.split()[1]) * 1024
+            return total
+        finally:
+            mm.close()
+
+
 def llama_greedy(gguf, prompt, n_new, t):
     r = subprocess.run([str(LLAMA_GREEDY), str(gguf), ",".join(map(str, prompt)), str(n_new), str(t)],
                        capture_output=True, text=True)
@@ -523,26 +571,35 @@ def report(res):
     print(f"Decode tok/s ({res['n_new']} tokens after the {res['prompt_len']}-token prompt); roofline = "
           "triad GB/s / weight bytes per token:")
     print()
+    # llama.cpp on its GGUF copied in 2 MiB pieces (--llama-2mib): two more columns where measured
+    has2m = any("on_2mib" in (r.get("llama.cpp") or {}) for r in rows)
+
+    def on2m(r, key):
+        return (r.get("llama.cpp") or {}).get("on_2mib", {}).get(key)
+
+    extra_head = " llama.cpp, 2 MiB pages | helm/that |" if has2m else ""
     print("| model | dtype | threads | GB/token | triad GB/s | roofline tok/s | helm-rt | llama.cpp "
-          "| ONNX Runtime | helm/llama.cpp | helm/ORT | helm % roof | llama.cpp % roof | ORT % roof |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| ONNX Runtime | helm/llama.cpp | helm/ORT | helm % roof | llama.cpp % roof | ORT % roof |" + extra_head)
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if has2m else ""))
     for r in rows:
         h, l, o = (cell(r, s, "decode") for s in SYSTEMS)
         roof = r.get("roofline_tok_s")
         triad = roof * r["gb_per_token"] if roof else None
+        extra = f" {fmt(on2m(r, 'decode'))} | {ratio(h, on2m(r, 'decode'))} |" if has2m else ""
         print(f"| {r['model']} | {r['dtype']} | {r['threads']} | {r['gb_per_token']:.2f} | {fmt(triad, '.1f')} "
               f"| {fmt(roof, '.1f')} "
               f"| {fmt(h)} | {fmt(l)} | {fmt(o)} | {ratio(h, l)} | {ratio(h, o)} | {pct(h, roof)} "
-              f"| {pct(l, roof)} | {pct(o, roof)} |")
+              f"| {pct(l, roof)} | {pct(o, roof)} |" + extra)
     print()
     print(f"Prefill tok/s ({res['prompt_len']}-token prompt, batch 1):")
     print()
-    print("| model | dtype | threads | helm-rt | llama.cpp | ONNX Runtime | helm/llama.cpp | helm/ORT |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| model | dtype | threads | helm-rt | llama.cpp | ONNX Runtime | helm/llama.cpp | helm/ORT |" + extra_head)
+    print("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if has2m else ""))
     for r in rows:
         h, l, o = (cell(r, s, "prefill") for s in SYSTEMS)
+        extra = f" {fmt(on2m(r, 'prefill'))} | {ratio(h, on2m(r, 'prefill'))} |" if has2m else ""
         print(f"| {r['model']} | {r['dtype']} | {r['threads']} | {fmt(h)} | {fmt(l)} | {fmt(o)} "
-              f"| {ratio(h, l)} | {ratio(h, o)} |")
+              f"| {ratio(h, l)} | {ratio(h, o)} |" + extra)
     print()
     print("(tok/s: median of the runs; helm/x: quotient of the medians, > 1 means helm-rt is faster; "
           "% roof: decode tok/s / roofline tok/s, both at that thread count; the triad counts 24 B per "
@@ -588,6 +645,10 @@ def main(argv=None):
                     help="1 run, qwen3-0.6b fp16 unless --models/--dtypes say otherwise, short GEMV")
     ap.add_argument("--no-gemv", action="store_true", help="skip the triad/GEMV part (and the roofline)")
     ap.add_argument("--rebuild-packages", action="store_true", help="run helmc even if the package is fresh")
+    ap.add_argument("--llama-2mib", action="store_true",
+                    help="also run llama.cpp on a copy of its GGUF written in 2 MiB pieces (cached in 2 MiB "
+                         "folios, so mapped with 2 MiB pages as helm-rt's packages are): how much of the "
+                         "difference is the page size")
     ap.add_argument("--prepare-only", action="store_true",
                     help="make the models, packages and GGUF files the run needs, then stop (no measurement)")
     ap.add_argument("--helmc", default=str(ROOT / "build" / "bin" / "helmc"))
@@ -697,6 +758,11 @@ def main(argv=None):
                 else:
                     gbt = weight_bytes_per_token(spec["base"], DTYPES[dtype][2]) / 1e9
                 ids = {}
+                gguf_2mib = None
+                if args.llama_2mib and "llama.cpp" in systems and art["gguf"]:
+                    gguf_2mib = pathlib.Path(work) / (art["gguf"].stem + ".2mib.gguf")
+                    with lock.held("copy the GGUF in 2 MiB pieces"):
+                        copy_in_2mib_pieces(art["gguf"], gguf_2mib)
                 for t in threads:
                     # helm-rt may be rebuilt between cells on a shared machine: record which one ran
                     row = {"model": model, "dtype": dtype, "threads": t, "gb_per_token": gbt,
@@ -720,11 +786,29 @@ def main(argv=None):
                                     res["versions"]["onnxruntime"] = row[system]["version"]
                             else:
                                 row[system] = measure_llama(art["gguf"], t, runs, args.prompt_len, args.n_new)
+                                if gguf_2mib and "na" not in row[system]:
+                                    log("  the same on the GGUF written in 2 MiB pieces:")
+                                    row[system]["on_2mib"] = measure_llama(gguf_2mib, t, runs,
+                                                                           args.prompt_len, args.n_new)
                         if "ids" in row[system]:
                             ids.setdefault(system, row[system]["ids"])
                     res["rows"].append(row)
                     if args.json:
                         _write_json(args.json, res)
+                # How much of each system's file the kernel maps with 2 MiB pages (docs/package-format.md).
+                pages = []
+                hr = next((r["helm"] for r in res["rows"][-len(threads):] if "all" in r.get("helm", {})), None)
+                if hr and hr["all"][0].get("package_huge_page_bytes") is not None:
+                    size = art["package"].stat().st_size
+                    pages.append(f"helm-rt's package {100 * hr['all'][0]['package_huge_page_bytes'] / size:.0f}%")
+                if "llama.cpp" in systems and art["gguf"]:
+                    for what, path in (("llama.cpp's GGUF", art["gguf"]), ("its 2 MiB-piece copy", gguf_2mib)):
+                        if path:
+                            pages.append(f"{what} {100 * huge_folio_bytes(path) / path.stat().st_size:.0f}%")
+                if pages:
+                    res["notes"].append(f"{model} {dtype}: on 2 MiB pages: " + ", ".join(pages))
+                if gguf_2mib:
+                    gguf_2mib.unlink()
                 # Same weights? greedy ids of llama.cpp (libllama) and ONNX Runtime against helm-rt's.
                 if "llama.cpp" in systems and art["gguf"]:
                     with lock.held("llama-greedy"):

@@ -195,7 +195,8 @@ def run_helm_rt(helm_rt, package, threads, workdir, lock, retries=3, prompt=None
         s = json.load(f)
     ids = [int(x) for x in out.stdout.strip().splitlines()[-1].split(",")]
     return {"load_ms": s["load_ms"], "ttft_ms": s["ttft_ms"], "prefill_tok_s": s["prefill_tok_s"],
-            "decode_tok_s": s["decode_tok_s"], "peak_rss_bytes": s["peak_rss_bytes"], "ids": ids}
+            "decode_tok_s": s["decode_tok_s"], "peak_rss_bytes": s["peak_rss_bytes"],
+            "package_huge_page_bytes": s.get("package_huge_page_bytes"), "ids": ids}
 
 
 def run_ort(model, threads, prompt=None, n_new=N_NEW, check=True):
