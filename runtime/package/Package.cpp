@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -321,11 +320,10 @@ uint64_t Package::hugePageBytes() const {
   uint64_t total = 0;
   std::string line;
   while (std::getline(smaps, line)) {
-    // A mapping's header line: "7f0c00000000-7f0c2a000000 r--s 00000000 fd:01 1234  /path".
+    // A mapping's header line: "7f0c00000000-7f0c2a000000 r--s 00000000 fd:01 1234  /path"; the
+    // field lines ("FilePmdMapped:    2048 kB") never parse as two hex numbers joined by '-'.
     unsigned long long from = 0, to = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> from >> dash >> to && dash == '-') {
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &from, &to) == 2) {
       inside = from < end && begin < to;
       continue;
     }
