@@ -327,6 +327,19 @@ std::optional<int64_t> evalIndex(Value v, Value x, int64_t lastDim) {
 } // namespace helm
 
 namespace helm {
+SplitOp splitProjection(LinearOp linear, ArrayRef<int64_t> sizes) {
+  auto type = cast<RankedTensorType>(linear.getType());
+  SmallVector<Type> types;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = size;
+    types.push_back(RankedTensorType::get(shape, type.getElementType()));
+  }
+  OpBuilder b(linear->getContext());
+  b.setInsertionPointAfter(linear);
+  return SplitOp::create(b, linear.getLoc(), types, linear.getResult(), b.getDenseI64ArrayAttr(sizes));
+}
+
 void refineTypes(func::FuncOp func) {
   func.walk([](Operation *op) {
     if (!isa<RmsNormOp, RopeOp>(op))

@@ -102,6 +102,10 @@ std::optional<int64_t> asIndex(double v);
 /// dimension, Div/Mul/Add/Sub, Cast/Unsqueeze/Squeeze), given the last dimension `lastDim`.
 std::optional<int64_t> evalIndex(mlir::Value v, mlir::Value x, int64_t lastDim);
 
+/// A helm.split right after `linear` that cuts its output's last axis into pieces of `sizes` (which
+/// sum to its out features): a fused projection's q / k / v or gate / up.
+SplitOp splitProjection(LinearOp linear, llvm::ArrayRef<int64_t> sizes);
+
 /// Gives shape-preserving block ops (rms_norm, rope) whose input became ranked the input's type.
 /// Values raised before their producer (common in graphs without value_info) start unranked.
 void refineTypes(mlir::func::FuncOp func);

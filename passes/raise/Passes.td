@@ -117,7 +117,11 @@ def RaiseAttention : Pass<"helm-raise-attention", "mlir::func::FuncOp"> {
     rotary embedding, per-head RMSNorm and the `past_key_values` Concat to their projections. The
     chains are rebuilt on the [batch, seq, heads × head_dim] projections, the attention output feeds
     the output projection directly, and `present` outputs are replaced by the op's cache results.
-    The mask subgraph is taken as causal (with padding); it dies with the pattern.
+    The mask subgraph is taken as causal (with padding); it dies with the pattern. Fused ops
+    (ONNX 23 Attention, com.microsoft GroupQueryAttention / MultiHeadAttention) are taken as they
+    are; a GroupQueryAttention given only a packed query (q, k and v from one projection, as
+    ONNX Runtime GenAI's builder writes) gets a `helm.split` of that projection, and cache
+    arguments whose head count or size the graph left symbolic take the attention's.
   }];
   let dependentDialects = ["::helm::HelmDialect"];
 }

@@ -2,6 +2,7 @@
 #include "passes/raise/OnnxMatchers.h"
 #include "passes/raise/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
@@ -269,14 +270,27 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     auto in = op.getInputs();
     bool gqa = op.getOpType() == "GroupQueryAttention";
     auto present = [](Value v) { return v && !isa<NoneType>(v.getType()); };
-    if (in.size() < 3 || !present(in[1]) || !present(in[2]))
-      return nodeError(op, "packed QKV input is not supported; pass query, key and value separately");
-    core.anchor = op;
-    core.q = in[0];
-    core.k = in[1];
-    core.v = in[2];
     core.heads = op.getIntAttr("num_heads", 0);
     core.kvHeads = gqa ? op.getIntAttr("kv_num_heads", 0) : core.heads;
+    if (in.empty())
+      return nodeError(op, "attention needs a query input");
+    if (in.size() < 3 || !present(in[1]) || !present(in[2])) {
+      // Packed QKV (ONNX Runtime GenAI's builder: one projection for q, k and v, GQA given only
+      // the query input): cut that projection's output into the three, as a fused qkv_proj is.
+      if (!gqa || (in.size() > 1 && present(in[1])) || (in.size() > 2 && present(in[2])))
+        return nodeError(op, "query, key and value must be given separately or all packed in the query");
+      FailureOr<SplitOp> split = splitPackedQkv(op, in[0], core.heads, core.kvHeads);
+      if (failed(split))
+        return failure();
+      core.q = split->getResult(0);
+      core.k = split->getResult(1);
+      core.v = split->getResult(2);
+    } else {
+      core.q = in[0];
+      core.k = in[1];
+      core.v = in[2];
+    }
+    core.anchor = op;
     if (double s = op.getFloatAttr("scale", 0.0); s != 0.0)
       core.explicitScale = s;
     if (op.getFloatAttr("softcap", 0.0) != 0.0)
@@ -317,6 +331,21 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         return nodeError(op, "MultiHeadAttention must be unidirectional (causal) in a decoder");
     }
     return takeCache(op, pastAt, core);
+  }
+
+  /// The projection behind a packed [B, S, (heads + 2 kv_heads) * head_dim] query input, cut along its
+  /// last axis into q, k and v by a helm.split right after it.
+  FailureOr<SplitOp> splitPackedQkv(OnnxNodeOp op, Value packed, int64_t heads, int64_t kvHeads) {
+    auto linear = skipCasts(packed).getDefiningOp<LinearOp>();
+    if (!linear)
+      return nodeError(op, "packed QKV input does not come from a projection");
+    int64_t width = linear.getOutFeatures();
+    if (heads <= 0 || kvHeads <= 0 || heads % kvHeads || ShapedType::isDynamic(width) ||
+        width % (heads + 2 * kvHeads))
+      return nodeError(op, "packed QKV width " + llvm::Twine(width) + " does not divide into " +
+                               llvm::Twine(heads) + " query and 2 x " + llvm::Twine(kvHeads) + " kv heads");
+    int64_t headDim = width / (heads + 2 * kvHeads);
+    return splitProjection(linear, {heads * headDim, kvHeads * headDim, kvHeads * headDim});
   }
 
   /// A fused op's own KV cache: past key/value at inputs `pastAt`, `pastAt + 1`, present key/value as
@@ -401,7 +430,8 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         auto t = dyn_cast<RankedTensorType>(past.getType());
         if (!t || t.getRank() != 4)
           return nodeError(anchor, "KV cache inputs must be 4-D [batch, kv_heads, seq, head_dim]");
-        SmallVector<int64_t> shape(t.getShape());
+        refineCacheInput(past, kvHeads, headDim);
+        SmallVector<int64_t> shape(cast<RankedTensorType>(past.getType()).getShape());
         shape[2] = ShapedType::kDynamic;
         presentTypes.push_back(RankedTensorType::get(shape, t.getElementType()));
       }
@@ -419,6 +449,28 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
                    attention);
     }
     return success();
+  }
+
+  /// A graph may leave a KV cache input's head count or head size symbolic (ONNX Runtime GenAI's
+  /// builder names the head size `kv_cache_dim`); the attention fixes them, so the function argument
+  /// takes the static sizes.
+  static void refineCacheInput(Value past, int64_t kvHeads, int64_t headDim) {
+    auto arg = dyn_cast<BlockArgument>(past);
+    auto type = dyn_cast<RankedTensorType>(past.getType());
+    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : func::FuncOp();
+    if (!func || !type || type.getRank() != 4)
+      return;
+    SmallVector<int64_t> shape(type.getShape());
+    if (ShapedType::isDynamic(shape[1]))
+      shape[1] = kvHeads;
+    if (ShapedType::isDynamic(shape[3]))
+      shape[3] = headDim;
+    if (ArrayRef<int64_t>(shape) == type.getShape())
+      return;
+    arg.setType(RankedTensorType::get(shape, type.getElementType()));
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    inputs[arg.getArgNumber()] = arg.getType();
+    func.setType(FunctionType::get(func.getContext(), inputs, func.getResultTypes()));
   }
 };
 } // namespace

@@ -112,17 +112,7 @@ struct RaiseSplitPass : helm::impl::RaiseSplitBase<RaiseSplitPass> {
   }
 
   void emitSplit(LinearOp linear, ArrayRef<int64_t> sizes, ArrayRef<Value> replaced) {
-    auto type = cast<RankedTensorType>(linear.getType());
-    SmallVector<Type> types;
-    for (int64_t s : sizes) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape.back() = s;
-      types.push_back(RankedTensorType::get(shape, type.getElementType()));
-    }
-    OpBuilder b(linear->getContext());
-    b.setInsertionPointAfter(linear);
-    auto split = SplitOp::create(b, linear.getLoc(), types, linear.getResult(),
-                                   b.getDenseI64ArrayAttr(sizes));
+    SplitOp split = splitProjection(linear, sizes);
     for (auto [old, now] : llvm::zip(replaced, split.getResults()))
       replaceValue(old, now);
   }

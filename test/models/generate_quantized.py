@@ -15,6 +15,7 @@ settings. test/e2e/check_onnx_quantized.py runs them against ONNX Runtime.
 Deterministic: the quantizer's min/max and symmetric modes have no randomness.
 """
 import argparse
+import importlib.metadata
 import json
 import logging
 import os
@@ -38,6 +39,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #                 block, codes round(w / scale)), blocks along K (axis 0 of a MatMul's [K, N], axis 1
 #                 of the [vocab, hidden] table). On a tied model the table's one DequantizeLinear
 #                 feeds both the Gather and the LM head's Transpose.
+#   "genai-int4"  ONNX Runtime GenAI's model builder (onnxruntime-genai on PyPI, `builders` module)
+#                 on the base model's Hugging Face checkpoint (rebuilt by generate.py's
+#                 build_hf_model, same seed, same weights) with `-p int4 -e cpu`: its own graph, not
+#                 the exporter's: q, k and v from one MatMulNBits (packed QKV) into
+#                 GroupQueryAttention with rotary inside (do_rotary, cos/sin caches),
+#                 SkipSimplifiedLayerNormalization, no position_ids input, and the KV cache's head
+#                 size left symbolic (`kv_cache_dim`). bits and block size are the builder's
+#                 defaults (4, 32, symmetric); the table stays f32.
 CONFIGS = {
     "llama-q4-b32-sym": ("llama-fp32", 4, 32, True, False, "qoperator"),
     "llama-interleaved-q4-b128-zp": ("llama-interleaved-fp32", 4, 128, False, False, "qoperator"),
@@ -51,13 +60,46 @@ CONFIGS = {
     "qwen3-qdq-q4-b128-zp": ("qwen3-fp32", 4, 128, False, False, "qdq"),
     "llama-kv-qdq-q4-channel": ("llama-kv-fp32", 4, 0, True, False, "qdq-channel"),
     "qwen3-kv-dq-q8-b32": ("qwen3-kv-fp32", 8, 32, True, True, "dq-int8"),
+    "llama-kv-genai-q4-b32": ("llama-kv-fp32", 4, 32, True, False, "genai-int4"),
 }
+
+
+def genai_builder(base):
+    """The base corpus model's HF checkpoint through ONNX Runtime GenAI's model builder (int4, CPU)."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, HERE)
+    import generate
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    spec = generate.spec_of(base)
+    model, _ = generate.build_hf_model(generate.BASES[spec["base"]])
+    with tempfile.TemporaryDirectory(prefix="helm-genai-") as tmp:
+        hf = os.path.join(tmp, "hf")
+        # The builder wants bos/eos ids for its generation config; the graph does not use them.
+        model.config.bos_token_id, model.config.eos_token_id = 1, 2
+        model.save_pretrained(hf)
+        # The builder saves a tokenizer with the model: byte-level, 256 ids (under every base vocab).
+        alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+        tok = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(hf)
+        out = os.path.join(tmp, "out")
+        subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf, "-o", out,
+                        "-p", "int4", "-e", "cpu", "-c", os.path.join(tmp, "cache")],
+                       check=True, stdout=subprocess.DEVNULL)
+        return onnx.load(os.path.join(out, "model.onnx"))  # external data read in: one file below
 
 
 def quantize(base, bits, block, symmetric, embedding, form):
     model = onnx.load(os.path.join(HERE, base, "model.onnx"))
     if form == "dq-int8":
         return dequantize_linear_int8(model, block)
+    if form == "genai-int4":
+        return genai_builder(base)
     from onnxruntime.quantization import matmul_nbits_quantizer as mnb
     from onnxruntime.quantization import quant_utils
 
@@ -139,8 +181,14 @@ def main():
         onnx.save(model, os.path.join(out, "model.onnx"))
         with open(os.path.join(HERE, base, "config.json")) as f:
             config = json.load(f)
-        tool = (f"onnxruntime {onnxruntime.__version__} MatMulNBitsQuantizer" if form != "dq-int8"
-                else "test/models/generate_quantized.py (NumPy, symmetric int8 blocks)")
+        tool = (f"onnxruntime {onnxruntime.__version__} MatMulNBitsQuantizer" if form not in ("dq-int8", "genai-int4")
+                else "test/models/generate_quantized.py (NumPy, symmetric int8 blocks)" if form == "dq-int8"
+                else f"onnxruntime-genai {importlib.metadata.version('onnxruntime-genai')} model builder "
+                     "(-p int4 -e cpu)")
+        if form == "genai-int4":  # the builder's own inputs and outputs
+            config["corpus"]["inputs"] = [i.name for i in model.graph.input]
+            config["corpus"]["outputs"] = [o.name for o in model.graph.output]
+            config["corpus"]["exporter"] = tool
         config["quantization"] = {"tool": tool, "form": form, "base": base, "bits": bits, "block_size": block,
                                   "symmetric": symmetric, "embedding": embedding, "quantized_nodes": nodes}
         with open(os.path.join(out, "config.json"), "w") as f:
