@@ -256,6 +256,12 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
     }
     if (shape.size() == 3) {
       int64_t heads = op.getIntAttr("num_heads", 0);
+      // Without num_heads (ONNX Runtime GenAI's fp16 models) the contrib op rotates whole heads of
+      // twice the cache's width: head size = 2 * cos_cache.shape[1], num_heads = hidden / that.
+      auto cacheShape = shapeOf(skipCasts(cos));
+      if (contrib && heads == 0 && op.getIntAttr("rotary_embedding_dim", 0) == 0 && cacheShape.size() == 2 &&
+          !ShapedType::isDynamic(cacheShape[1]) && cacheShape[1] > 0 && headDim % (2 * cacheShape[1]) == 0)
+        heads = headDim / (2 * cacheShape[1]);
       if (heads <= 0 || headDim % heads)
         return nodeError(op, "3-D RotaryEmbedding input needs num_heads");
       headDim /= heads;
