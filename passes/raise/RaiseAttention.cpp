@@ -277,7 +277,9 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     if (in.size() < 3 || !present(in[1]) || !present(in[2])) {
       // Packed QKV (ONNX Runtime GenAI's builder: one projection for q, k and v, GQA given only
       // the query input): cut that projection's output into the three, as a fused qkv_proj is.
-      if (!gqa || (in.size() > 1 && present(in[1])) || (in.size() > 2 && present(in[2])))
+      if (!gqa)
+        return nodeError(op, "MultiHeadAttention with packed query, key and value is not supported");
+      if ((in.size() > 1 && present(in[1])) || (in.size() > 2 && present(in[2])))
         return nodeError(op, "query, key and value must be given separately or all packed in the query");
       FailureOr<SplitOp> split = splitPackedQkv(op, in[0], core.heads, core.kvHeads);
       if (failed(split))

@@ -52,3 +52,17 @@ func.func @half_packed(%x: tensor<?x?x32xf32>, %lens: tensor<?xi32>, %total: ten
       : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, none, none, none, tensor<?xi32>, tensor<i32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
   return %a#0 : tensor<*xf32>
 }
+
+// -----
+
+// MultiHeadAttention's packed form (q, k and v in the query input) is not taken.
+helm.weight_decl @wqkv : tensor<32x96xf32> {onnx_name = "wqkv", location = "", offset = -1, length = 12288}
+func.func @mha_packed(%x: tensor<?x?x32xf32>) -> tensor<*xf32> {
+  %wqkv = helm.weight @wqkv : tensor<32x96xf32>
+  %qkv = helm.linear %x, %wqkv {transpose_weight = false} : (tensor<?x?x32xf32>, tensor<32x96xf32>) -> tensor<?x?x96xf32>
+  %none = helm.none
+  // expected-error @+1 {{MultiHeadAttention with packed query, key and value is not supported}}
+  %a = helm.onnx "MultiHeadAttention"(%qkv, %none, %none) {attrs = {num_heads = 4 : i64, unidirectional = 1 : i64}, domain = "com.microsoft", node = "mha"}
+      : (tensor<?x?x96xf32>, none, none) -> tensor<*xf32>
+  return %a : tensor<*xf32>
+}
