@@ -17,7 +17,6 @@ namespace helm::pkg {
 static_assert(sizeof(off_t) == 8, "64-bit file offsets are required");
 
 namespace {
-constexpr uint64_t kChunk = uint64_t(1) << 20;          // hash, then stage, while it is in cache
 constexpr uint64_t kProgressStep = uint64_t(64) << 20;   // callback granularity
 alignas(64) const char kZeros[kSectionAlignment] = {};
 } // namespace
@@ -59,7 +58,8 @@ void PackageWriter::discard() {
 
 void PackageWriter::writeAt(uint64_t offset, const char *data, uint64_t size, Checksum64 *hash) {
   while (size > 0 && ok()) {
-    uint64_t piece = std::min(size, kChunk);
+    // Up to the next 2 MiB boundary of the file: hashed, then staged while it is in cache.
+    uint64_t piece = std::min(size, alignUp(offset + 1, kHugePageBytes) - offset);
     if (hash)
       hash->update(data, size_t(piece));
     stage(offset, data, piece);
@@ -77,6 +77,15 @@ void PackageWriter::stage(uint64_t offset, const char *data, uint64_t size) {
   if (!pending_.empty() && offset != pendingOffset_ + pending_.size())
     flushPending();
   while (size > 0 && ok()) {
+    if (pending_.empty() && offset % kHugePageBytes == 0 && size >= kHugePageBytes) {
+      // A whole aligned piece goes out from the caller's memory, without the copy.
+      uint64_t whole = size / kHugePageBytes * kHugePageBytes;
+      writeRange(offset, data, whole);
+      data += whole;
+      offset += whole;
+      size -= whole;
+      continue;
+    }
     if (pending_.empty())
       pendingOffset_ = offset;
     uint64_t blockEnd = alignUp(pendingOffset_ + 1, kHugePageBytes);
@@ -91,9 +100,12 @@ void PackageWriter::stage(uint64_t offset, const char *data, uint64_t size) {
 }
 
 void PackageWriter::flushPending() {
-  const char *data = pending_.data();
-  uint64_t size = pending_.size(), offset = pendingOffset_, done = 0;
+  writeRange(pendingOffset_, pending_.data(), pending_.size());
   pending_.clear();
+}
+
+void PackageWriter::writeRange(uint64_t offset, const char *data, uint64_t size) {
+  uint64_t done = 0;
   while (done < size && ok()) {
     ssize_t n = ::pwrite(fd_, data + done, size_t(size - done), off_t(offset + done));
     if (n < 0 && errno == EINTR)

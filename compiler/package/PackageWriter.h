@@ -74,9 +74,12 @@ private:
   bool ok() const { return error_.empty() && fd_ >= 0; }
   void writeAt(uint64_t offset, const char *data, uint64_t size, Checksum64 *hash);
   /// Collects consecutive bytes into the 2 MiB-aligned piece of the file they fall in and writes
-  /// the piece once it is full (or when a write goes elsewhere: flushPending()).
+  /// the piece once it is full (or when a write goes elsewhere: flushPending()); a whole aligned
+  /// piece is written straight from `data`.
   void stage(uint64_t offset, const char *data, uint64_t size);
   void flushPending();
+  /// pwrite of [offset, offset + size) until done or an error (remembered).
+  void writeRange(uint64_t offset, const char *data, uint64_t size);
   void writeZeros(uint64_t offset, uint64_t size, Checksum64 *hash);
   void discard();
 

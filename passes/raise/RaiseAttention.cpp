@@ -342,8 +342,9 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
     if (!linear)
       return nodeError(op, "packed QKV input does not come from a projection");
     int64_t width = linear.getOutFeatures();
-    if (heads <= 0 || kvHeads <= 0 || heads % kvHeads || ShapedType::isDynamic(width) ||
-        width % (heads + 2 * kvHeads))
+    // Head counts past the width are refused before heads + 2 kv_heads can overflow.
+    if (heads <= 0 || kvHeads <= 0 || heads % kvHeads || ShapedType::isDynamic(width) || heads > width ||
+        kvHeads > width || width % (heads + 2 * kvHeads))
       return nodeError(op, "packed QKV width " + llvm::Twine(width) + " does not divide into " +
                                llvm::Twine(heads) + " query and 2 x " + llvm::Twine(kvHeads) + " kv heads");
     int64_t headDim = width / (heads + 2 * kvHeads);

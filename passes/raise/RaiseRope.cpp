@@ -243,11 +243,11 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
     if (positions && isa<NoneType>(positions.getType()))
       positions = Value();
     auto shape = shapeOf(x);
+    auto cacheShape = shapeOf(skipCasts(cos)); // [positions, rotary_dim / 2]
     int64_t headDim = 0;
     if (!shape.empty() && !ShapedType::isDynamic(shape.back())) {
       headDim = shape.back();
-    } else if (auto cacheShape = shapeOf(skipCasts(cos)); cacheShape.size() == 2 &&
-                                                          op.getIntAttr("rotary_embedding_dim", 0) == 0) {
+    } else if (cacheShape.size() == 2 && op.getIntAttr("rotary_embedding_dim", 0) == 0) {
       // Unranked input (no value_info): a full-width rotation over [batch, heads, seq, head_dim].
       headDim = 2 * cacheShape[1];
       shape = {};
@@ -258,9 +258,9 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
       int64_t heads = op.getIntAttr("num_heads", 0);
       // Without num_heads (ONNX Runtime GenAI's fp16 models) the contrib op rotates whole heads of
       // twice the cache's width: head size = 2 * cos_cache.shape[1], num_heads = hidden / that.
-      auto cacheShape = shapeOf(skipCasts(cos));
       if (contrib && heads == 0 && op.getIntAttr("rotary_embedding_dim", 0) == 0 && cacheShape.size() == 2 &&
-          !ShapedType::isDynamic(cacheShape[1]) && cacheShape[1] > 0 && headDim % (2 * cacheShape[1]) == 0)
+          !ShapedType::isDynamic(cacheShape[1]) && cacheShape[1] > 0 && cacheShape[1] <= headDim &&
+          headDim % (2 * cacheShape[1]) == 0)
         heads = headDim / (2 * cacheShape[1]);
       if (heads <= 0 || headDim % heads)
         return nodeError(op, "3-D RotaryEmbedding input needs num_heads");

@@ -95,11 +95,11 @@ def genai_builder(base):
 
 
 def quantize(base, bits, block, symmetric, embedding, form):
+    if form == "genai-int4":  # from the checkpoint, not from the exported model
+        return genai_builder(base)
     model = onnx.load(os.path.join(HERE, base, "model.onnx"))
     if form == "dq-int8":
         return dequantize_linear_int8(model, block)
-    if form == "genai-int4":
-        return genai_builder(base)
     from onnxruntime.quantization import matmul_nbits_quantizer as mnb
     from onnxruntime.quantization import quant_utils
 
