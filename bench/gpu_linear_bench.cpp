@@ -5,9 +5,10 @@
 // format, for decode (m = 1 and 8) and prefill (m = 512) on Llama-sized matrices, and prints the
 // time per call (median of the repeats, with the range), the weight bytes read per second and,
 // for prefill, the rate in TFLOP/s. The weights are random blocks (quantizeRow); each call's
-// result is not checked here (CudaDeviceOpsTest does that).
+// result is not checked here (CudaDeviceOpsTest does that). Block weights decode on the staged
+// GEMV where their rows allow it; HELM_CUDA_QGEMV=bytes measures the byte-load GEMV instead.
 //
-// usage: helm-gpu-linear-bench [--repeats N]
+// usage: helm-gpu-linear-bench [--repeats N] [--decode-only]   (--decode-only: m = 1 and 8)
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Numeric.h"
@@ -43,11 +44,15 @@ struct Shape {
 
 int main(int argc, char **argv) {
   int repeats = 20;
+  bool decodeOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
       repeats = std::max(3, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--decode-only") == 0)
+      decodeOnly = true;
     else
-      return fail(std::string("unknown argument '") + argv[i] + "' (usage: [--repeats N])");
+      return fail(std::string("unknown argument '") + argv[i] +
+                  "' (usage: [--repeats N] [--decode-only])");
   }
   std::string reason;
   if (!cudaAvailable(&reason))
@@ -132,6 +137,8 @@ int main(int argc, char **argv) {
       if (!w.data || !x || !y)
         return fail("out of device memory");
       for (int64_t m : rowsOfX) {
+        if (decodeOnly && m > 8)
+          continue;
         auto call = [&]() -> llvm::Error {
           if (w.blockCode < 0)
             return (*ops)->linear(x, DType::f16, w.data, w.dtype, /*transposed=*/true, nullptr, y,

@@ -20,6 +20,12 @@ bench/build-llama-cpp.sh
 echo "== build (default preset)"
 cmake --preset default >/dev/null
 cmake --build build -j "$jobs"
+# The GPU machine's binaries (scripts/gpu-check.sh prepare) are not in the default build: build
+# them here too, so that a link they lose shows before a GPU is lent.
+if cmake --build build --target help | grep -q 'helm-device-gpu-tests'; then
+  echo "== build (the GPU check's binaries)"
+  cmake --build build -j "$jobs" --target helm-device-gpu-tests helm-gpu-linear-bench helm-rt-portable
+fi
 echo "== ctest"
 ctest --test-dir build --output-on-failure
 

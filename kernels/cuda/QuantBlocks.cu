@@ -22,6 +22,11 @@
 //   (grid-strided; blockDim.x a multiple of 32, at most 1024), its warps over the row's groups,
 //   each lane's weight of a group multiplied into every row of x; f32 products and sums, one
 //   block reduction per row of x.
+// helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
+//                        int64_t k, int64_t n)
+//   helm_cuda_qgemv's result, for weights whose rows start on 16-byte boundaries (w 16-byte
+//   aligned and the row's bytes a multiple of 16; the host checks). Launch: kStagedThreads
+//   threads, grid-strided over the output rows kStagedRows at a time.
 // helm_cuda_embed_blocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
 //                        int64_t rows, int64_t vocab, int64_t width)
 //   y[r, :] = row clamp(ids[r], 0, vocab - 1) of the table, dequantized and rounded to T
@@ -32,6 +37,8 @@
 
 #include "contract/helm_contract.h"
 #include "kernels/quant/BlockFormats.h"
+
+#include <cuda_pipeline.h>
 
 #include <cstddef>
 #include <type_traits>
@@ -173,6 +180,133 @@ __device__ void qgemv(const float *x, const uint8_t *w, float *y, int64_t m, int
   }
 }
 
+/// Output rows of one helm_cuda_qgemv_staged step, warps of its thread block, and the bytes of a
+/// row a warp stages at a time (a whole number of blocks, plus room for the 16-byte words that
+/// cover them to start up to 15 bytes early and end up to 15 bytes late).
+constexpr int kStagedRows = 4;
+constexpr int kStagedWarps = 8;
+constexpr int kStagedThreads = 32 * kStagedWarps;
+constexpr int kStageBytes = 1024 + 32;
+
+/// Bytes of a block of format F and its groups of 32 weights.
+template <int F> __host__ __device__ constexpr int blockBytesOf() {
+  if constexpr (F == HELM_DTYPE_Q8_0)
+    return sizeof(BlockQ8_0);
+  else if constexpr (F == HELM_DTYPE_Q4_0)
+    return sizeof(BlockQ4_0);
+  else if constexpr (F == HELM_DTYPE_Q4_1)
+    return sizeof(BlockQ4_1);
+  else if constexpr (F == HELM_DTYPE_Q4_K)
+    return sizeof(BlockQ4K);
+  else if constexpr (F == HELM_DTYPE_Q5_K)
+    return sizeof(BlockQ5K);
+  else
+    return sizeof(BlockQ6K);
+}
+template <int F> __host__ __device__ constexpr int groupsPerBlockOf() {
+  return F == HELM_DTYPE_Q8_0 || F == HELM_DTYPE_Q4_0 || F == HELM_DTYPE_Q4_1 ? 1 : 8;
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// helm_cuda_qgemv reads a weight with single-byte loads (blocks are at most 2-byte aligned),
+/// a warp one group of 34 bytes or less at a time: too few bytes in flight to approach the
+/// memory's bandwidth. Here a thread block takes kStagedRows output rows and its warps split each
+/// row's blocks into contiguous ranges of equal length. A warp copies a stage of its range, for
+/// every one of the rows, into shared memory with 16-byte asynchronous copies (cp.async: no
+/// registers held while the bytes travel; up to 4 KiB per warp in flight), then decodes the
+/// stage's groups from shared memory with weightAt (the same bit-exact dequantization), lane l
+/// weight l of each group, and multiplies each weight into every row of x. A lane's x values
+/// are loaded once per group and reused for the kStagedRows weight rows. The per-warp sums are
+/// added through shared memory at the end of the step.
+///
+/// The shared memory is the kernel's (one StagedShared), not each instantiation's: a __shared__
+/// array declared in the template would be allocated once per format.
+struct StagedShared {
+  __align__(16) uint8_t stage[kStagedWarps][kStagedRows][kStageBytes];
+  float partial[kStagedWarps][kStagedRows * kQgemvMaxRows];
+};
+
+template <int F>
+__device__ void qgemvStaged(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k,
+                            int64_t n, StagedShared &shared) {
+  constexpr int blockBytes = blockBytesOf<F>(), groupsPerBlock = groupsPerBlockOf<F>();
+  constexpr int64_t stageBlocks = (kStageBytes - 32) / blockBytes;
+  auto &stage = shared.stage;
+  auto &partial = shared.partial;
+  const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
+  const int64_t blocksPerRow = k / (32 * groupsPerBlock), rowBytes = blocksPerRow * blockBytes;
+  const int64_t share = (blocksPerRow + kStagedWarps - 1) / kStagedWarps;
+  const int64_t first = min(blocksPerRow, warp * share), last = min(blocksPerRow, first + share);
+  for (int64_t j0 = int64_t(blockIdx.x) * kStagedRows; j0 < n;
+       j0 += int64_t(gridDim.x) * kStagedRows) {
+    const int rows = int(min(int64_t(kStagedRows), n - j0));
+    float acc[kStagedRows][kQgemvMaxRows];
+#pragma unroll
+    for (int r = 0; r < kStagedRows; ++r)
+#pragma unroll
+      for (int i = 0; i < kQgemvMaxRows; ++i)
+        acc[r][i] = 0.0f;
+    for (int64_t b0 = first; b0 < last; b0 += stageBlocks) {
+      const int64_t b1 = min(last, b0 + stageBlocks);
+      const int64_t word0 = b0 * blockBytes / 16, word1 = (b1 * blockBytes + 15) / 16;
+      for (int r = 0; r < rows; ++r) {
+        const uint8_t *src = w + (j0 + r) * rowBytes;
+        for (int64_t word = word0 + lane; word < word1; word += 32)
+          __pipeline_memcpy_async(&stage[warp][r][(word - word0) * 16], src + word * 16, 16);
+      }
+      __pipeline_commit();
+      __pipeline_wait_prior(0);
+      __syncwarp();
+      // The stage's first block starts `skip` bytes into the first word.
+      const int skip = int(b0 * blockBytes - word0 * 16);
+      const int64_t groups = (b1 - b0) * groupsPerBlock;
+      const float *xg = x + b0 * groupsPerBlock * 32 + lane;
+      for (int64_t g = 0; g < groups; ++g, xg += 32) {
+        float xv[kQgemvMaxRows];
+#pragma unroll
+        for (int i = 0; i < kQgemvMaxRows; ++i)
+          xv[i] = i < m ? xg[i * k] : 0.0f;
+#pragma unroll
+        for (int r = 0; r < kStagedRows; ++r) {
+          if (r >= rows)
+            break;
+          const float v = weightAt<F>(&stage[warp][r][skip], g, lane);
+#pragma unroll
+          for (int i = 0; i < kQgemvMaxRows; ++i)
+            if (i < m)
+              acc[r][i] += v * xv[i];
+        }
+      }
+      // Every lane is done reading the stage before the next copy overwrites it.
+      __syncwarp();
+    }
+#pragma unroll
+    for (int r = 0; r < kStagedRows; ++r)
+#pragma unroll
+      for (int i = 0; i < kQgemvMaxRows; ++i)
+        if (i < m) {
+          const float total = warpSum(acc[r][i]);
+          if (lane == 0)
+            partial[warp][r * kQgemvMaxRows + i] = total;
+        }
+    __syncthreads();
+    const int t = int(threadIdx.x), r = t / kQgemvMaxRows, i = t % kQgemvMaxRows;
+    if (r < rows && i < m) {
+      float total = 0.0f;
+      for (int wp = 0; wp < kStagedWarps; ++wp)
+        total += partial[wp][t];
+      y[i * n + j0 + r] = total;
+    }
+    // partial is written again by the next step.
+    __syncthreads();
+  }
+}
+
 /// One thread block per picked row, threads over its weights.
 template <typename T, int F>
 __device__ void embedBlocksOf(const uint8_t *table, const int64_t *ids, T *y, int64_t rows,
@@ -207,6 +341,15 @@ extern "C" __global__ void helm_cuda_qgemv(const float *x, const uint8_t *w, int
 #define HELM_QGEMV_CALL(F) helm_cuda::qgemv<F>(x, w, y, m, k, n)
   HELM_CUDA_FOR_FORMAT(format, HELM_QGEMV_CALL)
 #undef HELM_QGEMV_CALL
+}
+
+extern "C" __global__ void __launch_bounds__(helm_cuda::kStagedThreads)
+    helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
+                           int64_t k, int64_t n) {
+  __shared__ helm_cuda::StagedShared shared;
+#define HELM_QGEMV_STAGED_CALL(F) helm_cuda::qgemvStaged<F>(x, w, y, m, k, n, shared)
+  HELM_CUDA_FOR_FORMAT(format, HELM_QGEMV_STAGED_CALL)
+#undef HELM_QGEMV_STAGED_CALL
 }
 
 #define HELM_EMBED_BLOCKS_PARAMS(T)                                                                \

@@ -40,6 +40,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -77,6 +79,13 @@ llvm::Error cudaCallError(llvm::StringRef op, llvm::StringRef call, cudaError_t 
 }
 
 bool validDType(DType dtype) { return kernels::isDType(int32_t(dtype)); }
+
+/// HELM_CUDA_QGEMV=bytes: decode on helm_cuda_qgemv only (single-byte loads), to measure what
+/// the staged GEMV gains.
+bool stagedGemvTurnedOff() {
+  const char *v = std::getenv("HELM_CUDA_QGEMV");
+  return v && std::string(v) == "bytes";
+}
 
 llvm::Error badDType(llvm::StringRef op, DType dtype) {
   return opError(op, llvm::formatv("unsupported dtype code {0}", int32_t(dtype)));
@@ -177,6 +186,10 @@ private:
   TypedKernel embedBlocks_;
   Function qgemv_ = nullptr, dequantizeRows_ = nullptr;
   bool haveBlockKernels_ = false;
+  // helm_cuda_qgemv_staged: the decode GEMV for rows on 16-byte boundaries. Optional (a package
+  // compiled before it existed has helm_cuda_qgemv only); HELM_CUDA_QGEMV=bytes turns it off, to
+  // compare the two.
+  Function qgemvStaged_ = nullptr;
   Scratch convertedX_, gemmOut_, attentionState_, positions_, dequantized_;
   /// Device copies of the stages' constants, by host address and size.
   std::map<std::pair<const void *, int64_t>, void *> constants_;
@@ -233,6 +246,11 @@ llvm::Error CudaDeviceOpsImpl::init() {
     blocks = lookup(embedBlocks_, "helm_cuda_embed_blocks");
   haveBlockKernels_ = !blocks;
   llvm::consumeError(std::move(blocks));
+  if (haveBlockKernels_ && !stagedGemvTurnedOff())
+    if (llvm::Error staged = lookup(qgemvStaged_, "helm_cuda_qgemv_staged")) {
+      llvm::consumeError(std::move(staged));
+      qgemvStaged_ = nullptr;
+    }
   return llvm::Error::success();
 }
 
@@ -507,6 +525,10 @@ constexpr int64_t kQgemvMaxM = 32;
 constexpr int64_t kDequantizedPanelBytes = int64_t(64) << 20;
 /// Threads of a helm_cuda_qgemv block (one output row): 8 warps over the row's groups.
 constexpr uint32_t kBlockThreads = 256;
+/// helm_cuda_qgemv_staged's thread block (QuantBlocks.cu, kStagedThreads) and the output rows it
+/// takes at a time (kStagedRows).
+constexpr uint32_t kStagedThreads = 256;
+constexpr int64_t kStagedRows = 4;
 
 llvm::Expected<quant::BlockFormat> blockFormat(llvm::StringRef op, int32_t code, int64_t k) {
   auto format = blockFormatOfCall(code, k);
@@ -563,14 +585,19 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
       xf = *converted;
     }
     int32_t code = wBlockDtype;
+    const int64_t rowBytes = *quant::rowBytes(*format, k);
     if (m <= kQgemvMaxM) {
-      // One block per output row.
-      const uint32_t grid = uint32_t(std::min(n, kMaxBlocks));
+      // The staged GEMV copies rows in 16-byte words: every row must start on a 16-byte boundary.
+      const bool staged = qgemvStaged_ && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+                          rowBytes % 16 == 0;
+      const uint32_t grid =
+          uint32_t(std::min(staged ? (n + kStagedRows - 1) / kStagedRows : n, kMaxBlocks));
       for (int64_t r0 = 0; r0 < m; r0 += kQgemvRows) {
         const void *xr = static_cast<const char *>(xf) + r0 * k * 4;
         void *cr = static_cast<char *>(c) + r0 * n * 4;
         int64_t rows = std::min(kQgemvRows, m - r0);
-        if (llvm::Error e = launch(op, qgemv_, {grid}, kBlockThreads,
+        if (llvm::Error e = launch(op, staged ? qgemvStaged_ : qgemv_, {grid},
+                                   staged ? kStagedThreads : kBlockThreads,
                                    {&xr, &w, &code, &cr, &rows, &k, &n}))
           return e;
       }
@@ -582,7 +609,6 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
       auto panel = scratch(dequantized_, uint64_t(panelRows * k * 4), "dequantized weight rows");
       if (!panel)
         return opError(op, llvm::toString(panel.takeError()));
-      const int64_t rowBytes = *quant::rowBytes(*format, k);
       const float one = 1.0f, zero = 0.0f;
       for (int64_t n0 = 0; n0 < n; n0 += panelRows) {
         int64_t rows = std::min(panelRows, n - n0);

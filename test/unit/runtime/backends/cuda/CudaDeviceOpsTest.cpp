@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -143,6 +144,9 @@ protected:
     ops_.reset(); // before the device it runs on
     device_.reset();
   }
+
+  /// linearBlocks on every format against a float64 sum over the dequantized weights.
+  void checkLinearInBlocks(uint32_t seed);
 
   /// A device buffer holding a copy of `bytes` host bytes (freed after the test).
   void *upload(const void *host, size_t bytes) {
@@ -507,25 +511,33 @@ TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
   }
 }
 
-TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) {
-  // m up to 32 runs the GEMV (in launches of 8 rows); beyond, dequantized panels for cuBLAS.
+// m up to 32 runs a GEMV (in launches of 8 rows of x); beyond, dequantized panels for cuBLAS. The
+// GEMV is the staged one where the weight's rows start on 16-byte boundaries (every format but
+// q6_k at these K, q6_k at K = 16384) and the byte-load one elsewhere (q6_k's 210-byte blocks,
+// a weight 2 bytes past an aligned address); K = 11008 and 16384 give a warp of the staged GEMV
+// more than one stage, n = 5 and 9 a last step with fewer rows than it takes.
+void CudaDeviceOpsTest::checkLinearInBlocks(uint32_t seed) {
   struct Case {
     int64_t m, k, n;
     DType x, y;
     bool bias;
+    int64_t weightOffset; // bytes before the weight in its buffer
   };
   using D = DType;
   const Case cases[] = {
-      {1, 512, 48, D::f32, D::f32, false}, {3, 256, 33, D::f16, D::f16, true},
-      {8, 768, 20, D::bf16, D::f32, false}, {13, 512, 40, D::f32, D::bf16, true},
-      {40, 256, 70, D::f32, D::f32, true}, {33, 512, 17, D::f16, D::f32, false},
+      {1, 512, 48, D::f32, D::f32, false, 0},  {3, 256, 33, D::f16, D::f16, true, 0},
+      {8, 768, 20, D::bf16, D::f32, false, 0}, {13, 512, 40, D::f32, D::bf16, true, 0},
+      {40, 256, 70, D::f32, D::f32, true, 0},  {33, 512, 17, D::f16, D::f32, false, 0},
+      {2, 16384, 9, D::f32, D::f32, false, 0}, {1, 11008, 5, D::f16, D::f32, true, 0},
+      {4, 512, 12, D::f32, D::f32, false, 2},
   };
-  uint32_t seed = 400;
   for (const helm::quant::BlockFormatInfo &info : helm::quant::allBlockFormats())
     for (const Case &c : cases) {
       const std::string what = "linear " + std::string(info.name) + " " + std::to_string(c.m) +
                                "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + " x " +
-                               dtypeName(c.x) + " y " + dtypeName(c.y) + (c.bias ? " bias" : "");
+                               dtypeName(c.x) + " y " + dtypeName(c.y) + (c.bias ? " bias" : "") +
+                               (c.weightOffset ? " weight at +" + std::to_string(c.weightOffset)
+                                               : std::string());
       std::vector<char> blocks;
       std::vector<float> w;
       blockRows(info.format, c.n, c.k, seed += 100, blocks, w);
@@ -546,7 +558,9 @@ TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) {
           allowed[size_t(r * c.n + j)] =
               tolerance(c.y) * (std::fabs(product) + std::fabs(result)) + 3e-5 * mag + 1e-6;
         }
-      const void *dx = upload(c.x, x), *dw = upload(blocks);
+      blocks.insert(blocks.begin(), size_t(c.weightOffset), char(0x5a));
+      const void *dx = upload(c.x, x);
+      const void *dw = static_cast<const char *>(upload(blocks)) + c.weightOffset;
       const void *dbias = c.bias ? upload(c.y, bias) : nullptr;
       void *dy = garbage(want.size() * 4);
       if (llvm::Error e = ops_->linearBlocks(dx, c.x, dw, blockDtypeCode(info.format), dbias, dy,
@@ -554,6 +568,19 @@ TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) {
         FAIL() << what << ": " << llvm::toString(std::move(e));
       expectClose(fetch(c.y, dy, want.size()), want, allowed, what);
     }
+}
+
+TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) { checkLinearInBlocks(400); }
+
+// The same on the byte-load GEMV alone (HELM_CUDA_QGEMV=bytes, read when the ops are created).
+TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheByteLoadGemvMatchesToo) {
+  ops_.reset();
+  ::setenv("HELM_CUDA_QGEMV", "bytes", 1);
+  auto ops = createCudaDeviceOps(*device_, helm::kernels::cudaKernelImage());
+  ::unsetenv("HELM_CUDA_QGEMV");
+  ASSERT_TRUE(bool(ops)) << llvm::toString(ops.takeError());
+  ops_ = std::move(*ops);
+  checkLinearInBlocks(900);
 }
 
 TEST_F(CudaDeviceOpsTest, BlockCallsRefuseBadFormatsAndSizes) {
