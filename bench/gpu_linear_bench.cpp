@@ -5,8 +5,8 @@
 // format, for decode (m = 1 and 8) and prefill (m = 512) on Llama-sized matrices, and prints the
 // time per call (median of the repeats, with the range), the weight bytes read per second and,
 // for prefill, the rate in TFLOP/s. The weights are random blocks (quantizeRow); each call's
-// result is not checked here (CudaDeviceOpsTest does that). Block weights decode on the staged
-// GEMV where their rows allow it; HELM_CUDA_QGEMV=bytes measures the byte-load GEMV instead.
+// result is not checked here (CudaDeviceOpsTest does that). Block weights decode on the byte-load
+// GEMV; HELM_CUDA_QGEMV=staged measures the staged GEMV where their rows allow it.
 //
 // usage: helm-gpu-linear-bench [--repeats N] [--decode-only]   (--decode-only: m = 1 and 8)
 //

@@ -202,8 +202,8 @@ EOF
   done
   echo "== linear speed (helm-gpu-linear-bench; not a check)"
   timeout 240 "$work/helm-gpu-linear-bench" --repeats 20 || echo "helm-gpu-linear-bench failed"
-  echo "== the same decode calls on the byte-load GEMV (HELM_CUDA_QGEMV=bytes; not a check)"
-  HELM_CUDA_QGEMV=bytes timeout 120 "$work/helm-gpu-linear-bench" --repeats 10 --decode-only ||
+  echo "== the same decode calls on the staged GEMV (HELM_CUDA_QGEMV=staged; not a check)"
+  HELM_CUDA_QGEMV=staged timeout 120 "$work/helm-gpu-linear-bench" --repeats 10 --decode-only ||
     echo "helm-gpu-linear-bench failed"
   echo "== result: $failures failing group(s)"
   [[ $failures -eq 0 ]]

@@ -80,11 +80,12 @@ llvm::Error cudaCallError(llvm::StringRef op, llvm::StringRef call, cudaError_t 
 
 bool validDType(DType dtype) { return kernels::isDType(int32_t(dtype)); }
 
-/// HELM_CUDA_QGEMV=bytes: decode on helm_cuda_qgemv only (single-byte loads), to measure what
-/// the staged GEMV gains.
-bool stagedGemvTurnedOff() {
+/// HELM_CUDA_QGEMV=staged: decode weights whose rows allow it on helm_cuda_qgemv_staged. Off by
+/// default until it has run on a GPU (docs/quantization.md, "On the GPU"): the byte-load GEMV is
+/// the one checked there.
+bool stagedGemvRequested() {
   const char *v = std::getenv("HELM_CUDA_QGEMV");
-  return v && std::string(v) == "bytes";
+  return v && std::string(v) == "staged";
 }
 
 llvm::Error badDType(llvm::StringRef op, DType dtype) {
@@ -187,8 +188,7 @@ private:
   Function qgemv_ = nullptr, dequantizeRows_ = nullptr;
   bool haveBlockKernels_ = false;
   // helm_cuda_qgemv_staged: the decode GEMV for rows on 16-byte boundaries. Optional (a package
-  // compiled before it existed has helm_cuda_qgemv only); HELM_CUDA_QGEMV=bytes turns it off, to
-  // compare the two.
+  // compiled before it existed has helm_cuda_qgemv only); used under HELM_CUDA_QGEMV=staged.
   Function qgemvStaged_ = nullptr;
   Scratch convertedX_, gemmOut_, attentionState_, positions_, dequantized_;
   /// Device copies of the stages' constants, by host address and size.
@@ -246,7 +246,7 @@ llvm::Error CudaDeviceOpsImpl::init() {
     blocks = lookup(embedBlocks_, "helm_cuda_embed_blocks");
   haveBlockKernels_ = !blocks;
   llvm::consumeError(std::move(blocks));
-  if (haveBlockKernels_ && !stagedGemvTurnedOff())
+  if (haveBlockKernels_ && stagedGemvRequested())
     if (llvm::Error staged = lookup(qgemvStaged_, "helm_cuda_qgemv_staged")) {
       llvm::consumeError(std::move(staged));
       qgemvStaged_ = nullptr;

@@ -512,10 +512,11 @@ TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
 }
 
 // m up to 32 runs a GEMV (in launches of 8 rows of x); beyond, dequantized panels for cuBLAS. The
-// GEMV is the staged one where the weight's rows start on 16-byte boundaries (every format but
-// q6_k at these K, q6_k at K = 16384) and the byte-load one elsewhere (q6_k's 210-byte blocks,
-// a weight 2 bytes past an aligned address); K = 11008 and 16384 give a warp of the staged GEMV
-// more than one stage, n = 5 and 9 a last step with fewer rows than it takes.
+// GEMV is the byte-load one, or under HELM_CUDA_QGEMV=staged the staged one where the weight's
+// rows start on 16-byte boundaries (every format but q6_k at these K, q6_k at K = 16384) and the
+// byte-load one elsewhere (q6_k's 210-byte blocks, a weight 2 bytes past an aligned address);
+// K = 11008 and 16384 give a warp of the staged GEMV more than one stage, n = 5 and 9 a last step
+// with fewer rows than it takes.
 void CudaDeviceOpsTest::checkLinearInBlocks(uint32_t seed) {
   struct Case {
     int64_t m, k, n;
@@ -572,10 +573,10 @@ void CudaDeviceOpsTest::checkLinearInBlocks(uint32_t seed) {
 
 TEST_F(CudaDeviceOpsTest, LinearInBlocksMatchesTheDequantizedWeights) { checkLinearInBlocks(400); }
 
-// The same on the byte-load GEMV alone (HELM_CUDA_QGEMV=bytes, read when the ops are created).
-TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheByteLoadGemvMatchesToo) {
+// The same with the staged GEMV (HELM_CUDA_QGEMV=staged, read when the ops are created).
+TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheStagedGemvMatchesToo) {
   ops_.reset();
-  ::setenv("HELM_CUDA_QGEMV", "bytes", 1);
+  ::setenv("HELM_CUDA_QGEMV", "staged", 1);
   auto ops = createCudaDeviceOps(*device_, helm::kernels::cudaKernelImage());
   ::unsetenv("HELM_CUDA_QGEMV");
   ASSERT_TRUE(bool(ops)) << llvm::toString(ops.takeError());
