@@ -18,10 +18,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/Cublas.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -222,14 +222,17 @@ llvm::Error CudaDeviceImpl::init() {
                 "cudaStreamCreateWithFlags (compute)");
   HELM_CUDA_TRY(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking),
                 "cudaStreamCreateWithFlags (copy)");
-  cublasStatus_t status = cublasCreate(&cublas_);
+  auto api = cublasApi();
+  if (!api)
+    return fail(llvm::toString(api.takeError()));
+  cublasStatus_t status = api->create(&cublas_);
   if (status != CUBLAS_STATUS_SUCCESS) {
     cublas_ = nullptr;
-    return fail(llvm::Twine("cublasCreate: ") + cublasGetStatusString(status));
+    return fail(llvm::Twine("cublasCreate: ") + api->statusString(status));
   }
-  status = cublasSetStream(cublas_, compute_);
+  status = api->setStream(cublas_, compute_);
   if (status != CUBLAS_STATUS_SUCCESS)
-    return fail(llvm::Twine("cublasSetStream: ") + cublasGetStatusString(status));
+    return fail(llvm::Twine("cublasSetStream: ") + api->statusString(status));
 
   cudaDeviceProp props{};
   bool known = cudaGetDeviceProperties(&props, options_.ordinal) == cudaSuccess;
@@ -257,7 +260,10 @@ CudaDeviceImpl::~CudaDeviceImpl() {
   if (copy_)
     cudaStreamSynchronize(copy_);
   if (cublas_)
-    cublasDestroy(cublas_);
+    if (auto api = cublasApi())
+      api->destroy(cublas_);
+    else
+      llvm::consumeError(api.takeError());
   for (auto &[id, event] : events_)
     cudaEventDestroy(event);
   for (auto &[module, log] : modules_)

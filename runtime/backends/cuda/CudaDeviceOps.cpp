@@ -30,11 +30,11 @@
 #if HELM_HAVE_CUDA
 #include "kernels/cuda/KernelParams.h"
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/Cublas.h"
 #include "runtime/kv/KvCache.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -180,6 +180,8 @@ private:
 
   CudaDevice &device_;
   CudaDevice::Module module_;
+  /// cuBLAS's functions: loaded already, since the device could be created.
+  const CublasApi *cublas_ = nullptr;
   TypedKernel embed_, rmsNorm_, rope_, swiglu_, add_, addBias_, kvAppend_, attention_;
   Function convert_ = nullptr;
   // The kernels for weights in blocks (QuantBlocks.cu). Optional: a package compiled before they
@@ -239,6 +241,10 @@ llvm::Error CudaDeviceOpsImpl::init() {
       return e;
   if (llvm::Error e = lookup(convert_, "helm_cuda_convert"))
     return e;
+  auto cublas = cublasApi();
+  if (!cublas)
+    return opError("device ops", llvm::toString(cublas.takeError()));
+  cublas_ = &*cublas;
   llvm::Error blocks = lookup(qgemv_, "helm_cuda_qgemv");
   if (!blocks)
     blocks = lookup(dequantizeRows_, "helm_cuda_dequantize_rows");
@@ -497,13 +503,13 @@ llvm::Error CudaDeviceOpsImpl::linear(const void *x, DType xdtype, const void *w
     // [k, n], used transposed (lda k). x row-major [m, k] is column-major [k, m] (ldb k).
     const float one = 1.0f, zero = 0.0f;
     const int mi = int(m), ki = int(k), ni = int(n);
-    cublasStatus_t status = cublasGemmEx(
+    cublasStatus_t status = cublas_->gemmEx(
         device_.cublas(), transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &one, w,
         cudaType(wdtype), transposed ? ki : ni, a, cudaType(wdtype), ki, &zero, c,
         direct ? cudaType(ydtype) : CUDA_R_32F, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
       return opError(op, llvm::formatv("cublasGemmEx ({0}x{1}x{2}): {3}", m, k, n,
-                                       cublasGetStatusString(status)));
+                                       cublas_->statusString(status)));
     if (!direct)
       if (llvm::Error e = launchConvert(op, c, DType::f32, y, ydtype, m * n))
         return e;
@@ -617,13 +623,13 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
         if (llvm::Error e = launch(op, dequantizeRows_, {gridFor(rows * k)}, kThreads,
                                    {&wr, &code, &p, &rows, &k}))
           return e;
-        cublasStatus_t status = cublasGemmEx(
+        cublasStatus_t status = cublas_->gemmEx(
             device_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(m), int(k), &one, p,
             CUDA_R_32F, int(k), xf, CUDA_R_32F, int(k), &zero, static_cast<float *>(c) + n0,
             CUDA_R_32F, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (status != CUBLAS_STATUS_SUCCESS)
           return opError(op, llvm::formatv("cublasGemmEx ({0}x{1}x{2}): {3}", m, k, rows,
-                                           cublasGetStatusString(status)));
+                                           cublas_->statusString(status)));
       }
     }
   }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/Cublas.h"
 #include "kernels/cuda/CudaKernels.h"
 
 #include <cublas_v2.h>
@@ -30,6 +31,44 @@ using helm::test::errorText;
 using helm::test::randomFloats;
 
 namespace {
+
+/// cuBLAS's functions (a device exists, so the library is loaded).
+const CublasApi &blas() {
+  auto api = cublasApi();
+  if (!api) {
+    ADD_FAILURE() << llvm::toString(api.takeError());
+    static const CublasApi none;
+    return none;
+  }
+  return *api;
+}
+
+// cuBLAS is loaded with dlopen (Cublas.h), which needs no GPU: the symbols resolve to the
+// library of the headers helm-rt was compiled with.
+TEST(CublasLoading, ResolvesEveryFunctionOfTheHeadersVersion) {
+  auto api = cublasApi();
+  ASSERT_TRUE(bool(api)) << llvm::toString(api.takeError());
+  EXPECT_TRUE(cublasLoaded());
+  EXPECT_NE(api->library.find("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR)), std::string::npos)
+      << api->library;
+  for (const void *fn : {(const void *)api->create, (const void *)api->destroy,
+                         (const void *)api->setStream, (const void *)api->getStream,
+                         (const void *)api->gemmEx, (const void *)api->sgemm,
+                         (const void *)api->sgemv, (const void *)api->statusString,
+                         (const void *)api->getProperty})
+    EXPECT_NE(fn, nullptr);
+  int major = -1, minor = -1;
+  ASSERT_EQ(api->getProperty(MAJOR_VERSION, &major), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(api->getProperty(MINOR_VERSION, &minor), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(major, CUBLAS_VER_MAJOR);
+  EXPECT_GE(minor, 0);
+  EXPECT_NE(std::string(api->statusString(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"),
+            std::string::npos);
+  // A second call gives the same table.
+  auto again = cublasApi();
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(&*again, &*api);
+}
 
 constexpr uint64_t MiB = uint64_t(1) << 20;
 constexpr uint64_t GiB = uint64_t(1) << 30;
@@ -227,7 +266,7 @@ TEST_F(CudaDeviceTest, DescribesItselfAndOwnsTwoStreamsAndCublas) {
   EXPECT_NE(device_->cudaStream(Stream::compute), device_->cudaStream(Stream::copy));
   ASSERT_NE(device_->cublas(), nullptr);
   cudaStream_t bound = nullptr;
-  ASSERT_EQ(cublasGetStream(device_->cublas(), &bound), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(blas().getStream(device_->cublas(), &bound), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(bound, device_->cudaStream(Stream::compute));
 }
 
@@ -648,7 +687,7 @@ TEST_F(CudaDeviceTest, CublasSgemmRowMajorMatchesDoubleReference) {
     void *da = upload(a.data(), a.size() * 4), *db = upload(b.data(), b.size() * 4);
     void *dc = deviceBuffer(want.size() * 4);
     const float one = 1, zero = 0;
-    ASSERT_EQ(cublasSgemm(device_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &one,
+    ASSERT_EQ(blas().sgemm(device_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &one,
                           static_cast<float *>(db), s.n, static_cast<float *>(da), s.k, &zero,
                           static_cast<float *>(dc), s.n),
               CUBLAS_STATUS_SUCCESS);
@@ -676,7 +715,7 @@ TEST_F(CudaDeviceTest, CublasSgemvTransposedWeightMatchesDoubleReference) {
     void *dw = upload(w.data(), w.size() * 4), *dx = upload(x.data(), x.size() * 4);
     void *dy = deviceBuffer(size_t(s.n) * 4);
     const float one = 1, zero = 0;
-    ASSERT_EQ(cublasSgemv(device_->cublas(), CUBLAS_OP_T, s.k, s.n, &one, static_cast<float *>(dw),
+    ASSERT_EQ(blas().sgemv(device_->cublas(), CUBLAS_OP_T, s.k, s.n, &one, static_cast<float *>(dw),
                           s.k, static_cast<float *>(dx), 1, &zero, static_cast<float *>(dy), 1),
               CUBLAS_STATUS_SUCCESS);
     expectClose(decode(kF32, download(dy, size_t(s.n) * 4)), want, scale, 1e-5, 1e-30,
