@@ -20,49 +20,44 @@ namespace {
 
 std::atomic<bool> loaded{false};
 
-struct Loaded {
-  CublasApi api;
-  std::string error; // empty: api is usable
-};
+} // namespace
 
-Loaded load() {
-  Loaded result;
+std::vector<std::string> defaultCublasCandidates() {
   std::vector<std::string> candidates = {HELM_CUBLAS_SONAME};
   // The library directory of the toolkit helm-rt was built with (CudaDevice.cmake).
 #ifdef HELM_CUBLAS_DIR
   candidates.push_back(std::string(HELM_CUBLAS_DIR) + "/" + HELM_CUBLAS_SONAME);
 #endif
   candidates.push_back(std::string("/usr/local/cuda/lib64/") + HELM_CUBLAS_SONAME);
+  return candidates;
+}
+
+llvm::Expected<CublasApi> loadCublas(llvm::ArrayRef<std::string> candidates) {
+  auto failure = [](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  CublasApi api;
   void *handle = nullptr;
   std::string tried;
   for (const std::string &name : candidates) {
     // RTLD_LOCAL: cuBLAS's symbols serve only the pointers below.
     handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle) {
-      result.api.library = name;
+      api.library = name;
       break;
     }
     const char *why = dlerror();
     tried += (tried.empty() ? "" : "; ") + std::string(why ? why : name);
   }
-  if (!handle) {
-    result.error = "cuBLAS (" + std::string(HELM_CUBLAS_SONAME) +
-                   ") cannot be loaded: " + tried +
-                   " (install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH)";
-    return result;
-  }
-  // Never unloaded: cuBLAS handles may live until exit.
-  bool complete = true;
+  if (!handle)
+    return failure("cuBLAS (" + std::string(HELM_CUBLAS_SONAME) + ") cannot be loaded: " + tried +
+                   " (install the CUDA toolkit's cuBLAS or add its directory to LD_LIBRARY_PATH)");
+  std::string missing;
   auto bind = [&](auto &slot, const char *symbol) {
-    if (!complete)
-      return;
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-    if (!slot) {
-      complete = false;
-      result.error = result.api.library + " lacks " + symbol + " (a cuBLAS older than the headers helm-rt was built with?)";
-    }
+    if (!slot && missing.empty())
+      missing = symbol;
   };
-  CublasApi &api = result.api;
   bind(api.create, HELM_CUBLAS_NAME(cublasCreate));
   bind(api.destroy, HELM_CUBLAS_NAME(cublasDestroy));
   bind(api.setStream, HELM_CUBLAS_NAME(cublasSetStream));
@@ -72,14 +67,30 @@ Loaded load() {
   bind(api.sgemv, HELM_CUBLAS_NAME(cublasSgemv));
   bind(api.statusString, HELM_CUBLAS_NAME(cublasGetStatusString));
   bind(api.getProperty, HELM_CUBLAS_NAME(cublasGetProperty));
-  loaded.store(true, std::memory_order_release);
-  return result;
+  if (!missing.empty()) {
+    dlclose(handle);
+    return failure(api.library + " lacks " + missing +
+                   " (not cuBLAS, or one older than the headers helm-rt was built with)");
+  }
+  // Kept loaded: cuBLAS handles may live until exit.
+  return api;
 }
 
-} // namespace
-
 llvm::Expected<const CublasApi &> cublasApi() {
-  static const Loaded once = load();
+  struct Once {
+    CublasApi api;
+    std::string error; // empty: api is usable
+  };
+  static const Once once = [] {
+    Once result;
+    if (auto api = loadCublas(defaultCublasCandidates())) {
+      result.api = std::move(*api);
+      loaded.store(true, std::memory_order_release);
+    } else {
+      result.error = llvm::toString(api.takeError());
+    }
+    return result;
+  }();
   if (!once.error.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), once.error);
   return once.api;

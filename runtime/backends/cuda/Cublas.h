@@ -11,11 +11,13 @@
 #ifndef HELM_RUNTIME_BACKENDS_CUDA_CUBLAS_H
 #define HELM_RUNTIME_BACKENDS_CUDA_CUBLAS_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cublas_v2.h>
 
 #include <string>
+#include <vector>
 
 namespace helm::rt {
 
@@ -45,6 +47,13 @@ struct CublasApi {
 /// cache), then that toolkit's library directory, then /usr/local/cuda/lib64. The error is one
 /// line naming what was tried and why it failed, or the missing function.
 llvm::Expected<const CublasApi &> cublasApi();
+
+/// Where cublasApi() looks, in order.
+std::vector<std::string> defaultCublasCandidates();
+
+/// A fresh load from the first of `candidates` that dlopen takes (cublasApi() loads once with the
+/// default candidates; this is its uncached step, for tests of the errors).
+llvm::Expected<CublasApi> loadCublas(llvm::ArrayRef<std::string> candidates);
 
 /// Whether this process has loaded cuBLAS (for tests: a run on the CPU must not).
 bool cublasLoaded();

@@ -70,6 +70,26 @@ TEST(CublasLoading, ResolvesEveryFunctionOfTheHeadersVersion) {
   EXPECT_EQ(&*again, &*api);
 }
 
+TEST(CublasLoading, NamesWhatItTriedOrWhatIsMissing) {
+  // Nothing at the paths: each is named, and what to do about it.
+  auto none = loadCublas({"/nonexistent/libcublas.so.13", "/also/not/here/libcublas.so.13"});
+  ASSERT_FALSE(bool(none));
+  const std::string error = llvm::toString(none.takeError());
+  EXPECT_NE(error.find("cannot be loaded"), std::string::npos) << error;
+  EXPECT_NE(error.find("/nonexistent/libcublas.so.13"), std::string::npos) << error;
+  EXPECT_NE(error.find("/also/not/here/libcublas.so.13"), std::string::npos) << error;
+  EXPECT_NE(error.find("LD_LIBRARY_PATH"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  // A library that is not cuBLAS: the first function it lacks.
+  auto foreign = loadCublas({"libm.so.6"});
+  ASSERT_FALSE(bool(foreign));
+  const std::string lacks = llvm::toString(foreign.takeError());
+  EXPECT_NE(lacks.find("libm.so.6 lacks cublasCreate_v2"), std::string::npos) << lacks;
+  // The default candidates start with the headers' soname.
+  ASSERT_FALSE(defaultCublasCandidates().empty());
+  EXPECT_EQ(defaultCublasCandidates().front(), "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR));
+}
+
 constexpr uint64_t MiB = uint64_t(1) << 20;
 constexpr uint64_t GiB = uint64_t(1) << 30;
 
