@@ -185,17 +185,23 @@ TEST(StreamingAttention, WindowSkipsWholePages) {
 }
 
 // attendBatch (a decode batch in one thread-pool dispatch): every problem of a batch -- different
-// GQA ratios, head sizes, decode and prefill rows, windows, f32 / f16 / bf16 -- gives the bits
-// StreamingAttention gives for it alone with its spans as pages, on 1 and 2 threads; a problem
-// with S = 0 writes nothing.
+// GQA ratios, head sizes, decode and prefill rows, windows, f32 / f16 / bf16, f32 and f16 cache
+// rows -- gives the bits StreamingAttention gives for it alone with its spans as pages, on 1, 2
+// and 3 threads; a problem with S = 0 writes nothing. Decode rows take attendBatch's other path
+// (kv heads in ranges, rows read across the range, tiles of 16 rows): the 1000-position
+// problems cross many tiles, and 3 threads split 8 heads unevenly.
 TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
   struct Case {
     int64_t heads, kvHeads, headDim, S, past, window, page;
     hk::DType dt;
+    hk::DType kvType = hk::DType::f32;
   };
   const Case cases[] = {{16, 8, 128, 1, 83, 0, 512, hk::DType::f32}, {16, 8, 128, 1, 20, 0, 7, hk::DType::f32},
                         {8, 2, 32, 1, 300, 64, 16, hk::DType::f16},  {4, 4, 16, 0, 10, 0, 4, hk::DType::f32},
-                        {4, 1, 16, 33, 90, 0, 40, hk::DType::bf16},  {8, 8, 8, 5, 0, 0, 3, hk::DType::f32}};
+                        {4, 1, 16, 33, 90, 0, 40, hk::DType::bf16},  {8, 8, 8, 5, 0, 0, 3, hk::DType::f32},
+                        {16, 8, 128, 1, 1000, 0, 4096, hk::DType::f32, hk::DType::f16},
+                        {32, 8, 64, 1, 999, 0, 300, hk::DType::f16, hk::DType::f16},
+                        {12, 4, 20, 1, 77, 30, 64, hk::DType::f32, hk::DType::f16}};
   const int64_t count = int64_t(std::size(cases));
   std::mt19937_64 rng(23);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
@@ -211,6 +217,15 @@ TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
       x = uni(rng);
     for (float &x : cache.v)
       x = uni(rng);
+    if (c.kvType == hk::DType::f16) {
+      // f16 rows packed two to a float slot: the first half of each vector holds them.
+      for (std::vector<float> *rows : {&cache.k, &cache.v}) {
+        std::vector<uint16_t> half(rows->size());
+        for (size_t i = 0; i < half.size(); ++i)
+          half[i] = hk::floatToHalf((*rows)[i]);
+        std::memcpy(rows->data(), half.data(), half.size() * sizeof(uint16_t));
+      }
+    }
     caches.push_back(std::move(cache));
     const int64_t n = c.S * c.heads * c.headDim;
     std::vector<uint16_t> q(size_t(2 * n));
@@ -227,14 +242,15 @@ TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
     const Case &c = cases[b];
     const int64_t total = c.past + c.S;
     const Cache &cache = caches[size_t(b)];
+    const int64_t rowBytes = cache.stride * (c.kvType == hk::DType::f16 ? 2 : 4);
+    const char *k = reinterpret_cast<const char *>(cache.k.data()), *v = reinterpret_cast<const char *>(cache.v.data());
     for (int64_t start = 0; start < total; start += c.page)
-      spans[size_t(b)].push_back({cache.k.data() + start * cache.stride, cache.v.data() + start * cache.stride, start,
-                                  std::min(c.page, total - start)});
+      spans[size_t(b)].push_back({k + start * rowBytes, v + start * rowBytes, start, std::min(c.page, total - start)});
     problems.push_back({queries[size_t(b)].data(), nullptr, c.dt, c.S, c.heads, c.kvHeads, c.headDim, cache.stride,
                         float(1.0 / std::sqrt(double(c.headDim))), c.past, c.window, spans[size_t(b)].data(),
-                        int64_t(spans[size_t(b)].size())});
+                        int64_t(spans[size_t(b)].size()), c.kvType});
   }
-  for (int threads : {1, 2}) {
+  for (int threads : {1, 2, 3}) {
     hk::setThreads(threads);
     std::vector<std::vector<float>> got(static_cast<size_t>(count));
     for (int64_t b = 0; b < count; ++b) {
