@@ -575,7 +575,7 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
                      float *sumOut) {
   const int64_t D = p.headDim, group = p.heads / p.kvHeads, qWidth = p.heads * D;
   const int64_t rows = s1 - s0, nq = rows * group, elem = dtypeBytes(p.dt);
-  const int64_t kvElem = dtypeBytes(p.kvType);
+  const int64_t kvElem = dtypeBytes(p.kvType), headStride = p.headStride > 0 ? p.headStride : D;
   auto firstKey = [&](int64_t pos) {
     return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : int64_t(0);
   };
@@ -607,15 +607,15 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     const char *k = static_cast<const char *>(span.k);
     if (ops.scoreRows) {
       if (t0 < t1)
-        ops.scoreRows(qf, D, nq, k + ((t0 - span.start) * p.kvStride + g * D) * kvElem, p.kvStride, t1 - t0, D,
+        ops.scoreRows(qf, D, nq, k + ((t0 - span.start) * p.kvStride + g * headStride) * kvElem, p.kvStride, t1 - t0, D,
                       sc + (t0 - keyBegin), L);
       continue;
     }
     for (int64_t t = t0; t < t1; ++t) {
       if (t + kPrefetchRows < t1)
-        prefetchRow(k + ((t + kPrefetchRows - span.start) * p.kvStride + g * D) * kvElem,
+        prefetchRow(k + ((t + kPrefetchRows - span.start) * p.kvStride + g * headStride) * kvElem,
                     D * kvElem);
-      ops.dotMany(qf, D, nq, k + ((t - span.start) * p.kvStride + g * D) * kvElem, D,
+      ops.dotMany(qf, D, nq, k + ((t - span.start) * p.kvStride + g * headStride) * kvElem, D,
                   sc + (t - keyBegin), L);
     }
   }
@@ -663,7 +663,7 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
     int64_t t0 = std::max(keyBegin, span.start), t1 = std::min(keyEnd, span.start + span.count);
     if (t0 >= t1)
       continue;
-    const char *v = static_cast<const char *>(span.v) + ((t0 - span.start) * p.kvStride + g * D) * kvElem;
+    const char *v = static_cast<const char *>(span.v) + ((t0 - span.start) * p.kvStride + g * headStride) * kvElem;
     if (ops.weightedSumMany) {
       ops.weightedSumMany(sc + (t0 - keyBegin), L, nq, v, p.kvStride, t1 - t0, D, acc, D, true);
       continue;

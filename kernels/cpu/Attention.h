@@ -35,6 +35,11 @@ struct AttentionProblem {
   int64_t numSpans;
   /// The cached rows' element type: f32, or f16 (widened as loaded; products and sums stay f32).
   DType kvType = DType::f32;
+  /// Elements from kv head g's row of a position to head g + 1's. 0: headDim, the cached row of a
+  /// position holds every kv head side by side (kvStride >= kvHeads * headDim). A cache that keeps
+  /// each head's rows together (head-major: kvStride = headDim, headStride = its capacity times
+  /// headDim) lets a head's keys and values be read as one sequential stream.
+  int64_t headStride = 0;
 };
 
 /// out = softmax(q . K^T * scale, causal) . V per head, head h reading kv head h / (heads /

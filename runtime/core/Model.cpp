@@ -865,9 +865,10 @@ LoadedModel::newSession(int32_t sequences, int64_t maxTokens) const {
       session->caches.push_back(std::move(*cache));
     } else {
       // Each sequence's rows grow to at most maxTokens positions (what planKv counted).
+      // Head-major (each kv head's rows together): attention reads each head as one stream.
       session->caches.push_back(std::make_unique<ContiguousKvCache>(
           st.info.kvLayers, sequences, width, std::max<int64_t>(maxTokens, 0),
-          hostKvType(options_.kvType, info_)));
+          hostKvType(options_.kvType, info_), info_.kvHeads));
     }
   }
   return session;

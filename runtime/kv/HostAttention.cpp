@@ -25,6 +25,9 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
                             DType dt, int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
                             int64_t headDim, float scale, int64_t window) {
   int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
+  // A head-major cache cut its rows into the model's kv heads: this call's must be the same.
+  if (kv.positionStride() != kvWidth && kv.positionStride() != headDim)
+    return "the KV cache's rows are cut into heads of another size than this attention's";
   // 1. Append this call's keys and values to every row's cache (f16/bf16 widened to f32 first;
   // f32 rows go straight in).
   // Called once per layer per token: the staging rows and the span list are per-thread buffers
@@ -65,13 +68,14 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
                             heads,
                             kvHeads,
                             headDim,
-                            kvWidth,
+                            kv.positionStride(),
                             scale,
                             past[b],
                             window,
                             nullptr,
                             0,
-                            kv.rowType()};
+                            kv.rowType(),
+                            kv.headStride(layer, sequence[b])};
   };
   // Keys before the first query's window are never visible: their pages are not read.
   auto firstVisible = [&](int64_t b) { return window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0; };

@@ -7,9 +7,46 @@
 
 namespace helm::rt {
 
+void ContiguousKvCache::growHeadMajor(size_t slot, int64_t positions) {
+  const int64_t old = capacity_[slot], head = width_ / heads_;
+  const size_t headBytes = size_t(head) * elem_;
+  for (auto *store : {&k_[slot], &v_[slot]}) {
+    std::vector<char> grown(size_t(heads_ * positions) * headBytes);
+    for (int64_t g = 0; g < heads_; ++g)
+      helm::kernels::copyBytes(grown.data() + size_t(g * positions) * headBytes,
+                               store->data() + size_t(g * old) * headBytes,
+                               size_t(positions_[slot]) * headBytes);
+    store->swap(grown);
+  }
+  capacity_[slot] = positions;
+}
+
 bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t count,
                               const float *k, const float *v) {
   size_t slot = size_t(layer * sequences_ + seq);
+  if (heads_ > 1) {
+    const int64_t need = pos + count, head = width_ / heads_;
+    if (need > capacity_[slot]) {
+      int64_t grown = std::max(need, capacity_[slot] * 3 / 2);
+      if (maxPositions_ > 0)
+        grown = std::max(need, std::min(grown, maxPositions_));
+      growHeadMajor(slot, grown);
+    }
+    // Row s of the input holds every head: head g's part goes to its own rows.
+    const int64_t cap = capacity_[slot];
+    for (auto [store, rows] : {std::pair{&k_[slot], k}, std::pair{&v_[slot], v}})
+      for (int64_t g = 0; g < heads_; ++g)
+        for (int64_t s = 0; s < count; ++s) {
+          char *dst = store->data() + size_t((g * cap + pos + s) * head) * elem_;
+          const float *src = rows + s * width_ + g * head;
+          if (type_ == kernels::DType::f32)
+            helm::kernels::copyBytes(dst, src, size_t(head) * 4);
+          else
+            helm::kernels::narrow(src, type_, dst, head);
+        }
+    positions_[slot] = std::max(positions_[slot], need);
+    return true;
+  }
   size_t need = size_t((pos + count) * width_) * elem_;
   for (auto *store : {&k_[slot], &v_[slot]})
     if (store->size() < need) {
@@ -39,7 +76,7 @@ void ContiguousKvCache::forEachSpan(
   if (from >= to)
     return;
   size_t slot = size_t(layer * sequences_ + seq);
-  size_t offset = size_t(from * width_) * elem_;
+  size_t offset = size_t(from * positionStride()) * elem_;
   visit(k_[slot].data() + offset, v_[slot].data() + offset, from, to - from);
 }
 
@@ -49,6 +86,7 @@ void ContiguousKvCache::reset(int32_t seq) {
     // The memory goes back too: a server's slot may next hold a much shorter sequence.
     std::vector<char>().swap(k_[slot]);
     std::vector<char>().swap(v_[slot]);
+    capacity_[slot] = positions_[slot] = 0;
   }
 }
 

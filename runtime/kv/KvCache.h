@@ -82,6 +82,14 @@ public:
   virtual PagingCounters paging() const { return {}; }
   /// Positions per page of a paged cache; 0 for a cache that does not page.
   virtual int64_t pageTokens() const { return 0; }
+  /// How forEachSpan's rows are laid out, in elements (kernels/cpu/Attention.h's kvStride and
+  /// headStride): from one position to the next, and from kv head g to g + 1 at the same position
+  /// in `layer` of `seq` (0: the heads side by side in one row of rowWidth()).
+  virtual int64_t positionStride() const { return rowWidth(); }
+  virtual int64_t headStride(int64_t layer, int32_t seq) const {
+    (void)layer, (void)seq;
+    return 0;
+  }
 
 protected:
   std::string error_;
@@ -91,13 +99,23 @@ protected:
 /// `maxPositions` > 0 a buffer's growth never reserves room beyond that many positions, so a
 /// session sized for maxPositions holds no more than it counted. `rowType` f16 stores the rows
 /// rounded to half precision (half the bytes for attention to read); f32 keeps them exact.
+///
+/// With `kvHeads` > 1 the buffer is head-major: kv head g's rows of all positions together
+/// ([kvHeads][capacity][rowWidth / kvHeads]), so that a decode step reads each head's keys and
+/// values as one sequential stream. In the position-major layout (every head side by side in a
+/// position's row) a head's rows are short slices a row apart, which this machine's memory serves
+/// at about half the rate (a decode step's attention at 2048 positions, 8 kv heads of 128 f16:
+/// 25 ms -> 10.5 ms per token on 1 thread, 13.5 -> 6.6 ms on 2). Growing the buffer then moves each
+/// head's rows to their new place (capacity grows by half each time, so that stays rare).
 class ContiguousKvCache final : public KvCache {
 public:
   ContiguousKvCache(int64_t layers, int32_t sequences, int64_t rowWidth, int64_t maxPositions = 0,
-                    kernels::DType rowType = kernels::DType::f32)
+                    kernels::DType rowType = kernels::DType::f32, int64_t kvHeads = 1)
       : layers_(layers), sequences_(sequences), width_(rowWidth), maxPositions_(maxPositions),
         type_(rowType), elem_(size_t(kernels::dtypeBytes(rowType))),
-        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)) {
+        heads_(kvHeads > 1 && rowWidth % kvHeads == 0 ? kvHeads : 1),
+        k_(size_t(layers * sequences)), v_(size_t(layers * sequences)),
+        capacity_(size_t(layers * sequences), 0), positions_(size_t(layers * sequences), 0) {
     // Attention reads f32 and f16 rows (kernels/cpu/Attention.h's kvType).
     assert(rowType == kernels::DType::f32 || rowType == kernels::DType::f16);
   }
@@ -111,15 +129,25 @@ public:
       const override;
   void reset(int32_t seq) override;
   uint64_t bytes() const override;
+  int64_t positionStride() const override { return heads_ > 1 ? width_ / heads_ : width_; }
+  int64_t headStride(int64_t layer, int32_t seq) const override {
+    return heads_ > 1 ? capacity_[size_t(layer * sequences_ + seq)] * (width_ / heads_) : 0;
+  }
 
 private:
+  /// Makes slot's buffers hold `positions` positions (head-major layout).
+  void growHeadMajor(size_t slot, int64_t positions);
+
   int64_t layers_;
   int32_t sequences_;
   int64_t width_;
   int64_t maxPositions_;
   kernels::DType type_;
   size_t elem_; // bytes per element
+  int64_t heads_; // > 1: head-major buffers
   std::vector<std::vector<char>> k_, v_;
+  // Head-major only: positions each slot's buffers have room for, and positions written.
+  std::vector<int64_t> capacity_, positions_;
 };
 
 } // namespace helm::rt

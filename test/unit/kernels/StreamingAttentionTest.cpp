@@ -278,3 +278,54 @@ TEST(StreamingAttention, BatchEqualsEachProblemStreamedAlone) {
   }
   hk::setThreads(0);
 }
+
+// A head-major cache (each kv head's rows together: kvStride = headDim, headStride = capacity x
+// headDim, as runtime/kv's ContiguousKvCache keeps them) gives the bits of the same rows side by
+// side in each position's row: only where the kernel reads changes. Decode and prefill rows,
+// GQA 1, 2 and 4, a window, f32 and f16 rows, 1 and 2 threads.
+TEST(StreamingAttention, HeadMajorRowsGiveTheSameBits) {
+  struct Case {
+    int64_t heads, kvHeads, headDim, S, past, window;
+    hk::DType kvType;
+  };
+  const Case cases[] = {{16, 8, 128, 1, 700, 0, hk::DType::f16}, {8, 4, 64, 1, 33, 0, hk::DType::f32},
+                        {8, 2, 32, 7, 90, 20, hk::DType::f32},   {4, 4, 16, 20, 5, 0, hk::DType::f16}};
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (int threads : {1, 2})
+    for (const Case &c : cases) {
+      hk::setThreads(threads);
+      const int64_t total = c.past + c.S, D = c.headDim, width = c.kvHeads * D, capacity = total + 5;
+      const int64_t elem = c.kvType == hk::DType::f16 ? 2 : 4;
+      // The same values in both layouts, as raw bytes of the row type.
+      std::vector<char> kRow(size_t(total * width * elem)), vRow(kRow.size());
+      std::vector<char> kHead(size_t(c.kvHeads * capacity * D * elem)), vHead(kHead.size());
+      for (int64_t t = 0; t < total; ++t)
+        for (int64_t e = 0; e < width; ++e)
+          for (auto [row, head] : {std::pair{&kRow, &kHead}, std::pair{&vRow, &vHead}}) {
+            const float x = uni(rng);
+            const uint16_t h = hk::floatToHalf(x);
+            const void *src = elem == 2 ? static_cast<const void *>(&h) : static_cast<const void *>(&x);
+            std::memcpy(row->data() + (t * width + e) * elem, src, size_t(elem));
+            std::memcpy(head->data() + ((e / D) * capacity * D + t * D + e % D) * elem, src, size_t(elem));
+          }
+      std::vector<float> q(size_t(c.S * c.heads * D));
+      for (float &x : q)
+        x = 2.0f * uni(rng);
+      const hk::KvSpan rowSpan{kRow.data(), vRow.data(), 0, total}, headSpan{kHead.data(), vHead.data(), 0, total};
+      std::vector<float> want(q.size(), -7.0f), got(q.size(), -7.0f);
+      const float scale = float(1.0 / std::sqrt(double(D)));
+      hk::AttentionProblem byRow{q.data(), want.data(), hk::DType::f32, c.S, c.heads, c.kvHeads, D, width, scale,
+                                 c.past, c.window, &rowSpan, 1, c.kvType};
+      hk::AttentionProblem byHead{q.data(), got.data(), hk::DType::f32, c.S, c.heads, c.kvHeads, D, D, scale,
+                                  c.past, c.window, &headSpan, 1, c.kvType, capacity * D};
+      hk::attendBatch(&byRow, 1);
+      hk::attendBatch(&byHead, 1);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << "heads " << c.heads << "/" << c.kvHeads << " D " << D << " S " << c.S << " past " << c.past << ", "
+          << threads << " threads";
+      bool written = std::none_of(got.begin(), got.end(), [](float x) { return x == -7.0f; });
+      EXPECT_TRUE(written);
+    }
+  hk::setThreads(0);
+}

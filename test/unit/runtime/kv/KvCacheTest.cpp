@@ -29,10 +29,15 @@ void writeRange(helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_t pos, 
 }
 
 /// Reads [from, to) through forEachSpan: spans must be in order, contiguous and exactly cover it.
+/// Element e of position t is where the cache's strides say: t * positionStride + e with the heads
+/// side by side (headStride 0), t * positionStride + g * headStride + d for element d of head g
+/// in a head-major cache (positionStride is then the head's size).
 void expectRange(const helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_t from, int64_t to) {
   SCOPED_TRACE("layer " + std::to_string(layer) + " seq " + std::to_string(seq) + " [" +
                std::to_string(from) + ", " + std::to_string(to) + ")");
   int64_t w = kv.rowWidth();
+  const int64_t ps = kv.positionStride(), hs = kv.headStride(layer, seq);
+  auto index = [&](int64_t t, int64_t e) { return hs == 0 ? t * ps + e : t * ps + (e / ps) * hs + e % ps; };
   int64_t next = from;
   kv.forEachSpan(layer, seq, from, to, [&](const void *kRows, const void *vRows, int64_t first, int64_t count) {
           auto *k = static_cast<const float *>(kRows);
@@ -42,16 +47,21 @@ void expectRange(const helm::rt::KvCache &kv, int64_t layer, int32_t seq, int64_
     ASSERT_LE(first + count, to);
     for (int64_t t = 0; t < count; ++t)
       for (int64_t e = 0; e < w; ++e) {
-        ASSERT_EQ(k[t * w + e], tag(layer, seq, first + t, e, false)) << "K pos " << first + t << " e " << e;
-        ASSERT_EQ(v[t * w + e], tag(layer, seq, first + t, e, true)) << "V pos " << first + t << " e " << e;
+        ASSERT_EQ(k[index(t, e)], tag(layer, seq, first + t, e, false)) << "K pos " << first + t << " e " << e;
+        ASSERT_EQ(v[index(t, e)], tag(layer, seq, first + t, e, true)) << "V pos " << first + t << " e " << e;
       }
     next = first + count;
   });
   EXPECT_EQ(next, std::max(from, to)) << "spans do not reach the end";
 }
 
-TEST(ContiguousKvCache, WriteThenReadBack) {
-  ContiguousKvCache kv(/*layers=*/3, /*sequences=*/2, /*rowWidth=*/24);
+// Position-major rows (kvHeads 1) and head-major ones (4 heads: every growth moves each
+// head's rows to their new place).
+class ContiguousLayouts : public testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(KvHeads, ContiguousLayouts, testing::Values(int64_t(1), int64_t(4)));
+
+TEST_P(ContiguousLayouts, WriteThenReadBack) {
+  ContiguousKvCache kv(/*layers=*/3, /*sequences=*/2, /*rowWidth=*/24, 0, helm::kernels::DType::f32, GetParam());
   EXPECT_EQ(kv.rowWidth(), 24);
   EXPECT_EQ(kv.bytes(), 0u);
   for (int64_t l = 0; l < 3; ++l)
@@ -69,10 +79,11 @@ TEST(ContiguousKvCache, WriteThenReadBack) {
 
 // A session sized for maxPositions holds no more than that: growth (x1.5) stops at the cap, where
 // without one it overshoots (what newSession's host-RAM check counts would then be wrong).
-TEST(ContiguousKvCache, GrowthStopsAtMaxPositions) {
+TEST_P(ContiguousLayouts, GrowthStopsAtMaxPositions) {
   const int64_t width = 8, positions = 100;
-  ContiguousKvCache capped(/*layers=*/1, /*sequences=*/1, width, /*maxPositions=*/positions);
-  ContiguousKvCache uncapped(1, 1, width);
+  ContiguousKvCache capped(/*layers=*/1, /*sequences=*/1, width, /*maxPositions=*/positions,
+                           helm::kernels::DType::f32, GetParam());
+  ContiguousKvCache uncapped(1, 1, width, 0, helm::kernels::DType::f32, GetParam());
   for (int64_t p = 0; p < positions; ++p) {
     writeRange(capped, 0, 0, p, 1);
     writeRange(uncapped, 0, 0, p, 1);
@@ -94,10 +105,11 @@ TEST(ContiguousKvCache, EmptyRangesVisitNothing) {
   EXPECT_EQ(visits, 0);
 }
 
-TEST(ContiguousKvCache, GrowsTokenByTokenWithoutLosingData) {
+TEST_P(ContiguousLayouts, GrowsTokenByTokenWithoutLosingData) {
   const int64_t layers = 2, width = 16;
   const int32_t seqs = 3;
-  ContiguousKvCache kv(layers, seqs, width);
+  ContiguousKvCache kv(layers, seqs, width, 0, helm::kernels::DType::f32, GetParam());
+  EXPECT_EQ(kv.positionStride(), width / GetParam());
   // Interleaved appends of different lengths, as batched decoding does: prefill, then one token at a
   // time (reallocations in between must keep every earlier row).
   int64_t len[3] = {0, 0, 0};
@@ -134,16 +146,16 @@ TEST(ContiguousKvCache, BytesOfASingleWrite) {
   EXPECT_GE(kv.bytes(), 4u * 10 * 8 * 4);
 }
 
-TEST(ContiguousKvCache, OverwriteKeepsOtherRows) {
-  ContiguousKvCache kv(1, 1, 4);
+TEST_P(ContiguousLayouts, OverwriteKeepsOtherRows) {
+  ContiguousKvCache kv(1, 1, 4, 0, helm::kernels::DType::f32, GetParam());
   writeRange(kv, 0, 0, 0, 6);
   // Rewrite positions 2..3 with the same tags: the rest stays; then read everything back.
   writeRange(kv, 0, 0, 2, 2);
   expectRange(kv, 0, 0, 0, 6);
 }
 
-TEST(ContiguousKvCache, ResetForgetsOneSequence) {
-  ContiguousKvCache kv(2, 3, 8);
+TEST_P(ContiguousLayouts, ResetForgetsOneSequence) {
+  ContiguousKvCache kv(2, 3, 8, 0, helm::kernels::DType::f32, GetParam());
   for (int32_t s = 0; s < 3; ++s)
     for (int64_t l = 0; l < 2; ++l)
       writeRange(kv, l, s, 0, 7);
