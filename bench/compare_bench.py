@@ -6,13 +6,15 @@ One run measures, on this machine:
   1. a STREAM-style triad and helm_k_linear GEMV rates for 8-64 MB matrices on 1 and 2 threads
      (`build/bin/helm-gemv-bench --json`), GEMV given as % of the triad of the same thread count;
   2. end to end, batch 1, a fixed prompt of 128 token ids then 128 greedy tokens, on 1 and 2 threads,
-     median of --runs runs, for each model x dtype:
+     median of --runs rounds, for each model x dtype; the systems take turns within a cell (round 1
+     of each system, then round 2 of each, ...), so that a change of the memory's speed in the
+     middle of a cell, which this machine's shows every few minutes, falls on every system alike:
        helm-rt      `helm-rt model.helmpkg --prompt-ids <128 ids> -n 128 --temperature 0 --ignore-eos
                     -t T --stats-json s.json --emit-ids`, a fresh process per run; decode tok/s =
                     127 tokens / time of the 127 decode steps, prefill tok/s = 128 / prefill time;
-       llama.cpp    `llama-bench -m model.gguf -t T -p 128 -n 0 -r R -o json` (prefill) and
-                    `llama-bench -m model.gguf -t T -p 0 -n 128 -d 128 -r R -o json` (128 decode steps
-                    after a 128-token context); the median of its per-repetition samples_ts;
+       llama.cpp    `llama-bench -m model.gguf -t T -p 128 -n 0 -r 1 -o json` (prefill) and
+                    `llama-bench -m model.gguf -t T -p 0 -n 128 -d 128 -r 1 -o json` (128 decode steps
+                    after a 128-token context), one process per round; the median over the rounds;
        ONNX Runtime CPU EP, default graph optimizations, intra_op_num_threads = T, the same model.onnx
                     (bench/e2e_bench.py's ORT worker: a fresh process per run, present -> past).
   3. the roofline of each model: triad GB/s (same thread count) / bytes of weights read per decode
@@ -435,6 +437,21 @@ def measure_llama(gguf, t, runs, prompt_len, n_new):
             "bench": {"prefill": pre, "decode": dec}}
 
 
+def merge_rounds(system, rounds):
+    """One system's result over the rounds of a cell: each round is measure_*(runs=1)'s result. The
+    first round that failed (n/a) stands for the whole cell."""
+    for r in rounds:
+        if "na" in r:
+            return r
+    merged = dict(rounds[0])
+    merged["decode"] = statistics.median([r["decode"] for r in rounds])
+    merged["prefill"] = statistics.median([r["prefill"] for r in rounds])
+    merged["rounds"] = {"decode": [r["decode"] for r in rounds], "prefill": [r["prefill"] for r in rounds]}
+    if system in ("helm", "ort"):
+        merged["all"] = [x for r in rounds for x in r["all"]]
+    return merged
+
+
 def copy_in_2mib_pieces(src, dst):
     """dst = src written by one write() per 2 MiB-aligned 2 MiB piece: Linux's page cache then holds
     the copy in 2 MiB folios, which any mapping of it on a 2 MiB boundary gets as 2 MiB pages
@@ -773,23 +790,36 @@ def main(argv=None):
                         row["read_roofline_tok_s"] = res["gemv"]["triad"][str(t)]["read_gbs"] / gbt
                     log(f"{model} {dtype} -t {t}" + (f" (roofline {row['roofline_tok_s']:.1f} tok/s)"
                                                     if "roofline_tok_s" in row else ""))
+                    # The systems take turns: round k of every system before round k + 1 of any.
+                    rounds = {system: [] for system in systems}
+                    rounds_2mib = []
+                    for k in range(runs):
+                        if runs > 1:
+                            log(f"  round {k + 1}/{runs}")
+                        for system in systems:
+                            done = rounds[system]
+                            if done and "na" in done[-1]:
+                                continue  # it cannot run this cell
+                            with lock.held(f"{system} {model} {dtype} -t {t}"):
+                                if system == "helm":
+                                    p = art["package"]
+                                    done.append({"na": p} if isinstance(p, str) else
+                                                measure_helm(args.helm_rt, p, t, 1, prompt, args.n_new,
+                                                             lock, work))
+                                elif system == "ort":
+                                    done.append(measure_ort(art["onnx"], t, 1, prompt, args.n_new))
+                                    if "version" in done[-1]:
+                                        res["versions"]["onnxruntime"] = done[-1]["version"]
+                                else:
+                                    done.append(measure_llama(art["gguf"], t, 1, args.prompt_len, args.n_new))
+                                    if gguf_2mib and "na" not in done[-1]:
+                                        log("  the same on the GGUF written in 2 MiB pieces:")
+                                        rounds_2mib.append(measure_llama(gguf_2mib, t, 1, args.prompt_len,
+                                                                         args.n_new))
                     for system in systems:
-                        with lock.held(f"{system} {model} {dtype} -t {t}"):
-                            if system == "helm":
-                                p = art["package"]
-                                row[system] = ({"na": p} if isinstance(p, str) else
-                                               measure_helm(args.helm_rt, p, t, runs, prompt, args.n_new,
-                                                            lock, work))
-                            elif system == "ort":
-                                row[system] = measure_ort(art["onnx"], t, runs, prompt, args.n_new)
-                                if "version" in row[system]:
-                                    res["versions"]["onnxruntime"] = row[system]["version"]
-                            else:
-                                row[system] = measure_llama(art["gguf"], t, runs, args.prompt_len, args.n_new)
-                                if gguf_2mib and "na" not in row[system]:
-                                    log("  the same on the GGUF written in 2 MiB pieces:")
-                                    row[system]["on_2mib"] = measure_llama(gguf_2mib, t, runs,
-                                                                           args.prompt_len, args.n_new)
+                        row[system] = merge_rounds(system, rounds[system])
+                        if system == "llama.cpp" and rounds_2mib and "na" not in row[system]:
+                            row[system]["on_2mib"] = merge_rounds(system, rounds_2mib)
                         if "ids" in row[system]:
                             ids.setdefault(system, row[system]["ids"])
                     res["rows"].append(row)
