@@ -37,21 +37,25 @@ template <> __device__ __forceinline__ float roundTo<__nv_bfloat16>(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
+/// Sum of `v` over the warp, returned to every lane (all 32 lanes must call it).
+__device__ __forceinline__ float warpSum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 /// Sum of `v` over the block, returned to every thread. blockDim.x must be a multiple of 32 (at
 /// most 1024) and every thread of the block must call it.
 __device__ __forceinline__ float blockSum(float v) {
   __shared__ float partial[32];
   __shared__ float total;
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  v = warpSum(v);
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   if (lane == 0)
     partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < (blockDim.x >> 5) ? partial[lane] : 0.0f;
-    for (int offset = 16; offset > 0; offset >>= 1)
-      v += __shfl_xor_sync(0xffffffffu, v, offset);
+    v = warpSum(lane < (blockDim.x >> 5) ? partial[lane] : 0.0f);
     if (lane == 0)
       total = v;
   }

@@ -22,6 +22,14 @@ namespace helm_cuda {
 /// Element-type codes of helm_cuda_convert: the contract's helm_dtype.
 enum : int32_t { kDTypeF32 = HELM_DTYPE_F32, kDTypeF16 = HELM_DTYPE_F16, kDTypeBf16 = HELM_DTYPE_BF16 };
 
+// --- helm_cuda_qgemv, helm_cuda_qgemv_staged ------------------------------------------------
+
+/// Rows of x one launch of either block GEMV multiplies (the kernels' accumulators per thread).
+constexpr int kQgemvMaxRows = 8;
+/// helm_cuda_qgemv_staged's thread block, and the output rows it takes at a time.
+constexpr int kQgemvStagedThreads = 256;
+constexpr int kQgemvStagedRows = 4;
+
 // --- helm_cuda_kv_append -------------------------------------------------------------------
 
 /// `rows` consecutive rows of the call's keys and values, starting at row `srcRow` of k and v

@@ -25,8 +25,8 @@
 // helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
 //                        int64_t k, int64_t n)
 //   helm_cuda_qgemv's result, for weights whose rows start on 16-byte boundaries (w 16-byte
-//   aligned and the row's bytes a multiple of 16; the host checks). Launch: kStagedThreads
-//   threads, grid-strided over the output rows kStagedRows at a time.
+//   aligned and the row's bytes a multiple of 16; the host checks). Launch: kQgemvStagedThreads
+//   threads, grid-strided over the output rows kQgemvStagedRows at a time (KernelParams.h).
 // helm_cuda_embed_blocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
 //                        int64_t rows, int64_t vocab, int64_t width)
 //   y[r, :] = row clamp(ids[r], 0, vocab - 1) of the table, dequantized and rounded to T
@@ -36,6 +36,7 @@
 #include "Common.cuh"
 
 #include "contract/helm_contract.h"
+#include "kernels/cuda/KernelParams.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include <cuda_pipeline.h>
@@ -52,9 +53,6 @@ using helm::quant::BlockQ4K;
 using helm::quant::BlockQ5K;
 using helm::quant::BlockQ6K;
 using helm::quant::BlockQ8_0;
-
-/// Rows of x one helm_cuda_qgemv launch multiplies (its per-thread accumulators).
-constexpr int kQgemvMaxRows = 8;
 
 __device__ __forceinline__ float halfAt(const uint8_t *p) {
   const unsigned short bits = (unsigned short)(p[0] | (p[1] << 8));
@@ -180,74 +178,49 @@ __device__ void qgemv(const float *x, const uint8_t *w, float *y, int64_t m, int
   }
 }
 
-/// Output rows of one helm_cuda_qgemv_staged step, warps of its thread block, and the bytes of a
-/// row a warp stages at a time (a whole number of blocks, plus room for the 16-byte words that
-/// cover them to start up to 15 bytes early and end up to 15 bytes late).
-constexpr int kStagedRows = 4;
-constexpr int kStagedWarps = 8;
-constexpr int kStagedThreads = 32 * kStagedWarps;
+/// Warps of a helm_cuda_qgemv_staged thread block (kQgemvStagedThreads, KernelParams.h), and the
+/// bytes of a row a warp stages at a time (a whole number of blocks, plus room for the 16-byte
+/// words that cover them to start up to 15 bytes early and end up to 15 bytes late).
+constexpr int kStagedWarps = kQgemvStagedThreads / 32;
 constexpr int kStageBytes = 1024 + 32;
 
-/// Bytes of a block of format F and its groups of 32 weights.
-template <int F> __host__ __device__ constexpr int blockBytesOf() {
-  if constexpr (F == HELM_DTYPE_Q8_0)
-    return sizeof(BlockQ8_0);
-  else if constexpr (F == HELM_DTYPE_Q4_0)
-    return sizeof(BlockQ4_0);
-  else if constexpr (F == HELM_DTYPE_Q4_1)
-    return sizeof(BlockQ4_1);
-  else if constexpr (F == HELM_DTYPE_Q4_K)
-    return sizeof(BlockQ4K);
-  else if constexpr (F == HELM_DTYPE_Q5_K)
-    return sizeof(BlockQ5K);
-  else
-    return sizeof(BlockQ6K);
-}
-template <int F> __host__ __device__ constexpr int groupsPerBlockOf() {
-  return F == HELM_DTYPE_Q8_0 || F == HELM_DTYPE_Q4_0 || F == HELM_DTYPE_Q4_1 ? 1 : 8;
-}
-
-__device__ __forceinline__ float warpSum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-/// helm_cuda_qgemv reads a weight with single-byte loads (blocks are at most 2-byte aligned),
-/// a warp one group of 34 bytes or less at a time: too few bytes in flight to approach the
-/// memory's bandwidth. Here a thread block takes kStagedRows output rows and its warps split each
-/// row's blocks into contiguous ranges of equal length. A warp copies a stage of its range, for
-/// every one of the rows, into shared memory with 16-byte asynchronous copies (cp.async: no
-/// registers held while the bytes travel; up to 4 KiB per warp in flight), then decodes the
-/// stage's groups from shared memory with weightAt (the same bit-exact dequantization), lane l
-/// weight l of each group, and multiplies each weight into every row of x. A lane's x values
-/// are loaded once per group and reused for the kStagedRows weight rows. The per-warp sums are
-/// added through shared memory at the end of the step.
+/// helm_cuda_qgemv reads a weight with single-byte loads (blocks are at most 2-byte aligned), a
+/// warp one group of 34 bytes or less at a time: too few bytes in flight to approach the memory's
+/// bandwidth. Here a thread block takes kQgemvStagedRows output rows and its warps split each row's
+/// blocks into contiguous ranges of equal length. A warp copies a stage of its range, for every one
+/// of the rows, into shared memory with 16-byte asynchronous copies (cp.async: no registers held
+/// while the bytes travel; up to 4 KiB per warp in flight), then decodes the stage's groups from
+/// shared memory with weightAt (the same bit-exact dequantization), lane l weight l of each group,
+/// and multiplies each weight into every row of x. A lane's x values are loaded once per group and
+/// reused for the kQgemvStagedRows weight rows. The per-warp sums are added through shared memory
+/// at the end of the step.
 ///
 /// The shared memory is the kernel's (one StagedShared), not each instantiation's: a __shared__
 /// array declared in the template would be allocated once per format.
 struct StagedShared {
-  __align__(16) uint8_t stage[kStagedWarps][kStagedRows][kStageBytes];
-  float partial[kStagedWarps][kStagedRows * kQgemvMaxRows];
+  __align__(16) uint8_t stage[kStagedWarps][kQgemvStagedRows][kStageBytes];
+  float partial[kStagedWarps][kQgemvStagedRows * kQgemvMaxRows];
 };
 
 template <int F>
 __device__ void qgemvStaged(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k,
                             int64_t n, StagedShared &shared) {
-  constexpr int blockBytes = blockBytesOf<F>(), groupsPerBlock = groupsPerBlockOf<F>();
-  constexpr int64_t stageBlocks = (kStageBytes - 32) / blockBytes;
+  // The contract's block table; with F a constant the compiler folds these.
+  const int64_t blockBytes = helm_dtype_block_bytes(F);
+  const int64_t groupsPerBlock = helm_dtype_block_weights(F) / 32;
+  const int64_t stageBlocks = (kStageBytes - 32) / blockBytes;
   auto &stage = shared.stage;
   auto &partial = shared.partial;
   const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
   const int64_t blocksPerRow = k / (32 * groupsPerBlock), rowBytes = blocksPerRow * blockBytes;
   const int64_t share = (blocksPerRow + kStagedWarps - 1) / kStagedWarps;
   const int64_t first = min(blocksPerRow, warp * share), last = min(blocksPerRow, first + share);
-  for (int64_t j0 = int64_t(blockIdx.x) * kStagedRows; j0 < n;
-       j0 += int64_t(gridDim.x) * kStagedRows) {
-    const int rows = int(min(int64_t(kStagedRows), n - j0));
-    float acc[kStagedRows][kQgemvMaxRows];
+  for (int64_t j0 = int64_t(blockIdx.x) * kQgemvStagedRows; j0 < n;
+       j0 += int64_t(gridDim.x) * kQgemvStagedRows) {
+    const int rows = int(min(int64_t(kQgemvStagedRows), n - j0));
+    float acc[kQgemvStagedRows][kQgemvMaxRows];
 #pragma unroll
-    for (int r = 0; r < kStagedRows; ++r)
+    for (int r = 0; r < kQgemvStagedRows; ++r)
 #pragma unroll
       for (int i = 0; i < kQgemvMaxRows; ++i)
         acc[r][i] = 0.0f;
@@ -272,7 +245,7 @@ __device__ void qgemvStaged(const float *x, const uint8_t *w, float *y, int64_t 
         for (int i = 0; i < kQgemvMaxRows; ++i)
           xv[i] = i < m ? xg[i * k] : 0.0f;
 #pragma unroll
-        for (int r = 0; r < kStagedRows; ++r) {
+        for (int r = 0; r < kQgemvStagedRows; ++r) {
           if (r >= rows)
             break;
           const float v = weightAt<F>(&stage[warp][r][skip], g, lane);
@@ -286,7 +259,7 @@ __device__ void qgemvStaged(const float *x, const uint8_t *w, float *y, int64_t 
       __syncwarp();
     }
 #pragma unroll
-    for (int r = 0; r < kStagedRows; ++r)
+    for (int r = 0; r < kQgemvStagedRows; ++r)
 #pragma unroll
       for (int i = 0; i < kQgemvMaxRows; ++i)
         if (i < m) {
@@ -343,7 +316,7 @@ extern "C" __global__ void helm_cuda_qgemv(const float *x, const uint8_t *w, int
 #undef HELM_QGEMV_CALL
 }
 
-extern "C" __global__ void __launch_bounds__(helm_cuda::kStagedThreads)
+extern "C" __global__ void __launch_bounds__(helm_cuda::kQgemvStagedThreads)
     helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
                            int64_t k, int64_t n) {
   __shared__ helm_cuda::StagedShared shared;

@@ -7,6 +7,22 @@
 
 namespace helm::rt {
 
+namespace {
+/// A buffer's next capacity for `need` units after `have`: half again as much (so growth stays
+/// rare), but not past `limit` (0: none) unless `need` itself is.
+int64_t grownCapacity(int64_t have, int64_t need, int64_t limit) {
+  const int64_t grown = std::max(need, have * 3 / 2);
+  return limit > 0 ? std::max(need, std::min(grown, limit)) : grown;
+}
+} // namespace
+
+void ContiguousKvCache::storeRows(char *dst, const float *src, int64_t n) const {
+  if (type_ == kernels::DType::f32)
+    helm::kernels::copyBytes(dst, src, size_t(n) * 4);
+  else
+    helm::kernels::narrow(src, type_, dst, n);
+}
+
 void ContiguousKvCache::growHeadMajor(size_t slot, int64_t positions) {
   const int64_t old = capacity_[slot], head = width_ / heads_;
   const size_t headBytes = size_t(head) * elem_;
@@ -26,47 +42,28 @@ bool ContiguousKvCache::write(int64_t layer, int32_t seq, int64_t pos, int64_t c
   size_t slot = size_t(layer * sequences_ + seq);
   if (heads_ > 1) {
     const int64_t need = pos + count, head = width_ / heads_;
-    if (need > capacity_[slot]) {
-      int64_t grown = std::max(need, capacity_[slot] * 3 / 2);
-      if (maxPositions_ > 0)
-        grown = std::max(need, std::min(grown, maxPositions_));
-      growHeadMajor(slot, grown);
-    }
+    if (need > capacity_[slot])
+      growHeadMajor(slot, grownCapacity(capacity_[slot], need, maxPositions_));
     // Row s of the input holds every head: head g's part goes to its own rows.
     const int64_t cap = capacity_[slot];
     for (auto [store, rows] : {std::pair{&k_[slot], k}, std::pair{&v_[slot], v}})
       for (int64_t g = 0; g < heads_; ++g)
-        for (int64_t s = 0; s < count; ++s) {
-          char *dst = store->data() + size_t((g * cap + pos + s) * head) * elem_;
-          const float *src = rows + s * width_ + g * head;
-          if (type_ == kernels::DType::f32)
-            helm::kernels::copyBytes(dst, src, size_t(head) * 4);
-          else
-            helm::kernels::narrow(src, type_, dst, head);
-        }
+        for (int64_t s = 0; s < count; ++s)
+          storeRows(store->data() + size_t((g * cap + pos + s) * head) * elem_,
+                    rows + s * width_ + g * head, head);
     positions_[slot] = std::max(positions_[slot], need);
     return true;
   }
   size_t need = size_t((pos + count) * width_) * elem_;
   for (auto *store : {&k_[slot], &v_[slot]})
     if (store->size() < need) {
-      if (store->capacity() < need) {
-        size_t grown = std::max(need, store->capacity() * 3 / 2);
-        if (maxPositions_ > 0)
-          grown = std::max(need, std::min(grown, size_t(maxPositions_ * width_) * elem_));
-        store->reserve(grown);
-      }
+      if (store->capacity() < need)
+        store->reserve(size_t(grownCapacity(int64_t(store->capacity()), int64_t(need),
+                                            maxPositions_ * width_ * int64_t(elem_))));
       store->resize(need);
     }
-  char *kd = k_[slot].data() + size_t(pos * width_) * elem_;
-  char *vd = v_[slot].data() + size_t(pos * width_) * elem_;
-  if (type_ == kernels::DType::f32) {
-    helm::kernels::copyBytes(kd, k, size_t(count * width_) * 4);
-    helm::kernels::copyBytes(vd, v, size_t(count * width_) * 4);
-  } else {
-    helm::kernels::narrow(k, type_, kd, count * width_);
-    helm::kernels::narrow(v, type_, vd, count * width_);
-  }
+  storeRows(k_[slot].data() + size_t(pos * width_) * elem_, k, count * width_);
+  storeRows(v_[slot].data() + size_t(pos * width_) * elem_, v, count * width_);
   return true;
 }
 

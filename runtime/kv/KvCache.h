@@ -137,6 +137,8 @@ public:
 private:
   /// Makes slot's buffers hold `positions` positions (head-major layout).
   void growHeadMajor(size_t slot, int64_t positions);
+  /// n f32 values to `dst` as rowType() elements.
+  void storeRows(char *dst, const float *src, int64_t n) const;
 
   int64_t layers_;
   int32_t sequences_;

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -16,11 +15,6 @@
 #define HELM_CUBLAS_SONAME "libcublas.so." HELM_CUBLAS_NAME(CUBLAS_VER_MAJOR)
 
 namespace helm::rt {
-namespace {
-
-std::atomic<bool> loaded{false};
-
-} // namespace
 
 std::vector<std::string> defaultCublasCandidates() {
   std::vector<std::string> candidates = {HELM_CUBLAS_SONAME};
@@ -85,7 +79,6 @@ llvm::Expected<const CublasApi &> cublasApi() {
     Once result;
     if (auto api = loadCublas(defaultCublasCandidates())) {
       result.api = std::move(*api);
-      loaded.store(true, std::memory_order_release);
     } else {
       result.error = llvm::toString(api.takeError());
     }
@@ -95,7 +88,5 @@ llvm::Expected<const CublasApi &> cublasApi() {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), once.error);
   return once.api;
 }
-
-bool cublasLoaded() { return loaded.load(std::memory_order_acquire); }
 
 } // namespace helm::rt

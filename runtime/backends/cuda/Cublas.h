@@ -55,9 +55,6 @@ std::vector<std::string> defaultCublasCandidates();
 /// default candidates; this is its uncached step, for tests of the errors).
 llvm::Expected<CublasApi> loadCublas(llvm::ArrayRef<std::string> candidates);
 
-/// Whether this process has loaded cuBLAS (for tests: a run on the CPU must not).
-bool cublasLoaded();
-
 } // namespace helm::rt
 
 #endif

@@ -259,11 +259,13 @@ CudaDeviceImpl::~CudaDeviceImpl() {
     cudaStreamSynchronize(compute_);
   if (copy_)
     cudaStreamSynchronize(copy_);
-  if (cublas_)
+  if (cublas_) {
+    // cublas_ exists, so cuBLAS was loaded: cublasApi() returns the same table.
     if (auto api = cublasApi())
       api->destroy(cublas_);
     else
       llvm::consumeError(api.takeError());
+  }
   for (auto &[id, event] : events_)
     cudaEventDestroy(event);
   for (auto &[module, log] : modules_)

@@ -522,8 +522,6 @@ llvm::Error CudaDeviceOpsImpl::linear(const void *x, DType xdtype, const void *w
 // --- Weights in blocks ----------------------------------------------------------------------
 
 namespace {
-/// Rows of x one helm_cuda_qgemv launch multiplies (QuantBlocks.cu, kQgemvMaxRows).
-constexpr int64_t kQgemvRows = 8;
 /// Up to this many rows of x the GEMV reads the weights once per 8 rows; beyond, the weights are
 /// dequantized to f32 panel by panel for cuBLAS (prefill).
 constexpr int64_t kQgemvMaxM = 32;
@@ -531,10 +529,6 @@ constexpr int64_t kQgemvMaxM = 32;
 constexpr int64_t kDequantizedPanelBytes = int64_t(64) << 20;
 /// Threads of a helm_cuda_qgemv block (one output row): 8 warps over the row's groups.
 constexpr uint32_t kBlockThreads = 256;
-/// helm_cuda_qgemv_staged's thread block (QuantBlocks.cu, kStagedThreads) and the output rows it
-/// takes at a time (kStagedRows).
-constexpr uint32_t kStagedThreads = 256;
-constexpr int64_t kStagedRows = 4;
 
 llvm::Expected<quant::BlockFormat> blockFormat(llvm::StringRef op, int32_t code, int64_t k) {
   auto format = blockFormatOfCall(code, k);
@@ -596,14 +590,15 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
       // The staged GEMV copies rows in 16-byte words: every row must start on a 16-byte boundary.
       const bool staged = qgemvStaged_ && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
                           rowBytes % 16 == 0;
+      const int64_t stagedRows = helm_cuda::kQgemvStagedRows, xRows = helm_cuda::kQgemvMaxRows;
+      const uint32_t threads = staged ? uint32_t(helm_cuda::kQgemvStagedThreads) : kBlockThreads;
       const uint32_t grid =
-          uint32_t(std::min(staged ? (n + kStagedRows - 1) / kStagedRows : n, kMaxBlocks));
-      for (int64_t r0 = 0; r0 < m; r0 += kQgemvRows) {
+          uint32_t(std::min(staged ? (n + stagedRows - 1) / stagedRows : n, kMaxBlocks));
+      for (int64_t r0 = 0; r0 < m; r0 += xRows) {
         const void *xr = static_cast<const char *>(xf) + r0 * k * 4;
         void *cr = static_cast<char *>(c) + r0 * n * 4;
-        int64_t rows = std::min(kQgemvRows, m - r0);
-        if (llvm::Error e = launch(op, staged ? qgemvStaged_ : qgemv_, {grid},
-                                   staged ? kStagedThreads : kBlockThreads,
+        int64_t rows = std::min(xRows, m - r0);
+        if (llvm::Error e = launch(op, staged ? qgemvStaged_ : qgemv_, {grid}, threads,
                                    {&xr, &w, &code, &cr, &rows, &k, &n}))
           return e;
       }

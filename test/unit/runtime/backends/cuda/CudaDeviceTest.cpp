@@ -48,15 +48,10 @@ const CublasApi &blas() {
 TEST(CublasLoading, ResolvesEveryFunctionOfTheHeadersVersion) {
   auto api = cublasApi();
   ASSERT_TRUE(bool(api)) << llvm::toString(api.takeError());
-  EXPECT_TRUE(cublasLoaded());
   EXPECT_NE(api->library.find("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR)), std::string::npos)
       << api->library;
-  for (const void *fn : {(const void *)api->create, (const void *)api->destroy,
-                         (const void *)api->setStream, (const void *)api->getStream,
-                         (const void *)api->gemmEx, (const void *)api->sgemm,
-                         (const void *)api->sgemv, (const void *)api->statusString,
-                         (const void *)api->getProperty})
-    EXPECT_NE(fn, nullptr);
+  // (A table with a null entry is never returned: loadCublas refuses it, tested below. What can
+  // go wrong is a pointer to another function or version: the calls below see that.)
   int major = -1, minor = -1;
   ASSERT_EQ(api->getProperty(MAJOR_VERSION, &major), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(api->getProperty(MINOR_VERSION, &minor), CUBLAS_STATUS_SUCCESS);
