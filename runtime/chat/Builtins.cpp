@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string_view>
 
 namespace helm::chat {
 
@@ -460,217 +461,355 @@ std::string center(llvm::StringRef text, int64_t width, llvm::StringRef fill, bo
   return out;
 }
 
-Value stringMethod(Renderer &r, const Value &self, llvm::StringRef name, std::vector<Value> &pos, Keywords &kw, int line) {
+//===--- filter and method tables -------------------------------------------===//
+
+// One call of a filter or a str method: what its function is given.
+struct BuiltinCall {
+  Renderer &r;
+  llvm::StringRef name; // as called: the names that share a function differ only by it
+  const Value &value;   // the filtered value, or the method's self
+  std::vector<Value> &pos;
+  Keywords &kw;
+  int line;
+};
+
+using Builtin = Value (*)(const BuiltinCall &);
+
+struct NamedBuiltin {
+  std::string_view name;
+  Builtin body;
+};
+
+// Tables are sorted by name, each name once: checked at compile time.
+template <size_t N> constexpr bool sortedByName(const NamedBuiltin (&table)[N]) {
+  for (size_t i = 1; i < N; ++i)
+    if (!(table[i - 1].name < table[i].name))
+      return false;
+  return true;
+}
+
+// The function of `name` in a table sorted by name, or null.
+Builtin lookup(llvm::ArrayRef<NamedBuiltin> table, llvm::StringRef name) {
+  std::string_view key(name.data(), name.size());
+  auto it = std::lower_bound(table.begin(), table.end(), key,
+                             [](const NamedBuiltin &entry, std::string_view k) { return entry.name < k; });
+  return it != table.end() && it->name == key ? it->body : nullptr;
+}
+
+//===--- str methods --------------------------------------------------------===//
+
+// "str.strip": how Python names the method in its errors.
+std::string strMethodName(const BuiltinCall &c) { return "str." + c.name.str(); }
+
+// strip / lstrip / rstrip: the code points of `chars` (whitespace without it) off the given ends.
+Value stripEnds(const BuiltinCall &c, bool left, bool right) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {"chars"}, c.line);
+  std::optional<std::string> set = a.text(0);
+  std::optional<llvm::StringRef> setRef;
+  if (set)
+    setRef = *set;
+  return sameKind(c.r, c.value, py::strip(c.value.asString(), setRef, left, right), c.line);
+}
+Value strStrip(const BuiltinCall &c) { return stripEnds(c, true, true); }
+Value strLstrip(const BuiltinCall &c) { return stripEnds(c, true, false); }
+Value strRstrip(const BuiltinCall &c) { return stripEnds(c, false, true); }
+
+// split / rsplit: at most maxsplit cuts at `sep`, or at runs of whitespace without it (then
+// no empty pieces); rsplit counts its cuts from the end.
+Value splitAt(const BuiltinCall &c, bool fromEnd) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {"sep", "maxsplit"}, c.line);
+  std::optional<std::string> sep = a.text(0);
+  if (sep && sep->empty())
+    fail("empty separator", c.line);
+  std::optional<llvm::StringRef> sepRef;
+  if (sep)
+    sepRef = *sep;
+  // Capped so that a split into more pieces than a list may hold stops early.
+  int64_t maxSplit = a.integer(1, -1);
+  if (maxSplit < 0 || maxSplit > int64_t(kMaxListItems))
+    maxSplit = int64_t(kMaxListItems);
+  llvm::StringRef text = c.value.asString();
+  std::vector<std::string> parts = fromEnd ? py::rsplit(text, sepRef, maxSplit) : py::split(text, sepRef, maxSplit);
+  if (parts.size() > kMaxListItems)
+    fail("a list passes the limit of " + std::to_string(kMaxListItems) + " items", c.line);
+  std::vector<Value> items;
+  for (std::string &p : parts)
+    items.push_back(sameKind(c.r, c.value, std::move(p), c.line));
+  return c.r.makeList(std::move(items), false, c.line);
+}
+Value strSplit(const BuiltinCall &c) { return splitAt(c, false); }
+Value strRsplit(const BuiltinCall &c) { return splitAt(c, true); }
+
+Value strSplitlines(const BuiltinCall &c) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {"keepends"}, c.line);
+  std::vector<Value> items;
+  for (std::string &p : splitLines(c.value.asString(), a.boolean(0, false)))
+    items.push_back(sameKind(c.r, c.value, std::move(p), c.line));
+  return c.r.makeList(std::move(items), false, c.line);
+}
+
+// startswith / endswith: the affix (or any of a tuple of them) at that end of text[start:end].
+Value hasAffix(const BuiltinCall &c, bool prefix) {
+  std::string fn = strMethodName(c);
+  Arguments a(fn, c.pos, c.kw, {"prefix", "start", "end"}, c.line);
+  const Value &affix = a.required(0);
+  llvm::StringRef text = c.value.asString();
+  auto [begin, end] = byteRange(text, a, 1);
+  llvm::StringRef window = text.slice(begin, end);
+  auto matches = [&](const Value &v) {
+    std::string s = requireStr(v, fn + " first arg", c.line);
+    return prefix ? window.starts_with(s) : window.ends_with(s);
+  };
+  if (affix.isTuple())
+    return Value::boolean(llvm::any_of(affix.items(), matches));
+  return Value::boolean(matches(affix));
+}
+Value strStartswith(const BuiltinCall &c) { return hasAffix(c, true); }
+Value strEndswith(const BuiltinCall &c) { return hasAffix(c, false); }
+
+// upper / lower / title / capitalize / swapcase read no arguments (nor check for any).
+Value strUpper(const BuiltinCall &c) { return sameKind(c.r, c.value, py::upper(c.value.asString()), c.line); }
+Value strLower(const BuiltinCall &c) { return sameKind(c.r, c.value, py::lower(c.value.asString()), c.line); }
+Value strTitle(const BuiltinCall &c) { return sameKind(c.r, c.value, py::title(c.value.asString()), c.line); }
+Value strCapitalize(const BuiltinCall &c) {
+  return sameKind(c.r, c.value, py::capitalize(c.value.asString()), c.line);
+}
+
+Value strSwapcase(const BuiltinCall &c) {
+  llvm::StringRef text = c.value.asString();
+  std::string out;
+  for (size_t p = 0; p < text.size();) {
+    size_t start = p;
+    char32_t ch = py::decodeAt(text, p);
+    std::string one(text.data() + start, p - start);
+    out += py::isUpperChar(ch) ? py::lower(one) : py::isLowerChar(ch) ? py::upper(one) : one;
+  }
+  return sameKind(c.r, c.value, std::move(out), c.line);
+}
+
+// On markup, markupsafe escapes the arguments that are not markup themselves.
+Value strReplace(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  llvm::StringRef text = c.value.asString();
+  Arguments a(strMethodName(c), c.pos, c.kw, {"old", "new", "count"}, c.line);
+  std::string old = requireStr(a.required(0), "replace() argument 1", c.line);
+  std::string replacement = requireStr(a.required(1), "replace() argument 2", c.line);
+  if (c.value.isMarkup()) {
+    if (!a.required(0).isMarkup())
+      old = htmlEscape(old);
+    if (!a.required(1).isMarkup())
+      replacement = htmlEscape(replacement);
+  }
+  int64_t count = a.integer(2, -1);
+  if (old.empty() && !replacement.empty() &&
+      (py::length(text) + 1) > r.options().maxOutputBytes / replacement.size())
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  if (!old.empty() && replacement.size() > old.size() &&
+      py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  return sameKind(r, c.value, py::replace(text, old, replacement, count), c.line);
+}
+
+// find / rfind / index / rindex: the code-point index of the first (last) `sub` in
+// text[start:end]; when there is none, find gives -1 and index raises.
+Value search(const BuiltinCall &c, bool fromEnd, bool raises) {
+  llvm::StringRef text = c.value.asString();
+  Arguments a(strMethodName(c), c.pos, c.kw, {"sub", "start", "end"}, c.line);
+  std::string sub = requireStr(a.required(0), "must be str", c.line);
+  auto [begin, end] = byteRange(text, a, 1);
+  llvm::StringRef window = text.slice(begin, end);
+  size_t found = fromEnd ? py::rfind(window, sub) : py::find(window, sub);
+  if (found == llvm::StringRef::npos) {
+    if (raises)
+      fail("substring not found", c.line);
+    return Value::integer(-1);
+  }
+  return Value::integer(int64_t(codePointIndex(text, begin + found)));
+}
+Value strFind(const BuiltinCall &c) { return search(c, false, false); }
+Value strRfind(const BuiltinCall &c) { return search(c, true, false); }
+Value strIndex(const BuiltinCall &c) { return search(c, false, true); }
+Value strRindex(const BuiltinCall &c) { return search(c, true, true); }
+
+// Non-overlapping occurrences in text[start:end]; of an empty `sub`, one more than the code points.
+Value strCount(const BuiltinCall &c) {
+  llvm::StringRef text = c.value.asString();
+  Arguments a(strMethodName(c), c.pos, c.kw, {"sub", "start", "end"}, c.line);
+  std::string sub = requireStr(a.required(0), "must be str", c.line);
+  auto [begin, end] = byteRange(text, a, 1);
+  llvm::StringRef window = text.slice(begin, end);
+  if (sub.empty())
+    return Value::integer(int64_t(py::length(window)) + 1);
+  return Value::integer(int64_t(py::count(window, sub)));
+}
+
+// Every item must be a str; a markup separator escapes the items that are not markup.
+Value strJoin(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  Arguments a(strMethodName(c), c.pos, c.kw, {"iterable"}, c.line);
+  std::vector<Value> items = r.iterate(a.required(0), c.line);
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].isString())
+      fail("sequence item " + std::to_string(i) + ": expected str instance, " + typeName(items[i]) + " found",
+           c.line);
+    if (i)
+      out += c.value.asString();
+    out += c.value.isMarkup() && !items[i].isMarkup() ? htmlEscape(items[i].asString()) : items[i].asString().str();
+    if (out.size() > r.options().maxOutputBytes)
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  }
+  return sameKind(r, c.value, std::move(out), c.line);
+}
+
+Value strFormat(const BuiltinCall &c) {
+  return sameKind(c.r, c.value, pythonStrFormat(c.r, c.value.asString(), c.pos, c.kw, c.line), c.line);
+}
+
+// center / ljust / rjust: padded with `fillchar` (one code point) to `width` code points;
+// center puts the odd one on the right unless both width and margin are odd (CPython's rule).
+Value pad(const BuiltinCall &c, bool left, bool right) {
+  Renderer &r = c.r;
+  Arguments a(strMethodName(c), c.pos, c.kw, {"width", "fillchar"}, c.line);
+  int64_t width = a.integer(0, 0);
+  std::string fill = a.has(1) ? requireStr(a.get(1, Value()), "fillchar", c.line) : " ";
+  if (py::length(fill) != 1)
+    fail("The fill character must be exactly one character long", c.line);
+  if (width > int64_t(r.options().maxOutputBytes))
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  return sameKind(r, c.value, center(c.value.asString(), width, fill, left, right), c.line);
+}
+Value strCenter(const BuiltinCall &c) { return pad(c, true, true); }
+Value strLjust(const BuiltinCall &c) { return pad(c, true, false); }
+Value strRjust(const BuiltinCall &c) { return pad(c, false, true); }
+
+// Zeros on the left to `width` code points, after a leading sign.
+Value strZfill(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  llvm::StringRef text = c.value.asString();
+  Arguments a(strMethodName(c), c.pos, c.kw, {"width"}, c.line);
+  int64_t width = a.integer(0, 0);
+  if (width > int64_t(r.options().maxOutputBytes))
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  int64_t len = int64_t(py::length(text));
+  if (width <= len)
+    return c.value;
+  std::string out = text.str();
+  size_t at = !out.empty() && (out[0] == '+' || out[0] == '-') ? 1 : 0;
+  out.insert(at, std::string(size_t(width - len), '0'));
+  return sameKind(r, c.value, std::move(out), c.line);
+}
+
+// partition / rpartition: (before, sep, after) around the first (last) `sep`; without one, the
+// whole string and two empty ones (the string last for rpartition).
+Value partitionAt(const BuiltinCall &c, bool fromEnd) {
+  Renderer &r = c.r;
+  const Value &self = c.value;
   llvm::StringRef text = self.asString();
-  std::string fn = "str." + name.str();
-  auto chars = [&](const Arguments &a) -> std::optional<std::string> { return a.text(0); };
-  chargeText(r, self, pos, kw, line);
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    Arguments a(fn, pos, kw, {"chars"}, line);
-    std::optional<std::string> set = chars(a);
-    std::optional<llvm::StringRef> setRef;
-    if (set)
-      setRef = *set;
-    return sameKind(r, self, py::strip(text, setRef, name != "rstrip", name != "lstrip"), line);
-  }
-  if (name == "split" || name == "rsplit") {
-    Arguments a(fn, pos, kw, {"sep", "maxsplit"}, line);
-    std::optional<std::string> sep = a.text(0);
-    if (sep && sep->empty())
-      fail("empty separator", line);
-    std::optional<llvm::StringRef> sepRef;
-    if (sep)
-      sepRef = *sep;
-    // Capped so that a split into more pieces than a list may hold stops early.
-    int64_t maxSplit = a.integer(1, -1);
-    if (maxSplit < 0 || maxSplit > int64_t(kMaxListItems))
-      maxSplit = int64_t(kMaxListItems);
-    std::vector<std::string> parts = name == "split" ? py::split(text, sepRef, maxSplit) : py::rsplit(text, sepRef, maxSplit);
-    if (parts.size() > kMaxListItems)
-      fail("a list passes the limit of " + std::to_string(kMaxListItems) + " items", line);
-    std::vector<Value> items;
-    for (std::string &p : parts)
-      items.push_back(sameKind(r, self, std::move(p), line));
-    return r.makeList(std::move(items), false, line);
-  }
-  if (name == "splitlines") {
-    Arguments a(fn, pos, kw, {"keepends"}, line);
-    std::vector<Value> items;
-    for (std::string &p : splitLines(text, a.boolean(0, false)))
-      items.push_back(sameKind(r, self, std::move(p), line));
-    return r.makeList(std::move(items), false, line);
-  }
-  if (name == "startswith" || name == "endswith") {
-    Arguments a(fn, pos, kw, {"prefix", "start", "end"}, line);
-    const Value &affix = a.required(0);
-    auto [begin, end] = byteRange(text, a, 1);
-    llvm::StringRef window = text.slice(begin, end);
-    auto matches = [&](const Value &v) {
-      std::string s = requireStr(v, fn + " first arg", line);
-      return name == "startswith" ? window.starts_with(s) : window.ends_with(s);
-    };
-    if (affix.isTuple())
-      return Value::boolean(llvm::any_of(affix.items(), matches));
-    return Value::boolean(matches(affix));
-  }
-  if (name == "upper")
-    return sameKind(r, self, py::upper(text), line);
-  if (name == "lower")
-    return sameKind(r, self, py::lower(text), line);
-  if (name == "title")
-    return sameKind(r, self, py::title(text), line);
-  if (name == "capitalize")
-    return sameKind(r, self, py::capitalize(text), line);
-  if (name == "swapcase") {
-    std::string out;
-    for (size_t p = 0; p < text.size();) {
-      size_t start = p;
-      char32_t c = py::decodeAt(text, p);
-      std::string one(text.data() + start, p - start);
-      out += py::isUpperChar(c) ? py::lower(one) : py::isLowerChar(c) ? py::upper(one) : one;
-    }
-    return sameKind(r, self, std::move(out), line);
-  }
-  if (name == "replace") {
-    Arguments a(fn, pos, kw, {"old", "new", "count"}, line);
-    std::string old = requireStr(a.required(0), "replace() argument 1", line);
-    std::string replacement = requireStr(a.required(1), "replace() argument 2", line);
-    if (self.isMarkup()) {
-      if (!a.required(0).isMarkup())
-        old = htmlEscape(old);
-      if (!a.required(1).isMarkup())
-        replacement = htmlEscape(replacement);
-    }
-    int64_t count = a.integer(2, -1);
-    if (old.empty() && !replacement.empty() &&
-        (py::length(text) + 1) > r.options().maxOutputBytes / replacement.size())
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    if (!old.empty() && replacement.size() > old.size() &&
-        py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    return sameKind(r, self, py::replace(text, old, replacement, count), line);
-  }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    Arguments a(fn, pos, kw, {"sub", "start", "end"}, line);
-    std::string sub = requireStr(a.required(0), "must be str", line);
-    auto [begin, end] = byteRange(text, a, 1);
-    llvm::StringRef window = text.slice(begin, end);
-    size_t found = name == "find" || name == "index" ? py::find(window, sub) : py::rfind(window, sub);
-    if (found == llvm::StringRef::npos) {
-      if (name == "index" || name == "rindex")
-        fail("substring not found", line);
-      return Value::integer(-1);
-    }
-    return Value::integer(int64_t(codePointIndex(text, begin + found)));
-  }
-  if (name == "count") {
-    Arguments a(fn, pos, kw, {"sub", "start", "end"}, line);
-    std::string sub = requireStr(a.required(0), "must be str", line);
-    auto [begin, end] = byteRange(text, a, 1);
-    llvm::StringRef window = text.slice(begin, end);
-    if (sub.empty())
-      return Value::integer(int64_t(py::length(window)) + 1);
-    return Value::integer(int64_t(py::count(window, sub)));
-  }
-  if (name == "join") {
-    Arguments a(fn, pos, kw, {"iterable"}, line);
-    std::vector<Value> items = r.iterate(a.required(0), line);
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].isString())
-        fail("sequence item " + std::to_string(i) + ": expected str instance, " + typeName(items[i]) + " found", line);
-      if (i)
-        out += text;
-      out += self.isMarkup() && !items[i].isMarkup() ? htmlEscape(items[i].asString()) : items[i].asString().str();
-      if (out.size() > r.options().maxOutputBytes)
-        fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    }
-    return sameKind(r, self, std::move(out), line);
-  }
-  if (name == "format")
-    return sameKind(r, self, pythonStrFormat(r, text, pos, kw, line), line);
-  if (name == "center" || name == "ljust" || name == "rjust") {
-    Arguments a(fn, pos, kw, {"width", "fillchar"}, line);
-    int64_t width = a.integer(0, 0);
-    std::string fill = a.has(1) ? requireStr(a.get(1, Value()), "fillchar", line) : " ";
-    if (py::length(fill) != 1)
-      fail("The fill character must be exactly one character long", line);
-    if (width > int64_t(r.options().maxOutputBytes))
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    return sameKind(r, self, center(text, width, fill, name != "rjust", name != "ljust"), line);
-  }
-  if (name == "zfill") {
-    Arguments a(fn, pos, kw, {"width"}, line);
-    int64_t width = a.integer(0, 0);
-    if (width > int64_t(r.options().maxOutputBytes))
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    int64_t len = int64_t(py::length(text));
-    if (width <= len)
-      return self;
-    std::string out = text.str();
-    size_t at = !out.empty() && (out[0] == '+' || out[0] == '-') ? 1 : 0;
-    out.insert(at, std::string(size_t(width - len), '0'));
-    return sameKind(r, self, std::move(out), line);
-  }
-  if (name == "partition" || name == "rpartition") {
-    Arguments a(fn, pos, kw, {"sep"}, line);
-    std::string sep = requireStr(a.required(0), "must be str", line);
-    if (sep.empty())
-      fail("empty separator", line);
-    size_t found = name == "partition" ? py::find(text, sep) : py::rfind(text, sep);
-    std::vector<Value> parts;
-    if (found == llvm::StringRef::npos) {
-      if (name == "partition")
-        parts = {self, Value::string(""), Value::string("")};
-      else
-        parts = {Value::string(""), Value::string(""), self};
-    } else {
-      parts = {sameKind(r, self, text.substr(0, found).str(), line), sameKind(r, self, sep, line),
-               sameKind(r, self, text.substr(found + sep.size()).str(), line)};
-    }
-    return r.makeList(std::move(parts), true, line);
-  }
-  if (name == "removeprefix" || name == "removesuffix") {
-    Arguments a(fn, pos, kw, {"affix"}, line);
-    std::string affix = requireStr(a.required(0), "must be str", line);
-    llvm::StringRef out = text;
-    if (name == "removeprefix")
-      out.consume_front(affix);
+  Arguments a(strMethodName(c), c.pos, c.kw, {"sep"}, c.line);
+  std::string sep = requireStr(a.required(0), "must be str", c.line);
+  if (sep.empty())
+    fail("empty separator", c.line);
+  size_t found = fromEnd ? py::rfind(text, sep) : py::find(text, sep);
+  std::vector<Value> parts;
+  if (found == llvm::StringRef::npos) {
+    if (!fromEnd)
+      parts = {self, Value::string(""), Value::string("")};
     else
-      out.consume_back(affix);
-    return sameKind(r, self, out.str(), line);
+      parts = {Value::string(""), Value::string(""), self};
+  } else {
+    parts = {sameKind(r, self, text.substr(0, found).str(), c.line), sameKind(r, self, sep, c.line),
+             sameKind(r, self, text.substr(found + sep.size()).str(), c.line)};
   }
-  if (name.starts_with("is")) {
-    Arguments a(fn, pos, kw, {}, line);
-    std::vector<char32_t> points = py::codePoints(text);
-    auto all = [&](auto predicate) {
-      return Value::boolean(!points.empty() && llvm::all_of(points, predicate));
-    };
-    // ASCII classes exactly; outside ASCII, letters are approximated by the cased letters known
-    // to PythonText and digits by none.
-    if (name == "isspace")
-      return all([](char32_t c) { return py::isSpace(c); });
-    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric")
-      return all([](char32_t c) { return c >= '0' && c <= '9'; });
-    if (name == "isalpha")
-      return all([](char32_t c) { return (c < 0x80 && llvm::isAlpha(char(c))) || (c >= 0x80 && (py::isUpperChar(c) || py::isLowerChar(c))); });
-    if (name == "isalnum")
-      return all([](char32_t c) { return (c < 0x80 && llvm::isAlnum(char(c))) || (c >= 0x80 && (py::isUpperChar(c) || py::isLowerChar(c))); });
-    if (name == "isascii")
-      return Value::boolean(py::isAscii(text));
-    if (name == "isupper" || name == "islower") {
-      bool cased = false, ok = true;
-      for (char32_t c : points) {
-        if (py::isUpperChar(c)) {
-          cased = true;
-          ok &= name == "isupper";
-        } else if (py::isLowerChar(c)) {
-          cased = true;
-          ok &= name == "islower";
-        }
-      }
-      return Value::boolean(cased && ok);
+  return r.makeList(std::move(parts), true, c.line);
+}
+Value strPartition(const BuiltinCall &c) { return partitionAt(c, false); }
+Value strRpartition(const BuiltinCall &c) { return partitionAt(c, true); }
+
+// removeprefix / removesuffix: the string without the affix, when it has it there.
+Value removeAffix(const BuiltinCall &c, bool prefix) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {"affix"}, c.line);
+  std::string affix = requireStr(a.required(0), "must be str", c.line);
+  llvm::StringRef out = c.value.asString();
+  if (prefix)
+    out.consume_front(affix);
+  else
+    out.consume_back(affix);
+  return sameKind(c.r, c.value, out.str(), c.line);
+}
+Value strRemoveprefix(const BuiltinCall &c) { return removeAffix(c, true); }
+Value strRemovesuffix(const BuiltinCall &c) { return removeAffix(c, false); }
+
+// The is* methods take no arguments. ASCII classes exactly; outside ASCII, letters are
+// approximated by the cased letters known to PythonText and digits by none.
+template <typename Predicate> Value everyCodePoint(const BuiltinCall &c, Predicate predicate) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {}, c.line);
+  std::vector<char32_t> points = py::codePoints(c.value.asString());
+  return Value::boolean(!points.empty() && llvm::all_of(points, predicate));
+}
+Value strIsspace(const BuiltinCall &c) {
+  return everyCodePoint(c, [](char32_t ch) { return py::isSpace(ch); });
+}
+// isdigit / isdecimal / isnumeric.
+Value strIsdigit(const BuiltinCall &c) {
+  return everyCodePoint(c, [](char32_t ch) { return ch >= '0' && ch <= '9'; });
+}
+Value strIsalpha(const BuiltinCall &c) {
+  return everyCodePoint(c, [](char32_t ch) {
+    return (ch < 0x80 && llvm::isAlpha(char(ch))) || (ch >= 0x80 && (py::isUpperChar(ch) || py::isLowerChar(ch)));
+  });
+}
+Value strIsalnum(const BuiltinCall &c) {
+  return everyCodePoint(c, [](char32_t ch) {
+    return (ch < 0x80 && llvm::isAlnum(char(ch))) || (ch >= 0x80 && (py::isUpperChar(ch) || py::isLowerChar(ch)));
+  });
+}
+// True for the empty string too.
+Value strIsascii(const BuiltinCall &c) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {}, c.line);
+  return Value::boolean(py::isAscii(c.value.asString()));
+}
+
+// isupper / islower: at least one cased code point, and every cased one in that case.
+Value allCased(const BuiltinCall &c, bool upper) {
+  Arguments a(strMethodName(c), c.pos, c.kw, {}, c.line);
+  bool cased = false, ok = true;
+  for (char32_t ch : py::codePoints(c.value.asString())) {
+    if (py::isUpperChar(ch)) {
+      cased = true;
+      ok &= upper;
+    } else if (py::isLowerChar(ch)) {
+      cased = true;
+      ok &= !upper;
     }
+  }
+  return Value::boolean(cased && ok);
+}
+Value strIsupper(const BuiltinCall &c) { return allCased(c, true); }
+Value strIslower(const BuiltinCall &c) { return allCased(c, false); }
+
+// The str methods implemented (kStrMethods lists those of Python's str; the rest fail).
+constexpr NamedBuiltin kStrMethodBodies[] = {
+    {"capitalize", strCapitalize}, {"center", strCenter}, {"count", strCount}, {"endswith", strEndswith},
+    {"find", strFind}, {"format", strFormat}, {"index", strIndex}, {"isalnum", strIsalnum}, {"isalpha", strIsalpha},
+    {"isascii", strIsascii}, {"isdecimal", strIsdigit}, {"isdigit", strIsdigit}, {"islower", strIslower},
+    {"isnumeric", strIsdigit}, {"isspace", strIsspace}, {"isupper", strIsupper}, {"join", strJoin},
+    {"ljust", strLjust}, {"lower", strLower}, {"lstrip", strLstrip}, {"partition", strPartition},
+    {"removeprefix", strRemoveprefix}, {"removesuffix", strRemovesuffix}, {"replace", strReplace},
+    {"rfind", strRfind}, {"rindex", strRindex}, {"rjust", strRjust}, {"rpartition", strRpartition},
+    {"rsplit", strRsplit}, {"rstrip", strRstrip}, {"split", strSplit}, {"splitlines", strSplitlines},
+    {"startswith", strStartswith}, {"strip", strStrip}, {"swapcase", strSwapcase}, {"title", strTitle},
+    {"upper", strUpper}, {"zfill", strZfill}};
+static_assert(sortedByName(kStrMethodBodies));
+
+Value stringMethod(Renderer &r, const Value &self, llvm::StringRef name, std::vector<Value> &pos, Keywords &kw, int line) {
+  chargeText(r, self, pos, kw, line);
+  BuiltinCall call{r, name, self, pos, kw, line};
+  if (Builtin body = lookup(kStrMethodBodies, name))
+    return body(call);
+  // The is* methods not implemented refuse arguments first, as the implemented ones do.
+  if (name.starts_with("is")) {
+    Arguments a(strMethodName(call), pos, kw, {}, line);
   }
   fail("unsupported str method '" + name.str() + "'", line);
 }
@@ -916,426 +1055,553 @@ std::string indentText(const Value &s, const Value &width, bool first, bool blan
   return out;
 }
 
+//===--- the filters' functions ---------------------------------------------===//
+
+// transformers: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+Value filterTojson(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a("tojson", c.pos, c.kw, {"ensure_ascii", "indent", "separators", "sort_keys"}, line);
+  JsonFormat format;
+  format.ensureAscii = a.boolean(0, false);
+  Value indent = a.get(1, Value::none());
+  if (indent.isString()) {
+    format.indent = indent.asString().str();
+  } else if (isIntLike(indent)) {
+    int64_t n = intOf(indent);
+    if (n > int64_t(r.options().maxOutputBytes))
+      fail("tojson indent is too large", line);
+    format.indent = std::string(size_t(std::max<int64_t>(0, n)), ' ');
+  } else if (!indent.isNone()) {
+    fail("tojson indent must be an int or a str", line);
+  }
+  if (format.indent)
+    format.itemSeparator = ",";
+  Value separators = a.get(2, Value::none());
+  if (!separators.isNone()) {
+    if (!separators.isList() || separators.items().size() != 2 || !separators.items()[0].isString() ||
+        !separators.items()[1].isString())
+      fail("tojson separators must be a pair of strings", line);
+    format.itemSeparator = separators.items()[0].asString().str();
+    format.keySeparator = separators.items()[1].asString().str();
+  }
+  format.sortKeys = a.boolean(3, false);
+  return r.makeString(dumpJson(c.value, format, r.options().maxOutputBytes), line);
+}
+
+// str(value).strip(chars).
+Value filterTrim(const BuiltinCall &c) {
+  Arguments a("trim", c.pos, c.kw, {"chars"}, c.line);
+  Value s = softStr(c.r, c.value, c.line);
+  std::optional<std::string> set = a.text(0);
+  std::optional<llvm::StringRef> setRef;
+  if (set)
+    setRef = *set;
+  return sameKind(c.r, s, py::strip(s.asString(), setRef, true, true), c.line);
+}
+
+// length / count: len(value); an undefined has none.
+Value filterLength(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  const Value &value = c.value;
+  switch (value.kind()) {
+  case Value::Kind::String: return Value::integer(int64_t(py::length(value.asString())));
+  case Value::Kind::List: return Value::integer(int64_t(value.items().size()));
+  case Value::Kind::Dict: return Value::integer(int64_t(value.entries().size()));
+  case Value::Kind::Undefined: return Value::integer(0);
+  case Value::Kind::Loop: return Value::integer(static_cast<const LoopObject &>(*value.object()).length);
+  default: fail("object of type '" + typeName(value) + "' has no len()", c.line);
+  }
+}
+
+// upper / lower / capitalize: the str() of the value, case-mapped as Python does.
+Value caseMapped(const BuiltinCall &c, std::string (*map)(llvm::StringRef)) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  Value s = softStr(c.r, c.value, c.line);
+  return sameKind(c.r, s, map(s.asString()), c.line);
+}
+Value filterUpper(const BuiltinCall &c) { return caseMapped(c, py::upper); }
+Value filterLower(const BuiltinCall &c) { return caseMapped(c, py::lower); }
+Value filterCapitalize(const BuiltinCall &c) { return caseMapped(c, py::capitalize); }
+
+// jinja2's title, not str.title: words start after spaces and -({[< only (doTitle).
+Value filterTitle(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  return c.r.makeString(doTitle(softStr(c.r, c.value, c.line).asString()), c.line);
+}
+
+Value filterString(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  return softStr(c.r, c.value, c.line);
+}
+
+Value filterSafe(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  return markup(toStr(c.value));
+}
+
+// e / escape: HTML-escaped markup, unless the value is markup already.
+Value filterEscape(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  if (c.value.isMarkup())
+    return c.value;
+  return markup(htmlEscape(toStr(c.value)));
+}
+
+// Escapes markup too.
+Value filterForceescape(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  return markup(htmlEscape(toStr(c.value)));
+}
+
+// default / d: the fallback for an undefined value, or with boolean=true for any false one.
+Value filterDefault(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {"default_value", "boolean"}, c.line);
+  if (c.value.isUndefined() || (a.boolean(1, false) && !truthy(c.value)))
+    return a.get(0, Value::string(""));
+  return c.value;
+}
+
+// The str() of each item (or of its attribute) with the separator between; never markup.
+Value filterJoin(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a("join", c.pos, c.kw, {"d", "attribute"}, line);
+  std::string separator = toStr(a.get(0, Value::string("")));
+  std::vector<Value> items = r.iterate(c.value, line);
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i)
+      out += separator;
+    Value item = a.has(1) ? attributeOf(r, items[i], attributePath(a.get(1, Value()), line).asString(), line) : items[i];
+    out += toStr(item);
+    if (out.size() > r.options().maxOutputBytes)
+      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+  }
+  return r.makeString(std::move(out), line);
+}
+
+Value filterList(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  return c.r.makeList(c.r.iterate(c.value, c.line), false, c.line);
+}
+
+// An undefined when the sequence is empty.
+Value filterFirst(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  std::vector<Value> items = c.r.iterate(c.value, c.line);
+  return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
+}
+
+// jinja2 reverses the value (reversed()): a generator cannot be.
+Value filterLast(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  if (c.value.kind() == Value::Kind::Iterator)
+    fail("'" + typeName(c.value) + "' object is not reversible", c.line);
+  std::vector<Value> items = c.r.iterate(c.value, c.line);
+  return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
+}
+
+// On str() of the value and of both arguments; never markup.
+Value filterReplace(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a("replace", c.pos, c.kw, {"old", "new", "count"}, line);
+  std::string text = toStr(c.value), old = toStr(a.required(0)), replacement = toStr(a.required(1));
+  if (old.empty() && !replacement.empty() && py::length(text) + 1 > r.options().maxOutputBytes / replacement.size())
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+  if (!old.empty() && replacement.size() > old.size() &&
+      py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
+  return r.makeString(py::replace(text, old, replacement, a.integer(2, -1)), line);
+}
+
+// A generator of (key, value) tuples; of an undefined, an empty one.
+Value filterItems(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  if (c.value.isUndefined())
+    return iteratorOf({}, "generator");
+  if (!c.value.isDict())
+    fail("Can only get item pairs from a mapping.", c.line);
+  std::vector<Value> pairs;
+  for (const auto &[k, v] : c.value.entries())
+    pairs.push_back(c.r.makeList({k, v}, true, c.line));
+  return iteratorOf(std::move(pairs), "generator");
+}
+
+Value filterSelectattr(const BuiltinCall &c) { return selectOrReject(c.r, c.value, c.pos, c.kw, true, true, c.line); }
+Value filterRejectattr(const BuiltinCall &c) { return selectOrReject(c.r, c.value, c.pos, c.kw, true, false, c.line); }
+Value filterSelect(const BuiltinCall &c) { return selectOrReject(c.r, c.value, c.pos, c.kw, false, true, c.line); }
+Value filterReject(const BuiltinCall &c) { return selectOrReject(c.r, c.value, c.pos, c.kw, false, false, c.line); }
+
+// map(attribute=..., default=...) looks the attribute up in each item; map('filter', args...)
+// applies the filter to each (the one way filters nest: see FilterDepthGuard in Render.cpp).
+Value filterMap(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  if (!truthy(c.value)) // jinja2: `if value:` before anything else
+    return iteratorOf({}, "generator");
+  std::vector<Value> items = r.iterate(c.value, line);
+  std::vector<Value> mapped;
+  if (c.pos.empty()) {
+    Arguments a("map", c.pos, c.kw, {"attribute", "default"}, line);
+    std::string attribute = attributePath(a.required(0), line).asString().str();
+    for (const Value &item : items) {
+      Value v = attributeOf(r, item, attribute, line);
+      mapped.push_back(v.isUndefined() && a.has(1) ? a.get(1, Value()) : v);
+    }
+  } else {
+    std::string filter = requireStr(c.pos[0], "map's filter name", line);
+    std::vector<Value> rest(c.pos.begin() + 1, c.pos.end());
+    for (const Value &item : items) {
+      r.chargeBytes(rest.size() * sizeof(Value), line); // each call gets its own copy
+      mapped.push_back(r.applyFilter(filter, item, rest, c.kw, line));
+    }
+  }
+  return iteratorOf(std::move(mapped), "generator");
+}
+
+// A string reversed by code points; a generator into a list; anything else into a reverse iterator.
+Value filterReverse(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  const Value &value = c.value;
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  if (value.isString()) {
+    std::vector<char32_t> points = py::codePoints(value.asString());
+    std::reverse(points.begin(), points.end());
+    return sameKind(r, value, py::fromCodePoints(points), c.line);
+  }
+  if (value.kind() == Value::Kind::Iterator) {
+    std::vector<Value> items = r.iterate(value, c.line);
+    std::reverse(items.begin(), items.end());
+    return r.makeList(std::move(items), false, c.line);
+  }
+  std::vector<Value> items = r.iterate(value, c.line);
+  std::reverse(items.begin(), items.end());
+  return iteratorOf(std::move(items), value.isDict() ? "dict_reversekeyiterator" : "list_reverseiterator");
+}
+
+// The first item of each key (the item or its attribute, lowercased unless case_sensitive).
+Value filterUnique(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a(c.name, c.pos, c.kw, {"case_sensitive", "attribute"}, line);
+  bool caseSensitive = a.boolean(0, false);
+  std::vector<Value> seenKeys, kept;
+  for (const Value &item : r.iterate(c.value, line)) {
+    Value key = a.has(1) ? attributeOf(r, item, attributePath(a.get(1, Value()), line).asString(), line) : item;
+    key = sortKey(r, key, caseSensitive, line);
+    if (!hashable(key))
+      fail("unhashable type: '" + typeName(key) + "'", line);
+    r.chargeSteps(seenKeys.size(), line);
+    if (llvm::none_of(seenKeys, [&](const Value &s) { return equals(s, key); })) {
+      seenKeys.push_back(key);
+      kept.push_back(item);
+    }
+  }
+  return iteratorOf(std::move(kept), "generator");
+}
+
+// The items of sort / min / max and the key of each: its attributes (`attribute` may list
+// several, comma-separated) or the item itself, strings lowercased unless case_sensitive.
+struct KeyedItems {
+  std::vector<Value> items;
+  std::vector<std::vector<Value>> keys;
+};
+
+KeyedItems keyedItems(const BuiltinCall &c, const Arguments &a, size_t caseSensitiveIndex) {
+  Renderer &r = c.r;
+  int line = c.line;
+  bool caseSensitive = a.boolean(caseSensitiveIndex, false);
+  std::vector<std::string> attributes;
+  if (a.has(caseSensitiveIndex + 1)) {
+    Value path = attributePath(a.get(caseSensitiveIndex + 1, Value()), line);
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    path.asString().split(parts, ',');
+    for (llvm::StringRef p : parts)
+      attributes.push_back(p.trim().str());
+  }
+  KeyedItems keyed;
+  keyed.items = r.iterate(c.value, line);
+  for (const Value &item : keyed.items) {
+    std::vector<Value> key;
+    if (attributes.empty())
+      key.push_back(sortKey(r, item, caseSensitive, line));
+    for (const std::string &attribute : attributes)
+      key.push_back(sortKey(r, attributeOf(r, item, attribute, line), caseSensitive, line));
+    keyed.keys.push_back(std::move(key));
+  }
+  r.chargeSteps(keyed.items.size() * 8, line);
+  return keyed;
+}
+
+bool keyLess(const std::vector<Value> &x, const std::vector<Value> &y) {
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!equals(x[i], y[i]))
+      return less(x[i], y[i]);
+  return false;
+}
+
+// A stable sort: equal keys keep their order, reverse=true too.
+Value filterSort(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {"reverse", "case_sensitive", "attribute"}, c.line);
+  KeyedItems keyed = keyedItems(c, a, 1);
+  std::vector<size_t> order(keyed.items.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  bool reverse = a.boolean(0, false);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return reverse ? keyLess(keyed.keys[y], keyed.keys[x]) : keyLess(keyed.keys[x], keyed.keys[y]);
+  });
+  std::vector<Value> sorted;
+  for (size_t i : order)
+    sorted.push_back(keyed.items[i]);
+  return c.r.makeList(std::move(sorted), false, c.line);
+}
+
+// min / max: the first item of the least (greatest) key; an undefined for an empty sequence.
+Value extremeItem(const BuiltinCall &c, bool least) {
+  Arguments a(c.name, c.pos, c.kw, {"case_sensitive", "attribute"}, c.line);
+  KeyedItems keyed = keyedItems(c, a, 0);
+  if (keyed.items.empty())
+    return Value::undefined("No aggregated item, sequence was empty.");
+  size_t best = 0;
+  for (size_t i = 1; i < keyed.items.size(); ++i)
+    if (least ? keyLess(keyed.keys[i], keyed.keys[best]) : keyLess(keyed.keys[best], keyed.keys[i]))
+      best = i;
+  return keyed.items[best];
+}
+Value filterMin(const BuiltinCall &c) { return extremeItem(c, true); }
+Value filterMax(const BuiltinCall &c) { return extremeItem(c, false); }
+
+// A list of (key, value) tuples sorted by key or by value, stable.
+Value filterDictsort(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a(c.name, c.pos, c.kw, {"case_sensitive", "by", "reverse"}, line);
+  if (!c.value.isDict())
+    fail("dictsort needs a mapping, not " + typeName(c.value), line);
+  bool caseSensitive = a.boolean(0, false);
+  std::string by = a.has(1) ? requireStr(a.get(1, Value()), "dictsort's by", line) : "key";
+  if (by != "key" && by != "value")
+    fail("You can only sort by either \"key\" or \"value\"", line);
+  std::vector<std::pair<Value, Value>> entries(c.value.entries().begin(), c.value.entries().end());
+  bool reverse = a.boolean(2, false);
+  r.chargeSteps(entries.size() * 8, line);
+  std::stable_sort(entries.begin(), entries.end(), [&](const auto &x, const auto &y) {
+    Value kx = sortKey(r, by == "key" ? x.first : x.second, caseSensitive, line);
+    Value ky = sortKey(r, by == "key" ? y.first : y.second, caseSensitive, line);
+    return reverse ? less(ky, kx) : less(kx, ky);
+  });
+  std::vector<Value> pairs;
+  for (auto &[k, v] : entries)
+    pairs.push_back(r.makeList({k, v}, true, line));
+  return r.makeList(std::move(pairs), false, line);
+}
+
+// jinja2: int(value, base) for a string (int(value) for the rest), and int(float(value)) where
+// that fails; the default where both fail (NaN included). Infinity and an undefined raise.
+Value filterInt(const BuiltinCall &c) {
+  const Value &value = c.value;
+  int line = c.line;
+  Arguments a(c.name, c.pos, c.kw, {"default", "base"}, line);
+  Value fallback = a.get(0, Value::integer(0));
+  int64_t base = a.integer(1, 10);
+  switch (value.kind()) {
+  case Value::Kind::Int: return value;
+  case Value::Kind::Bool: return Value::integer(value.asBool());
+  case Value::Kind::Float: {
+    double f = value.asFloat();
+    if (std::isnan(f))
+      return fallback;
+    if (std::isinf(f))
+      fail("cannot convert float infinity to integer", line);
+    if (std::fabs(f) >= 9.2e18)
+      fail("integer overflow", line);
+    return Value::integer(int64_t(f));
+  }
+  case Value::Kind::String: {
+    if (base < 2 || base > 36)
+      fail("int() base must be >= 2 and <= 36", line);
+    if (auto v = parseInt(value.asString(), base))
+      return Value::integer(*v);
+    if (auto f = parseFloat(value.asString())) {
+      if (std::isnan(*f))
+        return fallback;
+      if (std::isinf(*f))
+        fail("cannot convert float infinity to integer", line);
+      if (std::fabs(*f) >= 9.2e18)
+        fail("integer overflow", line);
+      return Value::integer(int64_t(*f));
+    }
+    return fallback;
+  }
+  case Value::Kind::Undefined: failUndefined(value, line);
+  default: return fallback;
+  }
+}
+
+// float(value), or the default where Python's float() would fail; an undefined raises.
+Value filterFloat(const BuiltinCall &c) {
+  const Value &value = c.value;
+  Arguments a(c.name, c.pos, c.kw, {"default"}, c.line);
+  Value fallback = a.get(0, Value::number(0.0));
+  switch (value.kind()) {
+  case Value::Kind::Float: return value;
+  case Value::Kind::Int:
+  case Value::Kind::Bool: return Value::number(double(intOf(value)));
+  case Value::Kind::String: {
+    auto f = parseFloat(value.asString());
+    return f ? Value::number(*f) : fallback;
+  }
+  case Value::Kind::Undefined: failUndefined(value, c.line);
+  default: return fallback;
+  }
+}
+
+Value filterAbs(const BuiltinCall &c) {
+  const Value &value = c.value;
+  Arguments a(c.name, c.pos, c.kw, {}, c.line);
+  if (isIntLike(value)) {
+    if (intOf(value) == INT64_MIN)
+      fail("integer overflow", c.line);
+    return Value::integer(std::abs(intOf(value)));
+  }
+  if (value.kind() == Value::Kind::Float)
+    return Value::number(std::fabs(value.asFloat()));
+  fail("bad operand type for abs(): '" + typeName(value) + "'", c.line);
+}
+
+// jinja2: an int stays an int with method 'common'; otherwise a float, rounded to `precision`
+// decimals half to even ('common') or towards +/- infinity ('ceil', 'floor').
+Value filterRound(const BuiltinCall &c) {
+  const Value &value = c.value;
+  int line = c.line;
+  Arguments a(c.name, c.pos, c.kw, {"precision", "method"}, line);
+  int64_t precision = a.integer(0, 0);
+  std::string method = a.has(1) ? requireStr(a.get(1, Value()), "round's method", line) : "common";
+  if (method != "common" && method != "ceil" && method != "floor")
+    fail("method must be common, ceil or floor", line);
+  if (isIntLike(value) && method == "common")
+    return Value::integer(intOf(value));
+  if (!isIntLike(value) && value.kind() != Value::Kind::Float)
+    fail("type " + typeName(value) + " doesn't define __round__ method", line);
+  if (precision < 0 || precision > 300)
+    fail("unsupported: round to a precision of " + std::to_string(precision), line);
+  double v = value.kind() == Value::Kind::Float ? value.asFloat() : double(intOf(value));
+  if (!std::isfinite(v))
+    return Value::number(v);
+  if (method == "common") {
+    // Python's round(): correctly rounded, ties to even, on the exact binary value (as printf).
+    std::vector<char> buffer(size_t(precision) + 400);
+    std::snprintf(buffer.data(), buffer.size(), "%.*f", int(precision), v);
+    return Value::number(std::strtod(buffer.data(), nullptr));
+  }
+  double scale = std::pow(10.0, double(precision));
+  return Value::number((method == "ceil" ? std::ceil(v * scale) : std::floor(v * scale)) / scale);
+}
+
+// start + the items (or their attribute), numbers only: ints while every term is one.
+Value filterSum(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  int line = c.line;
+  Arguments a(c.name, c.pos, c.kw, {"attribute", "start"}, line);
+  Value total = a.get(1, Value::integer(0));
+  for (const Value &item : r.iterate(c.value, line)) {
+    Value term = a.has(0) ? attributeOf(r, item, attributePath(a.get(0, Value()), line).asString(), line) : item;
+    bool ints = isIntLike(total) && isIntLike(term);
+    bool numbers = (ints || total.kind() == Value::Kind::Float || term.kind() == Value::Kind::Float) &&
+                   (isIntLike(total) || total.kind() == Value::Kind::Float) &&
+                   (isIntLike(term) || term.kind() == Value::Kind::Float);
+    if (ints) {
+      int64_t s;
+      if (__builtin_add_overflow(intOf(total), intOf(term), &s))
+        fail("integer overflow", line);
+      total = Value::integer(s);
+    } else if (numbers) {
+      auto f = [](const Value &v) { return v.kind() == Value::Kind::Float ? v.asFloat() : double(intOf(v)); };
+      total = Value::number(f(total) + f(term));
+    } else {
+      fail("unsupported operand type(s) for +: '" + typeName(total) + "' and '" + typeName(term) + "'", line);
+    }
+  }
+  return total;
+}
+
+// str(value).center(width), width 80 by default.
+Value filterCenter(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  Arguments a(c.name, c.pos, c.kw, {"width"}, c.line);
+  int64_t width = a.integer(0, 80);
+  if (width > int64_t(r.options().maxOutputBytes))
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  Value s = softStr(r, c.value, c.line);
+  return sameKind(r, s, center(s.asString(), width, " ", true, true), c.line);
+}
+
+// Every line but the first (with first=true, that too) indented; blank lines only with blank=true.
+Value filterIndent(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  Arguments a(c.name, c.pos, c.kw, {"width", "first", "blank"}, c.line);
+  std::string out = indentText(c.value, a.get(0, Value::integer(4)), a.boolean(1, false), a.boolean(2, false),
+                               r.options().maxOutputBytes, c.line);
+  if (out.size() > r.options().maxOutputBytes)
+    fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", c.line);
+  return sameKind(r, c.value, std::move(out), c.line);
+}
+
+// printf-style: value % args (a tuple of the positional arguments) or value % kwargs (a dict).
+Value filterFormat(const BuiltinCall &c) {
+  Renderer &r = c.r;
+  if (!c.pos.empty() && !c.kw.empty())
+    fail("can't handle positional and keyword arguments at the same time", c.line);
+  Value s = softStr(r, c.value, c.line);
+  Value arguments;
+  if (!c.kw.empty()) {
+    std::vector<std::pair<Value, Value>> entries;
+    for (auto &[k, v] : c.kw)
+      entries.emplace_back(Value::string(k), v);
+    arguments = r.makeDict(std::move(entries), c.line);
+  } else {
+    arguments = r.makeList(c.pos, true, c.line);
+  }
+  return sameKind(r, s, pythonPercentFormat(r, s.asString(), arguments, c.line), c.line);
+}
+
+Value filterAttr(const BuiltinCall &c) {
+  Arguments a(c.name, c.pos, c.kw, {"name"}, c.line);
+  std::string attribute = toStr(a.required(0));
+  // getattr only: a dict's keys are not attributes.
+  if (c.value.isDict() && !isMethodOf(c.value, attribute))
+    return Value::undefined("'dict object' has no attribute " + py::repr(attribute));
+  return c.r.getAttribute(c.value, attribute, c.line);
+}
+
+// The filters implemented; applying any other name fails ("no filter named ..."). Parser.cpp
+// refuses most of jinja2's other filters when it parses a template.
+constexpr NamedBuiltin kFilterBodies[] = {
+    {"abs", filterAbs}, {"attr", filterAttr}, {"capitalize", filterCapitalize}, {"center", filterCenter},
+    {"count", filterLength}, {"d", filterDefault}, {"default", filterDefault}, {"dictsort", filterDictsort},
+    {"e", filterEscape}, {"escape", filterEscape}, {"first", filterFirst}, {"float", filterFloat},
+    {"forceescape", filterForceescape}, {"format", filterFormat}, {"indent", filterIndent}, {"int", filterInt},
+    {"items", filterItems}, {"join", filterJoin}, {"last", filterLast}, {"length", filterLength},
+    {"list", filterList}, {"lower", filterLower}, {"map", filterMap}, {"max", filterMax}, {"min", filterMin},
+    {"reject", filterReject}, {"rejectattr", filterRejectattr}, {"replace", filterReplace},
+    {"reverse", filterReverse}, {"round", filterRound}, {"safe", filterSafe}, {"select", filterSelect},
+    {"selectattr", filterSelectattr}, {"sort", filterSort}, {"string", filterString}, {"sum", filterSum},
+    {"title", filterTitle}, {"tojson", filterTojson}, {"trim", filterTrim}, {"unique", filterUnique},
+    {"upper", filterUpper}};
+static_assert(sortedByName(kFilterBodies));
+
 } // namespace
 
 Value filterBody(Renderer &r, llvm::StringRef name, const Value &value, std::vector<Value> &pos, Keywords &kw, int line) {
   // Filters read their string value and arguments (length, trim, int...): a step per 16 bytes.
   chargeText(r, value, pos, kw, line);
-  if (name == "tojson") {
-    // transformers: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-    Arguments a("tojson", pos, kw, {"ensure_ascii", "indent", "separators", "sort_keys"}, line);
-    JsonFormat format;
-    format.ensureAscii = a.boolean(0, false);
-    Value indent = a.get(1, Value::none());
-    if (indent.isString()) {
-      format.indent = indent.asString().str();
-    } else if (isIntLike(indent)) {
-      int64_t n = intOf(indent);
-      if (n > int64_t(r.options().maxOutputBytes))
-        fail("tojson indent is too large", line);
-      format.indent = std::string(size_t(std::max<int64_t>(0, n)), ' ');
-    } else if (!indent.isNone()) {
-      fail("tojson indent must be an int or a str", line);
-    }
-    if (format.indent)
-      format.itemSeparator = ",";
-    Value separators = a.get(2, Value::none());
-    if (!separators.isNone()) {
-      if (!separators.isList() || separators.items().size() != 2 || !separators.items()[0].isString() ||
-          !separators.items()[1].isString())
-        fail("tojson separators must be a pair of strings", line);
-      format.itemSeparator = separators.items()[0].asString().str();
-      format.keySeparator = separators.items()[1].asString().str();
-    }
-    format.sortKeys = a.boolean(3, false);
-    return r.makeString(dumpJson(value, format, r.options().maxOutputBytes), line);
-  }
-  if (name == "trim") {
-    Arguments a("trim", pos, kw, {"chars"}, line);
-    Value s = softStr(r, value, line);
-    std::optional<std::string> set = a.text(0);
-    std::optional<llvm::StringRef> setRef;
-    if (set)
-      setRef = *set;
-    return sameKind(r, s, py::strip(s.asString(), setRef, true, true), line);
-  }
-  if (name == "length" || name == "count") {
-    Arguments a(name, pos, kw, {}, line);
-    switch (value.kind()) {
-    case Value::Kind::String: return Value::integer(int64_t(py::length(value.asString())));
-    case Value::Kind::List: return Value::integer(int64_t(value.items().size()));
-    case Value::Kind::Dict: return Value::integer(int64_t(value.entries().size()));
-    case Value::Kind::Undefined: return Value::integer(0);
-    case Value::Kind::Loop: return Value::integer(static_cast<const LoopObject &>(*value.object()).length);
-    default: fail("object of type '" + typeName(value) + "' has no len()", line);
-    }
-  }
-  if (name == "upper" || name == "lower" || name == "capitalize") {
-    Arguments a(name, pos, kw, {}, line);
-    Value s = softStr(r, value, line);
-    llvm::StringRef t = s.asString();
-    return sameKind(r, s, name == "upper" ? py::upper(t) : name == "lower" ? py::lower(t) : py::capitalize(t), line);
-  }
-  if (name == "title") {
-    Arguments a(name, pos, kw, {}, line);
-    return r.makeString(doTitle(softStr(r, value, line).asString()), line);
-  }
-  if (name == "string") {
-    Arguments a(name, pos, kw, {}, line);
-    return softStr(r, value, line);
-  }
-  if (name == "safe") {
-    Arguments a(name, pos, kw, {}, line);
-    return markup(toStr(value));
-  }
-  if (name == "e" || name == "escape" || name == "forceescape") {
-    Arguments a(name, pos, kw, {}, line);
-    if (value.isMarkup() && name != "forceescape")
-      return value;
-    return markup(htmlEscape(toStr(value)));
-  }
-  if (name == "default" || name == "d") {
-    Arguments a(name, pos, kw, {"default_value", "boolean"}, line);
-    if (value.isUndefined() || (a.boolean(1, false) && !truthy(value)))
-      return a.get(0, Value::string(""));
-    return value;
-  }
-  if (name == "join") {
-    Arguments a("join", pos, kw, {"d", "attribute"}, line);
-    std::string separator = toStr(a.get(0, Value::string("")));
-    std::vector<Value> items = r.iterate(value, line);
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (i)
-        out += separator;
-      Value item = a.has(1) ? attributeOf(r, items[i], attributePath(a.get(1, Value()), line).asString(), line) : items[i];
-      out += toStr(item);
-      if (out.size() > r.options().maxOutputBytes)
-        fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    }
-    return r.makeString(std::move(out), line);
-  }
-  if (name == "list") {
-    Arguments a(name, pos, kw, {}, line);
-    return r.makeList(r.iterate(value, line), false, line);
-  }
-  if (name == "first") {
-    Arguments a(name, pos, kw, {}, line);
-    std::vector<Value> items = r.iterate(value, line);
-    return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
-  }
-  if (name == "last") {
-    Arguments a(name, pos, kw, {}, line);
-    if (value.kind() == Value::Kind::Iterator)
-      fail("'" + typeName(value) + "' object is not reversible", line);
-    std::vector<Value> items = r.iterate(value, line);
-    return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
-  }
-  if (name == "replace") {
-    Arguments a("replace", pos, kw, {"old", "new", "count"}, line);
-    std::string text = toStr(value), old = toStr(a.required(0)), replacement = toStr(a.required(1));
-    if (old.empty() && !replacement.empty() && py::length(text) + 1 > r.options().maxOutputBytes / replacement.size())
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    if (!old.empty() && replacement.size() > old.size() &&
-        py::count(text, old) > r.options().maxOutputBytes / (replacement.size() - old.size() + 1))
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    return r.makeString(py::replace(text, old, replacement, a.integer(2, -1)), line);
-  }
-  if (name == "items") {
-    Arguments a(name, pos, kw, {}, line);
-    if (value.isUndefined())
-      return iteratorOf({}, "generator");
-    if (!value.isDict())
-      fail("Can only get item pairs from a mapping.", line);
-    std::vector<Value> pairs;
-    for (const auto &[k, v] : value.entries())
-      pairs.push_back(r.makeList({k, v}, true, line));
-    return iteratorOf(std::move(pairs), "generator");
-  }
-  if (name == "selectattr" || name == "rejectattr")
-    return selectOrReject(r, value, pos, kw, true, name == "selectattr", line);
-  if (name == "select" || name == "reject")
-    return selectOrReject(r, value, pos, kw, false, name == "select", line);
-  if (name == "map") {
-    if (!truthy(value)) // jinja2: `if value:` before anything else
-      return iteratorOf({}, "generator");
-    std::vector<Value> items = r.iterate(value, line);
-    std::vector<Value> mapped;
-    if (pos.empty()) {
-      Arguments a("map", pos, kw, {"attribute", "default"}, line);
-      std::string attribute = attributePath(a.required(0), line).asString().str();
-      for (const Value &item : items) {
-        Value v = attributeOf(r, item, attribute, line);
-        mapped.push_back(v.isUndefined() && a.has(1) ? a.get(1, Value()) : v);
-      }
-    } else {
-      std::string filter = requireStr(pos[0], "map's filter name", line);
-      std::vector<Value> rest(pos.begin() + 1, pos.end());
-      for (const Value &item : items) {
-        r.chargeBytes(rest.size() * sizeof(Value), line); // each call gets its own copy
-        mapped.push_back(r.applyFilter(filter, item, rest, kw, line));
-      }
-    }
-    return iteratorOf(std::move(mapped), "generator");
-  }
-  if (name == "reverse") {
-    Arguments a(name, pos, kw, {}, line);
-    if (value.isString()) {
-      std::vector<char32_t> points = py::codePoints(value.asString());
-      std::reverse(points.begin(), points.end());
-      return sameKind(r, value, py::fromCodePoints(points), line);
-    }
-    if (value.kind() == Value::Kind::Iterator) {
-      std::vector<Value> items = r.iterate(value, line);
-      std::reverse(items.begin(), items.end());
-      return r.makeList(std::move(items), false, line);
-    }
-    std::vector<Value> items = r.iterate(value, line);
-    std::reverse(items.begin(), items.end());
-    return iteratorOf(std::move(items), value.isDict() ? "dict_reversekeyiterator" : "list_reverseiterator");
-  }
-  if (name == "unique") {
-    Arguments a(name, pos, kw, {"case_sensitive", "attribute"}, line);
-    bool caseSensitive = a.boolean(0, false);
-    std::vector<Value> seenKeys, kept;
-    for (const Value &item : r.iterate(value, line)) {
-      Value key = a.has(1) ? attributeOf(r, item, attributePath(a.get(1, Value()), line).asString(), line) : item;
-      key = sortKey(r, key, caseSensitive, line);
-      if (!hashable(key))
-        fail("unhashable type: '" + typeName(key) + "'", line);
-      r.chargeSteps(seenKeys.size(), line);
-      if (llvm::none_of(seenKeys, [&](const Value &s) { return equals(s, key); })) {
-        seenKeys.push_back(key);
-        kept.push_back(item);
-      }
-    }
-    return iteratorOf(std::move(kept), "generator");
-  }
-  if (name == "sort" || name == "min" || name == "max") {
-    bool sorting = name == "sort";
-    Arguments a(name, pos, kw,
-                sorting ? std::initializer_list<llvm::StringRef>{"reverse", "case_sensitive", "attribute"}
-                        : std::initializer_list<llvm::StringRef>{"case_sensitive", "attribute"},
-                line);
-    size_t base = sorting ? 1 : 0;
-    bool caseSensitive = a.boolean(base, false);
-    std::vector<std::string> attributes;
-    if (a.has(base + 1)) {
-      Value path = attributePath(a.get(base + 1, Value()), line);
-      llvm::SmallVector<llvm::StringRef, 4> parts;
-      path.asString().split(parts, ',');
-      for (llvm::StringRef p : parts)
-        attributes.push_back(p.trim().str());
-    }
-    std::vector<Value> items = r.iterate(value, line);
-    std::vector<std::vector<Value>> keys;
-    for (const Value &item : items) {
-      std::vector<Value> key;
-      if (attributes.empty())
-        key.push_back(sortKey(r, item, caseSensitive, line));
-      for (const std::string &attribute : attributes)
-        key.push_back(sortKey(r, attributeOf(r, item, attribute, line), caseSensitive, line));
-      keys.push_back(std::move(key));
-    }
-    auto keyLess = [](const std::vector<Value> &x, const std::vector<Value> &y) {
-      for (size_t i = 0; i < x.size(); ++i)
-        if (!equals(x[i], y[i]))
-          return less(x[i], y[i]);
-      return false;
-    };
-    std::vector<size_t> order(items.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    r.chargeSteps(items.size() * 8, line);
-    if (!sorting) {
-      if (items.empty())
-        return Value::undefined("No aggregated item, sequence was empty.");
-      size_t best = 0;
-      for (size_t i = 1; i < items.size(); ++i)
-        if (name == "min" ? keyLess(keys[i], keys[best]) : keyLess(keys[best], keys[i]))
-          best = i;
-      return items[best];
-    }
-    bool reverse = a.boolean(0, false);
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return reverse ? keyLess(keys[y], keys[x]) : keyLess(keys[x], keys[y]);
-    });
-    std::vector<Value> sorted;
-    for (size_t i : order)
-      sorted.push_back(items[i]);
-    return r.makeList(std::move(sorted), false, line);
-  }
-  if (name == "dictsort") {
-    Arguments a(name, pos, kw, {"case_sensitive", "by", "reverse"}, line);
-    if (!value.isDict())
-      fail("dictsort needs a mapping, not " + typeName(value), line);
-    bool caseSensitive = a.boolean(0, false);
-    std::string by = a.has(1) ? requireStr(a.get(1, Value()), "dictsort's by", line) : "key";
-    if (by != "key" && by != "value")
-      fail("You can only sort by either \"key\" or \"value\"", line);
-    std::vector<std::pair<Value, Value>> entries(value.entries().begin(), value.entries().end());
-    bool reverse = a.boolean(2, false);
-    r.chargeSteps(entries.size() * 8, line);
-    std::stable_sort(entries.begin(), entries.end(), [&](const auto &x, const auto &y) {
-      Value kx = sortKey(r, by == "key" ? x.first : x.second, caseSensitive, line);
-      Value ky = sortKey(r, by == "key" ? y.first : y.second, caseSensitive, line);
-      return reverse ? less(ky, kx) : less(kx, ky);
-    });
-    std::vector<Value> pairs;
-    for (auto &[k, v] : entries)
-      pairs.push_back(r.makeList({k, v}, true, line));
-    return r.makeList(std::move(pairs), false, line);
-  }
-  if (name == "int") {
-    Arguments a(name, pos, kw, {"default", "base"}, line);
-    Value fallback = a.get(0, Value::integer(0));
-    int64_t base = a.integer(1, 10);
-    switch (value.kind()) {
-    case Value::Kind::Int: return value;
-    case Value::Kind::Bool: return Value::integer(value.asBool());
-    case Value::Kind::Float: {
-      double f = value.asFloat();
-      if (std::isnan(f))
-        return fallback;
-      if (std::isinf(f))
-        fail("cannot convert float infinity to integer", line);
-      if (std::fabs(f) >= 9.2e18)
-        fail("integer overflow", line);
-      return Value::integer(int64_t(f));
-    }
-    case Value::Kind::String: {
-      if (base < 2 || base > 36)
-        fail("int() base must be >= 2 and <= 36", line);
-      if (auto v = parseInt(value.asString(), base))
-        return Value::integer(*v);
-      if (auto f = parseFloat(value.asString())) {
-        if (std::isnan(*f))
-          return fallback;
-        if (std::isinf(*f))
-          fail("cannot convert float infinity to integer", line);
-        if (std::fabs(*f) >= 9.2e18)
-          fail("integer overflow", line);
-        return Value::integer(int64_t(*f));
-      }
-      return fallback;
-    }
-    case Value::Kind::Undefined: failUndefined(value, line);
-    default: return fallback;
-    }
-  }
-  if (name == "float") {
-    Arguments a(name, pos, kw, {"default"}, line);
-    Value fallback = a.get(0, Value::number(0.0));
-    switch (value.kind()) {
-    case Value::Kind::Float: return value;
-    case Value::Kind::Int:
-    case Value::Kind::Bool: return Value::number(double(intOf(value)));
-    case Value::Kind::String: {
-      auto f = parseFloat(value.asString());
-      return f ? Value::number(*f) : fallback;
-    }
-    case Value::Kind::Undefined: failUndefined(value, line);
-    default: return fallback;
-    }
-  }
-  if (name == "abs") {
-    Arguments a(name, pos, kw, {}, line);
-    if (isIntLike(value)) {
-      if (intOf(value) == INT64_MIN)
-        fail("integer overflow", line);
-      return Value::integer(std::abs(intOf(value)));
-    }
-    if (value.kind() == Value::Kind::Float)
-      return Value::number(std::fabs(value.asFloat()));
-    fail("bad operand type for abs(): '" + typeName(value) + "'", line);
-  }
-  if (name == "round") {
-    Arguments a(name, pos, kw, {"precision", "method"}, line);
-    int64_t precision = a.integer(0, 0);
-    std::string method = a.has(1) ? requireStr(a.get(1, Value()), "round's method", line) : "common";
-    if (method != "common" && method != "ceil" && method != "floor")
-      fail("method must be common, ceil or floor", line);
-    if (isIntLike(value) && method == "common")
-      return Value::integer(intOf(value));
-    if (!isIntLike(value) && value.kind() != Value::Kind::Float)
-      fail("type " + typeName(value) + " doesn't define __round__ method", line);
-    if (precision < 0 || precision > 300)
-      fail("unsupported: round to a precision of " + std::to_string(precision), line);
-    double v = value.kind() == Value::Kind::Float ? value.asFloat() : double(intOf(value));
-    if (!std::isfinite(v))
-      return Value::number(v);
-    if (method == "common") {
-      // Python's round(): correctly rounded, ties to even, on the exact binary value (as printf).
-      std::vector<char> buffer(size_t(precision) + 400);
-      std::snprintf(buffer.data(), buffer.size(), "%.*f", int(precision), v);
-      return Value::number(std::strtod(buffer.data(), nullptr));
-    }
-    double scale = std::pow(10.0, double(precision));
-    return Value::number((method == "ceil" ? std::ceil(v * scale) : std::floor(v * scale)) / scale);
-  }
-  if (name == "sum") {
-    Arguments a(name, pos, kw, {"attribute", "start"}, line);
-    Value total = a.get(1, Value::integer(0));
-    for (const Value &item : r.iterate(value, line)) {
-      Value term = a.has(0) ? attributeOf(r, item, attributePath(a.get(0, Value()), line).asString(), line) : item;
-      bool ints = isIntLike(total) && isIntLike(term);
-      bool numbers = (ints || total.kind() == Value::Kind::Float || term.kind() == Value::Kind::Float) &&
-                     (isIntLike(total) || total.kind() == Value::Kind::Float) &&
-                     (isIntLike(term) || term.kind() == Value::Kind::Float);
-      if (ints) {
-        int64_t s;
-        if (__builtin_add_overflow(intOf(total), intOf(term), &s))
-          fail("integer overflow", line);
-        total = Value::integer(s);
-      } else if (numbers) {
-        auto f = [](const Value &v) { return v.kind() == Value::Kind::Float ? v.asFloat() : double(intOf(v)); };
-        total = Value::number(f(total) + f(term));
-      } else {
-        fail("unsupported operand type(s) for +: '" + typeName(total) + "' and '" + typeName(term) + "'", line);
-      }
-    }
-    return total;
-  }
-  if (name == "center") {
-    Arguments a(name, pos, kw, {"width"}, line);
-    int64_t width = a.integer(0, 80);
-    if (width > int64_t(r.options().maxOutputBytes))
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    Value s = softStr(r, value, line);
-    return sameKind(r, s, center(s.asString(), width, " ", true, true), line);
-  }
-  if (name == "indent") {
-    Arguments a(name, pos, kw, {"width", "first", "blank"}, line);
-    std::string out = indentText(value, a.get(0, Value::integer(4)), a.boolean(1, false), a.boolean(2, false),
-                                 r.options().maxOutputBytes, line);
-    if (out.size() > r.options().maxOutputBytes)
-      fail("a string passes the limit of " + std::to_string(r.options().maxOutputBytes) + " bytes", line);
-    return sameKind(r, value, std::move(out), line);
-  }
-  if (name == "format") {
-    if (!pos.empty() && !kw.empty())
-      fail("can't handle positional and keyword arguments at the same time", line);
-    Value s = softStr(r, value, line);
-    Value arguments;
-    if (!kw.empty()) {
-      std::vector<std::pair<Value, Value>> entries;
-      for (auto &[k, v] : kw)
-        entries.emplace_back(Value::string(k), v);
-      arguments = r.makeDict(std::move(entries), line);
-    } else {
-      arguments = r.makeList(pos, true, line);
-    }
-    return sameKind(r, s, pythonPercentFormat(r, s.asString(), arguments, line), line);
-  }
-  if (name == "attr") {
-    Arguments a(name, pos, kw, {"name"}, line);
-    std::string attribute = toStr(a.required(0));
-    // getattr only: a dict's keys are not attributes.
-    if (value.isDict() && !isMethodOf(value, attribute))
-      return Value::undefined("'dict object' has no attribute " + py::repr(attribute));
-    return r.getAttribute(value, attribute, line);
-  }
-  fail("no filter named '" + name.str() + "'", line);
+  Builtin body = lookup(kFilterBodies, name);
+  if (!body)
+    fail("no filter named '" + name.str() + "'", line);
+  return body(BuiltinCall{r, name, value, pos, kw, line});
 }
 
 bool testBody(Renderer &r, llvm::StringRef name, const Value &value, std::vector<Value> &pos, Keywords &kw, int line) {
