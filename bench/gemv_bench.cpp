@@ -35,9 +35,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Gemm.h"
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/Numeric.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/Numeric.h"
+#include "kernels/common/ThreadPool.h"
 #include "kernels/quant/QuantGemv.h"
 #include "contract/helm_contract.h"
 

@@ -11,7 +11,7 @@
 // usage: helm-gpu-linear-bench [--repeats N] [--decode-only]   (--decode-only: m = 1 and 8)
 //
 //===----------------------------------------------------------------------===//
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/quant/BlockFormats.h"
 #include "runtime/backends/cuda/CudaDevice.h"

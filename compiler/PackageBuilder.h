@@ -14,6 +14,18 @@
 
 namespace helm {
 
+/// The form of a GPU stage's code (helmc --gpu-code).
+enum class GpuCodeForm {
+  Auto,    // kernels for a CUDA GPU, host for the emulated GPU
+  Host,    // compiled to run on the host: what emu runs
+  Kernels, // host code launching the device's kernels: what a CUDA GPU runs (emu: host kernels)
+};
+/// "auto", "host", "kernels", and back (nullopt for anything else).
+llvm::StringRef gpuCodeFormName(GpuCodeForm form);
+std::optional<GpuCodeForm> parseGpuCodeForm(llvm::StringRef name);
+
+/// How the package is written. The target and the plan are not here: the builder reads them off
+/// the module (`helm.target`, `helm.plan`), where planning left them.
 struct PackageOptions {
   std::string outputPath;
   std::string modelPath;
@@ -25,12 +37,9 @@ struct PackageOptions {
   std::string chatTemplate;
   std::vector<int32_t> eosIds;
   int64_t maxContext = 4096;                // longest sequence the runtime accepts
-  std::optional<TargetProfile> target;      // the planned target, if any
   CpuCodegenTarget cpu;                     // ISA of the CPU stage
-  std::string planJson;                     // --emit=plan-json text of the plan, if planned
-  double vramReserve = -1;                  // --vram-reserve, bytes (-1: the target's)
-  /// --gpu-code: "auto" (kernels for a CUDA GPU, host for emu), "host" or "kernels".
-  std::string gpuCode = "auto";
+  std::optional<double> vramReserve;        // --vram-reserve, bytes (none: the target's)
+  GpuCodeForm gpuCode = GpuCodeForm::Auto;
   /// The CUDA kernels' fatbin a CUDA package carries (empty: this helmc has no CUDA kernels).
   llvm::ArrayRef<char> cudaKernels;
   /// The CPU stage's KV rows helm-rt uses unless told otherwise (manifest kv.host_dtype): "f16"
@@ -55,8 +64,8 @@ struct PackageReport {
 };
 
 /// Lowers the (raised, maybe planned) module's stages to native code and writes the package
-/// atomically. The module is consumed. On failure nothing is left at the output path and the
-/// error is one line.
+/// atomically. The module is consumed. On failure, or when interrupted (SIGINT, SIGTERM), nothing
+/// is left at the output path and the error is one line.
 llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
                          const ModelConfig &config, const PackageOptions &options,
                          PackageReport &report,

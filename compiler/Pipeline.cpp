@@ -1,10 +1,11 @@
-//===- Pipeline.cpp - the one owner of helmc's pass pipeline ---------------------===//
+//===- Pipeline.cpp - the compiler's phases as pass pipelines --------------------===//
 #include "compiler/Pipeline.h"
 
 #include "dialects/helm/HelmDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
@@ -29,48 +30,70 @@ llvm::Error runPipeline(ModuleOp module, llvm::function_ref<void(OpPassManager &
                                  diagnostics.messageOr(what.str() + " failed"));
 }
 
-llvm::Error raiseModule(ModuleOp module, llvm::StringRef modelPath) {
-  return runPipeline(module, buildRaisePipeline, "raising", modelPath);
+void buildPhasePipeline(OpPassManager &pm, CompilePhase phase, const PhasePipelineOptions &options) {
+  switch (phase) {
+  case CompilePhase::Import:
+    return;
+  case CompilePhase::Raise:
+    if (options.blockLevelInput) {
+      OpPassManager &fpm = pm.nest<func::FuncOp>();
+      fpm.addPass(createCheckRaised());
+      fpm.addPass(createFormUnits());
+    } else {
+      buildRaisePipeline(pm);
+    }
+    if (!options.quantize.empty()) {
+      QuantizeWeightsOptions quantize;
+      quantize.format = options.quantize;
+      pm.addPass(createQuantizeWeights(quantize));
+    }
+    return;
+  case CompilePhase::Plan:
+    buildPlanPipeline(pm, options.plan);
+    return;
+  case CompilePhase::Package:
+    buildStageSplitPipeline(pm);
+    return;
+  }
 }
 
-llvm::Error formUnits(ModuleOp module, llvm::StringRef modelPath) {
+llvm::Error runPhase(ModuleOp module, CompilePhase phase, const PhasePipelineOptions &options,
+                     llvm::StringRef modelPath) {
+  // What a failure that raised no diagnostic is called.
+  llvm::StringRef what = phase == CompilePhase::Plan      ? "planning"
+                         : phase == CompilePhase::Package ? "stage split"
+                         : options.blockLevelInput        ? "forming units"
+                                                          : "raising";
   return runPipeline(
-      module,
-      [](OpPassManager &pm) {
-        OpPassManager &fpm = pm.nest<func::FuncOp>();
-        fpm.addPass(createCheckRaised());
-        fpm.addPass(createFormUnits());
-      },
-      "forming units", modelPath);
+      module, [&](OpPassManager &pm) { buildPhasePipeline(pm, phase, options); }, what, modelPath);
 }
 
-llvm::Error planModule(ModuleOp module, const TargetProfile &target, const PlanOptions &options,
-                       llvm::StringRef modelPath) {
-  module->setAttr(HelmDialect::TargetAttrHelper::getNameStr(), targetToAttr(module.getContext(), target));
-  return runPipeline(
-      module, [&](OpPassManager &pm) { buildPlanPipeline(pm, options); }, "planning", modelPath);
-}
-
-llvm::Error quantizeWeights(ModuleOp module, llvm::StringRef format, llvm::StringRef modelPath) {
-  QuantizeWeightsOptions options;
-  options.format = format.str();
-  return runPipeline(
-      module, [&](OpPassManager &pm) { pm.addPass(createQuantizeWeights(options)); }, "quantization",
-      modelPath);
-}
-
-llvm::Error splitStages(ModuleOp module, llvm::StringRef modelPath) {
-  return runPipeline(module, buildStageSplitPipeline, "stage split", modelPath);
-}
+namespace {
+struct CompilePipelineOptions : public PassPipelineOptions<CompilePipelineOptions> {
+  Option<std::string> quantize{*this, "quantize",
+                               llvm::cl::desc("Block format of the weights (as helmc --quantize; default none)"),
+                               llvm::cl::init("none")};
+  Option<CompilePhase> stopAfter{
+      *this, "stop-after", llvm::cl::desc("Last phase to run"), llvm::cl::init(CompilePhase::Package),
+      llvm::cl::values(clEnumValN(CompilePhase::Raise, "raise", "block-level ops in units"),
+                       clEnumValN(CompilePhase::Plan, "plan", "units placed on the CPU or the GPU"),
+                       clEnumValN(CompilePhase::Package, "package", "split into stage functions"))};
+};
+} // namespace
 
 void registerCompilerPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CompilePipelineOptions>(
       "helm-compile",
-      "helmc's front half: raise, plan for the module's helm.target, split into stages",
-      [](OpPassManager &pm) {
-        buildRaisePipeline(pm);
-        buildPlanPipeline(pm);
-        buildStageSplitPipeline(pm);
+      "helmc's phases on an imported ONNX module: raise (and --quantize), plan for the module's "
+      "helm.target, split into stages",
+      [](OpPassManager &pm, const CompilePipelineOptions &options) {
+        PhasePipelineOptions phaseOptions;
+        if (options.quantize != "none")
+          phaseOptions.quantize = options.quantize;
+        // The quantization scheme is checked by its pass.
+        for (CompilePhase phase : {CompilePhase::Raise, CompilePhase::Plan, CompilePhase::Package})
+          if (phase <= options.stopAfter)
+            buildPhasePipeline(pm, phase, phaseOptions);
       });
 }
 

@@ -1,8 +1,9 @@
-//===- Pipeline.h - the one owner of helmc's pass pipeline -----------------------===//
+//===- Pipeline.h - the compiler's phases as pass pipelines ----------------------===//
 //
-// import (compiler/onnx) -> raise (passes/raise) -> plan (passes/plan) -> stage split and codegen
-// (passes/codegen, then compiler/codegen for LLVM IR and the shared object). Every MLIR pass run of
-// the compiler goes through runPipeline, which owns the one diagnostic capture: a failed run
+// import (compiler/onnx, compiler/gguf) -> raise (passes/raise) -> plan (passes/plan) -> package
+// (the stage split of passes/codegen, then compiler/codegen for LLVM IR and the shared object, and
+// the package writer). The compile driver (Driver.h) runs the phases in order; every MLIR pass run
+// of the compiler goes through runPipeline, which owns the one diagnostic capture: a failed run
 // returns an llvm::Error holding the first error diagnostic, one line.
 //
 //===----------------------------------------------------------------------===//
@@ -18,9 +19,13 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 
 namespace helm {
+
+/// The compiler's phases, in the order they run (Driver.h says what each does).
+enum class CompilePhase { Import, Raise, Plan, Package };
 
 /// While alive, keeps the first error diagnostic raised in `ctx` (and stops it from printing): the
 /// compiler's one diagnostic capture, used by runPipeline and by LLVM IR translation.
@@ -44,28 +49,30 @@ llvm::Error runPipeline(mlir::ModuleOp module,
                         llvm::function_ref<void(mlir::OpPassManager &)> build, llvm::StringRef what,
                         llvm::StringRef prefix = "");
 
-/// Runs the `helm-raise` pipeline on an imported module. Errors are prefixed with the model path.
-llvm::Error raiseModule(mlir::ModuleOp module, llvm::StringRef modelPath);
+/// How a phase's passes are built.
+struct PhasePipelineOptions {
+  /// The module holds block-level ops already (a GGUF import): the raise phase only checks them
+  /// and groups them into units.
+  bool blockLevelInput = false;
+  /// Empty, or a scheme of quantizationSchemes() (passes/plan/Passes.h): the raise phase ends by
+  /// choosing the weights' block formats (helm-quantize-weights), so that the plan counts the
+  /// stored bytes.
+  std::string quantize;
+  PlanOptions plan;
+};
 
-/// Groups a module whose @main already holds block-level ops (a GGUF import) into partition
-/// units: the end of `helm-raise` (helm-check-raised, helm-form-units) without its raising.
-llvm::Error formUnits(mlir::ModuleOp module, llvm::StringRef modelPath);
+/// Adds `phase`'s passes: raise (helm-raise, or its unit forming alone for block-level input; then
+/// helm-quantize-weights), plan (helm-plan, for the module's own `helm.target`), package (the
+/// stage split, the last pass before code generation leaves MLIR). Import is the front end and
+/// adds none.
+void buildPhasePipeline(mlir::OpPassManager &pm, CompilePhase phase, const PhasePipelineOptions &options);
 
-/// Attaches `target` as the module's `helm.target` and runs the `helm-plan` pipeline
-/// (helm-annotate-costs, helm-partition) with `options`. Errors are prefixed with the model path.
-llvm::Error planModule(mlir::ModuleOp module, const TargetProfile &target,
-                       const PlanOptions &options, llvm::StringRef modelPath);
+/// Runs `phase`'s passes on `module` through runPipeline; errors are prefixed with `modelPath`.
+llvm::Error runPhase(mlir::ModuleOp module, CompilePhase phase, const PhasePipelineOptions &options,
+                     llvm::StringRef modelPath);
 
-/// Outlines the (planned) units of `@main` into their stage functions (helm-stage-split). Errors
-/// are prefixed with the model path.
-/// Marks the weights the package stores in blocks, of `format` or of the recipe q4_k_m: helm-quantize-weights.
-/// Before planning, so that the plan counts the quantized bytes.
-llvm::Error quantizeWeights(mlir::ModuleOp module, llvm::StringRef format, llvm::StringRef modelPath);
-
-llvm::Error splitStages(mlir::ModuleOp module, llvm::StringRef modelPath);
-
-/// Registers the compiler's front half as one helm-opt pipeline, `helm-compile`: raise, plan
-/// (for the module's own `helm.target`) and the stage split, exactly as helmc runs them.
+/// Registers `helm-compile` with helm-opt: the raise, plan and package phases' passes as the
+/// driver runs them, with the options `quantize` and `stop-after`.
 void registerCompilerPipelines();
 
 } // namespace helm

@@ -123,7 +123,7 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
   return s;
 }
 
-std::string planJson(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
+llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
   PlanView v = readPlan(module);
   llvm::json::Object targetJson = *targetProfileToJsonValue(target).getAsObject();
   targetJson.erase("source");
@@ -164,9 +164,13 @@ std::string planJson(ModuleOp module, const TargetProfile &target, const ModelCo
       {"max_context_host_ram",
        v.chosenK >= 0 ? hostContextLimit(module, target, v.chosenK, v.batch, v.kvOffload) : 0},
   };
+  return root;
+}
+
+std::string planJson(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  os << llvm::formatv("{0:2}", planJsonValue(module, target, config)) << "\n";
   return s;
 }
 

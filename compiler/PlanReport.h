@@ -6,13 +6,16 @@
 #include "passes/plan/TargetProfile.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 
 namespace helm {
 
-/// Renders the `helm.plan` a partitioned module carries. All three read the same attributes.
+/// Renders the `helm.plan` a partitioned module carries. All of them read the same attributes; the
+/// JSON value is what the package's manifest keeps under "plan".
 std::string planTable(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
+llvm::json::Value planJsonValue(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
 std::string planJson(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
 std::string planSvg(mlir::ModuleOp module, const TargetProfile &target, const ModelConfig &config);
 

@@ -2,7 +2,7 @@
 #include "compiler/WeightQuantizer.h"
 
 #include "contract/manifest_schema.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -3,7 +3,9 @@
  * Everything generated stage code and the runtime agree on, declared once, in C:
  *   - element type, stage-side and device-backend codes;
  *   - the stage entry points, their C signature and the exported ABI record;
- *   - helm_k_*   CPU kernels a host stage calls (kernels/cpu defines them);
+ *   - the block formats of weights, one table (HELM_BLOCK_FORMATS) from which every other
+ *     description of a format derives;
+ *   - helm_k_*   CPU kernels a host stage calls (kernels/ defines them);
  *   - helm_rt_*  runtime services a host stage calls (runtime/abi defines them);
  *   - helm_dev_* device-kernel calls a kernel-form device stage makes (runtime/abi forwards them
  *                to the stage device's ops).
@@ -32,42 +34,52 @@
 extern "C" {
 #endif
 
+/* The block formats of weights (the GGUF / ggml block formats, docs/quantization.md), one row
+ * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block). The name
+ * is the manifest's dtype and helmc's --quantize spelling; the ggml type id is what GGUF tensor
+ * infos hold. Everything else about a format derives from this table: the helm_dtype codes and
+ * helpers below, the manifest names (manifest_schema.h), kernels/quant's format table, the GGUF
+ * importer's accepted types, helm-quantize-weights' schemes. The dialect's BlockFormat enum
+ * (TableGen) is checked against it (dialects/helm/HelmDialect.cpp). */
+#define HELM_BLOCK_FORMATS(X)         \
+  X(Q8_0, 3, "q8_0", 8, 32, 34)       \
+  X(Q4_0, 4, "q4_0", 2, 32, 18)       \
+  X(Q4_1, 5, "q4_1", 3, 32, 20)       \
+  X(Q4_K, 6, "q4_k", 12, 256, 144)    \
+  X(Q5_K, 7, "q5_k", 13, 256, 176)    \
+  X(Q6_K, 8, "q6_k", 14, 256, 210)
+
 /* Element types of every buffer that crosses the contract (the manifest spells them "f32",
- * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: the GGUF block formats
- * (docs/quantization.md), a weight of N rows (output features, or table rows) by K stored as N
- * rows of K / helm_dtype_block_weights blocks of helm_dtype_block_bytes bytes each. */
+ * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: a weight of N rows (output
+ * features, or table rows) by K stored as N rows of K / helm_dtype_block_weights blocks of
+ * helm_dtype_block_bytes bytes each. */
+#define HELM_BLOCK_DTYPE_ENUMERATOR(NAME, CODE, name, ggml, weights, bytes) HELM_DTYPE_##NAME = CODE,
 enum helm_dtype {
   HELM_DTYPE_F32 = 0,
   HELM_DTYPE_F16 = 1,
   HELM_DTYPE_BF16 = 2,
-  HELM_DTYPE_Q8_0 = 3,
-  HELM_DTYPE_Q4_0 = 4,
-  HELM_DTYPE_Q4_1 = 5,
-  HELM_DTYPE_Q4_K = 6,
-  HELM_DTYPE_Q5_K = 7,
-  HELM_DTYPE_Q6_K = 8
+  HELM_BLOCK_FORMATS(HELM_BLOCK_DTYPE_ENUMERATOR)
 };
+#undef HELM_BLOCK_DTYPE_ENUMERATOR
 
 /* Weights per block of a block dtype; 0 for the element dtypes. */
 HELM_CONTRACT_INLINE int64_t helm_dtype_block_weights(int32_t dtype) {
+#define HELM_BLOCK_WEIGHTS_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return weights;
   switch (dtype) {
-  case HELM_DTYPE_Q8_0: case HELM_DTYPE_Q4_0: case HELM_DTYPE_Q4_1: return 32;
-  case HELM_DTYPE_Q4_K: case HELM_DTYPE_Q5_K: case HELM_DTYPE_Q6_K: return 256;
+  HELM_BLOCK_FORMATS(HELM_BLOCK_WEIGHTS_CASE)
   default: return 0;
   }
+#undef HELM_BLOCK_WEIGHTS_CASE
 }
 
 /* Bytes per block of a block dtype (ggml's block_q8_0 ... block_q6_K); 0 for the element dtypes. */
 HELM_CONTRACT_INLINE int64_t helm_dtype_block_bytes(int32_t dtype) {
+#define HELM_BLOCK_BYTES_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return bytes;
   switch (dtype) {
-  case HELM_DTYPE_Q8_0: return 34;
-  case HELM_DTYPE_Q4_0: return 18;
-  case HELM_DTYPE_Q4_1: return 20;
-  case HELM_DTYPE_Q4_K: return 144;
-  case HELM_DTYPE_Q5_K: return 176;
-  case HELM_DTYPE_Q6_K: return 210;
+  HELM_BLOCK_FORMATS(HELM_BLOCK_BYTES_CASE)
   default: return 0;
   }
+#undef HELM_BLOCK_BYTES_CASE
 }
 
 /* The plan's side of a stage (manifest stages[].device: "cpu", "gpu"). */

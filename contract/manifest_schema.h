@@ -138,27 +138,19 @@ static inline const char *helm_device_kind_name(enum helm_device_kind kind) {
 #define HELM_MANIFEST_DTYPE_F32 "f32"
 #define HELM_MANIFEST_DTYPE_F16 "f16"
 #define HELM_MANIFEST_DTYPE_BF16 "bf16"
-#define HELM_MANIFEST_DTYPE_Q8_0 "q8_0"
-#define HELM_MANIFEST_DTYPE_Q4_0 "q4_0"
-#define HELM_MANIFEST_DTYPE_Q4_1 "q4_1"
-#define HELM_MANIFEST_DTYPE_Q4_K "q4_k"
-#define HELM_MANIFEST_DTYPE_Q5_K "q5_k"
-#define HELM_MANIFEST_DTYPE_Q6_K "q6_k"
 
-/* The manifest spelling of a helm_dtype code, or 0 for a code that is none. */
+/* The manifest spelling of a helm_dtype code (a block format's name from HELM_BLOCK_FORMATS), or 0
+ * for a code that is none. */
 static inline const char *helm_dtype_name(int32_t dtype) {
+#define HELM_BLOCK_NAME_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return name;
   switch (dtype) {
   case HELM_DTYPE_F32: return HELM_MANIFEST_DTYPE_F32;
   case HELM_DTYPE_F16: return HELM_MANIFEST_DTYPE_F16;
   case HELM_DTYPE_BF16: return HELM_MANIFEST_DTYPE_BF16;
-  case HELM_DTYPE_Q8_0: return HELM_MANIFEST_DTYPE_Q8_0;
-  case HELM_DTYPE_Q4_0: return HELM_MANIFEST_DTYPE_Q4_0;
-  case HELM_DTYPE_Q4_1: return HELM_MANIFEST_DTYPE_Q4_1;
-  case HELM_DTYPE_Q4_K: return HELM_MANIFEST_DTYPE_Q4_K;
-  case HELM_DTYPE_Q5_K: return HELM_MANIFEST_DTYPE_Q5_K;
-  case HELM_DTYPE_Q6_K: return HELM_MANIFEST_DTYPE_Q6_K;
+  HELM_BLOCK_FORMATS(HELM_BLOCK_NAME_CASE)
   default: return 0;
   }
+#undef HELM_BLOCK_NAME_CASE
 }
 
 #endif /* HELM_CONTRACT_MANIFEST_SCHEMA_H */

@@ -1,6 +1,8 @@
 //===- GgufImporter.cpp - a GGUF model straight into the raised helm dialect -------===//
 #include "compiler/gguf/GgufImporter.h"
 
+#include "contract/helm_contract.h"
+
 #include "compiler/gguf/GgufFile.h"
 #include "compiler/gguf/GgufTokenizer.h"
 #include "dialects/helm/HelmDialect.h"
@@ -63,18 +65,28 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3", RopeStyle::half, true},
 };
 
-std::optional<BlockFormat> blockFormatOf(llvm::StringRef ggmlType) {
-  return llvm::StringSwitch<std::optional<BlockFormat>>(ggmlType)
-      .Case("Q8_0", BlockFormat::q8_0)
-      .Case("Q4_0", BlockFormat::q4_0)
-      .Case("Q4_1", BlockFormat::q4_1)
-      .Case("Q4_K", BlockFormat::q4_k)
-      .Case("Q5_K", BlockFormat::q5_k)
-      .Case("Q6_K", BlockFormat::q6_k)
-      .Default(std::nullopt);
+/// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
+/// or nullopt.
+std::optional<BlockFormat> blockFormatOf(uint32_t ggmlType) {
+#define HELM_GGML_BLOCK_CASE(NAME, CODE, name, ggml, weights, bytes)                                             \
+  case ggml:                                                                                                     \
+    return BlockFormat(CODE);
+  switch (ggmlType) {
+    HELM_BLOCK_FORMATS(HELM_GGML_BLOCK_CASE)
+  default:
+    return std::nullopt;
+  }
+#undef HELM_GGML_BLOCK_CASE
 }
 
-constexpr const char *kSupportedTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K";
+/// "F32, F16, BF16, Q8_0, ...": the tensor types HELM computes with, as llama.cpp spells them.
+std::string supportedTypes() {
+  std::string names = "F32, F16, BF16";
+#define HELM_GGML_BLOCK_NAME(NAME, CODE, name, ggml, weights, bytes) names += std::string(", ") + #NAME;
+  HELM_BLOCK_FORMATS(HELM_GGML_BLOCK_NAME)
+#undef HELM_GGML_BLOCK_NAME
+  return names;
+}
 
 class Importer {
 public:
@@ -176,14 +188,14 @@ llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int6
     element = b.getF32Type();
   } else if ((typeName == "F16" || typeName == "BF16") && shape.size() == 2) {
     element = typeName == "F16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
-  } else if (std::optional<BlockFormat> format = blockFormatOf(typeName); format && shape.size() == 2) {
+  } else if (std::optional<BlockFormat> format = blockFormatOf(tensor->typeInfo->id); format && shape.size() == 2) {
     element = b.getF32Type(); // what the kernels compute with
     blocks = BlocksAttr::get(&ctx, *format, 0);
   } else if (shape.size() == 1) {
     return fail("tensor '" + name + "' is " + typeName + "; HELM reads 1-D tensors (norms, biases) as F32 only");
   } else {
     return fail("tensor '" + name + "' has type " + typeName + ", which HELM does not compute with (" +
-                kSupportedTypes + ")");
+                supportedTypes() + ")");
   }
 
   std::string symbol;

@@ -1,9 +1,10 @@
 // .helmpkg writer: streams sections into a temporary file with pwrite, then table + header, fsync,
 // rename. See PackageWriter.h and docs/package-format.md.
 #include "compiler/package/PackageWriter.h"
-#include "runtime/package/Package.h"
+#include "contract/format/Package.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -31,6 +32,9 @@ PackageWriter::PackageWriter(std::string outputPath) : outputPath_(std::move(out
   }
   fd_ = fd;
   tempPath_ = std::string(temp.str());
+  // An interrupted compiler (SIGINT, SIGTERM) leaves no temporary file behind: LLVM's signal
+  // handler removes it.
+  llvm::sys::RemoveFileOnSignal(tempPath_);
   pending_.reserve(kHugePageBytes);
   fileEnd_ = kSectionAlignment; // the first page holds header (+ table), written by finish()
 }
@@ -52,6 +56,7 @@ void PackageWriter::discard() {
   }
   if (!tempPath_.empty()) {
     llvm::sys::fs::remove(tempPath_);
+    llvm::sys::DontRemoveFileOnSignal(tempPath_);
     tempPath_.clear();
   }
 }
@@ -293,6 +298,7 @@ llvm::Error PackageWriter::finish() {
     setError("cannot rename the temporary file into place (" + ec.message() + ")");
     return failed();
   }
+  llvm::sys::DontRemoveFileOnSignal(tempPath_);
   tempPath_.clear();
   finished_ = true;
   // Make the rename durable; a failure here leaves a complete file, so it is not an error.

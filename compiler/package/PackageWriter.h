@@ -18,8 +18,8 @@
 // naming the output file) after removing the temporary file.
 #pragma once
 
-#include "runtime/package/Checksum.h"
-#include "runtime/package/PackageFormat.h"
+#include "contract/format/Checksum.h"
+#include "contract/format/PackageFormat.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

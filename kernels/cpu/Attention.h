@@ -8,7 +8,7 @@
 #ifndef HELM_KERNELS_CPU_ATTENTION_H
 #define HELM_KERNELS_CPU_ATTENTION_H
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 #include <vector>

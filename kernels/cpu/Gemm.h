@@ -11,8 +11,8 @@
 #ifndef HELM_KERNELS_CPU_GEMM_H
 #define HELM_KERNELS_CPU_GEMM_H
 
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 

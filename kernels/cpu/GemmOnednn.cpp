@@ -13,9 +13,10 @@
 
 #include "kernels/cpu/Gemm.h"
 #include "kernels/cpu/Gemv.h"
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/Numeric.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/Knobs.h"
+#include "kernels/common/Numeric.h"
+#include "kernels/common/ThreadPool.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -172,16 +173,11 @@ constexpr int64_t kOutputPanelBytes = int64_t(4) << 20;
 /// HELM_KERNEL_GEMM=auto|always|never: the default path (always/never force the GEMM or the GEMV
 /// kernels for every call, e.g. to run a whole model on one of them).
 PrefillPath pathFromEnvironment() {
-  const char *env = std::getenv("HELM_KERNEL_GEMM");
-  if (!env || !*env || std::strcmp(env, "auto") == 0)
-    return PrefillPath::automatic;
-  if (std::strcmp(env, "always") == 0)
+  std::optional<std::string> path = knobValue(Knob::KernelGemm, "auto");
+  if (path == "always")
     return PrefillPath::gemm;
-  if (std::strcmp(env, "never") == 0)
+  if (path == "never")
     return PrefillPath::gemv;
-  std::fprintf(stderr,
-               "helm: unknown HELM_KERNEL_GEMM=%s (expected auto, always or never); using auto\n",
-               env);
   return PrefillPath::automatic;
 }
 

@@ -1,6 +1,6 @@
 //===- Gemv.h - the per-ISA entry points behind helm_k_linear ---------------------===//
 //
-// Linear.cpp converts x to f32 once, picks the table of the active ISA (Isa.h) and splits the N
+// LinearElements.cpp converts x to f32 once, picks the table of the active ISA (Isa.h) and splits the N
 // output columns over the thread pool; each thread calls one range function for its columns
 // [n0, n1). The range functions (GemvImpl.h, instantiated in GemvScalar/Avx2/Avx512.cpp) handle
 // any M: rows of x in blocks of up to 8 with register-blocked micro-kernels, cache blocking for
@@ -10,8 +10,8 @@
 #ifndef HELM_KERNELS_CPU_GEMV_H
 #define HELM_KERNELS_CPU_GEMV_H
 
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 
@@ -51,6 +51,12 @@ const LinearKernels &linearKernelsAvx2();   // call only if isaSupported(Isa::av
 const LinearKernels &linearKernelsAvx512(); // call only if isaSupported(Isa::avx512)
 /// The table of `isa` (one of the three above).
 const LinearKernels &linearKernelsFor(Isa isa);
+
+/// y = x . W^T (wTransposed: W is [N, K]) or x . W ([K, N]) for element weights: x widened to f32
+/// once, the GEMM (Gemm.h) for prefill-sized M, else the GEMV tables of the active ISA with the N
+/// columns split over the pool. The element half of helm_k_linear (kernels/linear/Linear.cpp).
+void linearElements(const void *x, DType xd, const void *w, DType wd, bool wTransposed, void *y, DType yd,
+                    int64_t M, int64_t K, int64_t N);
 
 } // namespace helm::kernels
 

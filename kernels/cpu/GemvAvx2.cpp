@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Gemv.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 #include <immintrin.h>

@@ -10,7 +10,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/cpu/Gemv.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 #include <immintrin.h>

@@ -19,7 +19,7 @@
 #endif
 
 #include "kernels/cpu/Gemv.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <algorithm>
 #include <cstdint>

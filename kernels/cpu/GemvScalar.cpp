@@ -1,6 +1,6 @@
 //===- GemvScalar.cpp - the portable path of helm_k_linear -------------------------===//
 #include "kernels/cpu/Gemv.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 
 #include "contract/helm_contract.h"
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <algorithm>
 #include <array>
@@ -16,17 +16,24 @@ namespace helm::quant {
 
 namespace {
 
-static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
-static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 && sizeof(BlockQ6K) == 210);
-
-constexpr std::array<BlockFormatInfo, 6> kFormats = {{
-    {BlockFormat::q8_0, "q8_0", 8, 32, sizeof(BlockQ8_0)},
-    {BlockFormat::q4_0, "q4_0", 2, 32, sizeof(BlockQ4_0)},
-    {BlockFormat::q4_1, "q4_1", 3, 32, sizeof(BlockQ4_1)},
-    {BlockFormat::q4_k, "q4_k", 12, 256, sizeof(BlockQ4K)},
-    {BlockFormat::q5_k, "q5_k", 13, 256, sizeof(BlockQ5K)},
-    {BlockFormat::q6_k, "q6_k", 14, 256, sizeof(BlockQ6K)},
-}};
+// The table is the contract's (HELM_BLOCK_FORMATS), in its order, which is BlockFormat's; the
+// layouts below must have its sizes.
+#define HELM_QUANT_FORMAT_ROW(NAME, CODE, name, ggml, weights, bytes)                                              \
+  {BlockFormat(CODE - HELM_DTYPE_Q8_0), name, ggml, weights, bytes},
+constexpr BlockFormatInfo kFormats[] = {HELM_BLOCK_FORMATS(HELM_QUANT_FORMAT_ROW)};
+#undef HELM_QUANT_FORMAT_ROW
+static_assert(std::size(kFormats) == size_t(BlockFormat::q6_k) + 1, "one row per BlockFormat");
+static_assert(kFormats[int(BlockFormat::q8_0)].name == "q8_0" && kFormats[int(BlockFormat::q4_0)].name == "q4_0" &&
+                  kFormats[int(BlockFormat::q4_1)].name == "q4_1" && kFormats[int(BlockFormat::q4_k)].name == "q4_k" &&
+                  kFormats[int(BlockFormat::q5_k)].name == "q5_k" && kFormats[int(BlockFormat::q6_k)].name == "q6_k",
+              "BlockFormat's order is the contract table's");
+static_assert(sizeof(BlockQ8_0) == kFormats[int(BlockFormat::q8_0)].bytesPerBlock &&
+              sizeof(BlockQ4_0) == kFormats[int(BlockFormat::q4_0)].bytesPerBlock &&
+              sizeof(BlockQ4_1) == kFormats[int(BlockFormat::q4_1)].bytesPerBlock &&
+              sizeof(BlockQ4K) == kFormats[int(BlockFormat::q4_k)].bytesPerBlock &&
+              sizeof(BlockQ5K) == kFormats[int(BlockFormat::q5_k)].bytesPerBlock &&
+              sizeof(BlockQ6K) == kFormats[int(BlockFormat::q6_k)].bytesPerBlock,
+              "the layouts have the contract table's sizes");
 
 constexpr int kSuperBlock = 256;
 
@@ -538,15 +545,15 @@ std::span<const BlockFormatInfo> allBlockFormats() { return kFormats; }
 const BlockFormatInfo &blockFormatInfo(BlockFormat format) { return kFormats[size_t(format)]; }
 
 std::optional<BlockFormat> blockFormatOfDtype(int32_t helmDtype) {
+#define HELM_QUANT_DTYPE_CASE(NAME, CODE, name, ggml, weights, bytes)                                             \
+  case CODE:                                                                                                     \
+    return BlockFormat(CODE - HELM_DTYPE_Q8_0);
   switch (helmDtype) {
-  case HELM_DTYPE_Q8_0: return BlockFormat::q8_0;
-  case HELM_DTYPE_Q4_0: return BlockFormat::q4_0;
-  case HELM_DTYPE_Q4_1: return BlockFormat::q4_1;
-  case HELM_DTYPE_Q4_K: return BlockFormat::q4_k;
-  case HELM_DTYPE_Q5_K: return BlockFormat::q5_k;
-  case HELM_DTYPE_Q6_K: return BlockFormat::q6_k;
-  default: return std::nullopt;
+    HELM_BLOCK_FORMATS(HELM_QUANT_DTYPE_CASE)
+  default:
+    return std::nullopt;
   }
+#undef HELM_QUANT_DTYPE_CASE
 }
 
 std::optional<BlockFormat> parseBlockFormat(std::string_view name) {

@@ -1,30 +1,28 @@
-//===- BlockKernels.h - the contract's kernels on weights in block formats ----------===//
+//===- BlockKernels.h - the contract's dtype codes on block weights: call checks ----===//
 //
-// What helm_k_linear does for a weight of a block dtype (helm_dtype Q8_0 ...), and
-// helm_k_embed_blocks: the glue between the contract's dtype codes and QuantGemv / BlockFormats.
+// helm_k_embed_blocks (the embedding gather from a table in blocks) and the checks every kernel
+// on block weights makes of a call's dtype codes. The linear on block weights is above this
+// layer, with the linear entry (kernels/linear/BlockLinear.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_QUANT_BLOCKKERNELS_H
 #define HELM_KERNELS_QUANT_BLOCKKERNELS_H
 
+#include "kernels/common/Numeric.h"
+#include "kernels/quant/BlockFormats.h"
+
 #include <cstdint>
+#include <string>
 
 namespace helm::quant {
 
-/// helm_k_linear for W of block dtype `wDtype` (N rows of K weights in blocks): x of xDtype and y of
-/// yDtype are converted to and from f32 around quantLinear. A call generated code cannot make (a
-/// format without a kernel, K not a multiple of the block) prints why and aborts, as helm_k_linear
-/// does for a bad dtype code.
-void linearBlocks(const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y, int32_t yDtype,
-                  int64_t M, int64_t K, int64_t N);
-
-/// How linearBlocks computes more rows of x than a decode step has (prefill): `integer` quantizes
-/// them per block of 32 and runs quantLinear (the default, as llama.cpp does); `dequantize`
-/// dequantizes W in tiles for the f32 kernels and keeps x in f32. HELM_QUANT_PREFILL=dequantize
-/// selects the latter for a process; HELM_QUANT_EXACT=1 dequantizes every call.
-enum class PrefillPath { integer, dequantize };
-void linearBlocksWith(PrefillPath path, const void *x, int32_t xDtype, const void *w, int32_t wDtype, void *y,
-                      int32_t yDtype, int64_t M, int64_t K, int64_t N);
+/// A call generated code cannot make (a format without a kernel, K not a multiple of the block, a
+/// bad dtype code): prints "<kernel>: invalid call: <why>" and aborts.
+[[noreturn]] void invalidCall(const char *kernel, const std::string &why);
+/// The block format of a weight's dtype code, or invalidCall.
+BlockFormat blockFormatOrAbort(const char *kernel, int32_t dtype);
+/// The element type (f32, f16, bf16) of an activation's dtype code, or invalidCall.
+kernels::DType elementDtypeOrAbort(const char *kernel, int32_t dtype);
 
 } // namespace helm::quant
 

@@ -21,6 +21,10 @@ namespace helm {
 #define GEN_PASS_REGISTRATION
 #include "passes/plan/Passes.h.inc"
 
+/// What helm-quantize-weights stores weights as: each block format it quantizes to, then the mixed
+/// recipe q4_k_m (llama.cpp's Q4_K_M), in the order messages list them.
+llvm::ArrayRef<llvm::StringLiteral> quantizationSchemes();
+
 /// Adds helm-annotate-costs and helm-partition with the planner's options (pipeline `helm-plan`,
 /// which reads the target from the module's `helm.target`).
 void buildPlanPipeline(mlir::OpPassManager &pm, const PlanOptions &options = {});

@@ -4,6 +4,7 @@
 #include "contract/helm_contract.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include <limits>
@@ -118,8 +119,8 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
     const bool mixed = format == "q4_k_m";
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
     if (!mixed && !single) {
-      module.emitError() << "unknown quantization format '" << format
-                         << "' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q4_k_m)";
+      module.emitError() << "unknown quantization format '" << format << "' (known: "
+                         << llvm::join(quantizationSchemes(), ", ") << ")";
       return signalPassFailure();
     }
     Roles roles;
@@ -173,3 +174,11 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
   }
 };
 } // namespace
+
+llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
+  // Every block format of the contract's table, then llama.cpp's mixed recipe.
+#define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes) name,
+  static constexpr llvm::StringLiteral kSchemes[] = {HELM_BLOCK_FORMATS(HELM_SCHEME_NAME) "q4_k_m"};
+#undef HELM_SCHEME_NAME
+  return kSchemes;
+}

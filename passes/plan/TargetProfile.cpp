@@ -4,7 +4,7 @@
 #include <climits>
 #include <cmath>
 
-#include "runtime/support/JsonDepth.h"
+#include "contract/format/JsonDepth.h"
 
 #include "passes/plan/HostProfiler.h"
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "contract/helm_contract.h"
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "runtime/abi/StageContext.h"
 #include "runtime/device/StageMemory.h"
 #include "runtime/kv/HostAttention.h"

@@ -8,7 +8,7 @@
 
 #include "runtime/chat/Engine.h"
 #include "runtime/chat/PythonText.h"
-#include "runtime/support/OneLine.h"
+#include "contract/format/OneLine.h"
 
 namespace helm::chat {
 

@@ -11,7 +11,7 @@
 #include "contract/manifest_schema.h"
 #include "runtime/device/Backend.h"
 #include "runtime/kv/PagedKvCache.h"
-#include "runtime/package/Checksum.h"
+#include "contract/format/Checksum.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -49,9 +49,11 @@ int64_t dtypeBytes(llvm::StringRef dtype) {
 
 /// The helm_dtype code of a block-format manifest dtype ("q8_0", ...), or 0.
 int32_t blockDtypeCode(llvm::StringRef dtype) {
-  for (int32_t code = HELM_DTYPE_Q8_0; code <= HELM_DTYPE_Q6_K; ++code)
-    if (dtype == helm_dtype_name(code))
-      return code;
+#define HELM_BLOCK_CODE_OF_NAME(NAME, CODE, name, ggml, weights, bytes)                                           \
+  if (dtype == name)                                                                                             \
+    return CODE;
+  HELM_BLOCK_FORMATS(HELM_BLOCK_CODE_OF_NAME)
+#undef HELM_BLOCK_CODE_OF_NAME
   return 0;
 }
 
@@ -430,15 +432,12 @@ llvm::Error LoadedModel::Loader::createStageBackend(const llvm::json::Object &st
   BackendOptions backend;
   backend.targetName = info.targetName;
   backend.deviceOps = loaded.deviceCalls;
-  backend.cuda.reserveBytes = uint64_t(info.gpuReservedBytes);
-  backend.cuda.budgetBytes = options.gpuMemoryBytes;
-  backend.emu.targetName = info.targetName;
-  backend.emu.arenaBytes = options.gpuMemoryBytes
-                               ? options.gpuMemoryBytes
-                               : uint64_t(info.gpuVramBytes - info.gpuReservedBytes);
-  backend.emu.linkGbs = info.linkGbs;
-  backend.emu.linkLatencyUs = info.linkLatencyUs;
-  backend.emu.throttle = options.emuThrottle;
+  backend.vramBytes = uint64_t(info.gpuVramBytes);
+  backend.reservedBytes = uint64_t(info.gpuReservedBytes);
+  backend.memoryBytes = options.gpuMemoryBytes;
+  backend.linkGbs = info.linkGbs;
+  backend.linkLatencyUs = info.linkLatencyUs;
+  backend.throttleLink = options.emuThrottle;
   // The CUDA kernels a kernel-form stage launches ship in the package, next to its host code.
   auto cudaKernels = [&]() -> llvm::Expected<llvm::ArrayRef<char>> {
     auto kernels = stage.getString(HELM_MANIFEST_STAGE_KERNELS_SECTION);

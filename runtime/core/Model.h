@@ -3,11 +3,11 @@
 #define HELM_RUNTIME_CORE_MODEL_H
 
 #include "contract/helm_contract.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "runtime/device/DeviceOps.h"
 #include "runtime/abi/StageContext.h"
 #include "runtime/device/Device.h"
-#include "runtime/package/Package.h"
+#include "contract/format/Package.h"
 
 #include "llvm/Support/Error.h"
 

@@ -1,10 +1,52 @@
-//===- Backend.cpp - DeviceKind -> the device and device ops of a stage --------------===//
+//===- Backend.cpp - the registry of backends: DeviceKind -> a stage's device and ops --===//
 #include "runtime/device/Backend.h"
 
 #include "contract/manifest_schema.h"
-#include "runtime/backends/cuda/CudaDevice.h"
+
+#include <map>
+#include <mutex>
 
 namespace helm::rt {
+
+namespace {
+std::map<DeviceKind, BackendFactory> &registry() {
+  static std::map<DeviceKind, BackendFactory> backends;
+  return backends;
+}
+
+/// True while the build's own backends register: they do not replace a backend registered
+/// before the first lookup (a test's, say).
+bool registeringBuiltIns = false;
+
+/// The registered backend of `kind`, the build's backends registered first; nullptr if none.
+const BackendFactory *findBackend(DeviceKind kind) {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    registeringBuiltIns = true;
+    registerAvailableBackends();
+    registeringBuiltIns = false;
+  });
+  auto it = registry().find(kind);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+/// The backend's reason, or (for a kind no backend serves) that this build has none for it.
+std::optional<std::string> unavailableReason(DeviceKind kind) {
+  const BackendFactory *backend = findBackend(kind);
+  if (!backend || !backend->create)
+    return backend && backend->unavailable ? backend->unavailable()
+                                           : "this build of HELM has no " + std::string(deviceKindName(kind)) +
+                                                 " backend";
+  return backend->unavailable ? backend->unavailable() : std::nullopt;
+}
+} // namespace
+
+void registerBackend(const BackendFactory &backend) {
+  if (registeringBuiltIns)
+    registry().emplace(backend.kind, backend);
+  else
+    registry()[backend.kind] = backend;
+}
 
 std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name) {
   // A GPU stage runs on one of these; "cpu" is no GPU stage's device.
@@ -15,65 +57,21 @@ std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name) {
 }
 
 std::optional<std::string> missingDevice(DeviceKind kind, llvm::StringRef targetName) {
-  std::string reason;
-  if (kind != DeviceKind::cuda || cudaAvailable(&reason))
+  std::optional<std::string> reason = unavailableReason(kind);
+  if (!reason)
     return std::nullopt;
-  return "the package's GPU stage runs on a CUDA GPU ('" + targetName.str() +
-         "'), and there is none here: " + reason +
-         " (compile with --target=emu:<name> to run it on the emulated GPU)";
+  // Only a GPU stage's device can be missing: the host devices are always there.
+  const BackendFactory *backend = findBackend(kind);
+  std::string label = backend ? backend->label : std::string(deviceKindName(kind));
+  return "the package's GPU stage runs on " + label + " ('" + targetName.str() + "'), and there is none here: " +
+         *reason + " (compile with --target=emu:<name> to run it on the emulated GPU)";
 }
-
-namespace {
-
-llvm::Expected<StageBackend> hostBackend(std::unique_ptr<Device> device, bool deviceOps) {
-  StageBackend backend;
-  backend.device = std::move(device);
-  if (deviceOps)
-    backend.ops = createHostDeviceOps();
-  return backend;
-}
-
-llvm::Expected<StageBackend> cudaBackend(const BackendOptions &options,
-                                         KernelImageSource cudaKernels) {
-  if (std::optional<std::string> missing = missingDevice(DeviceKind::cuda, options.targetName))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), *missing);
-  auto device = createCudaDevice(options.cuda);
-  if (!device)
-    return device.takeError();
-  StageBackend backend;
-  backend.device = std::move(*device);
-  if (options.deviceOps) {
-    if (!cudaKernels)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "the CUDA stage's GPU kernels were not given");
-    auto image = cudaKernels();
-    if (!image)
-      return image.takeError();
-    auto ops = createCudaDeviceOps(*static_cast<CudaDevice *>(backend.device.get()), *image);
-    if (!ops)
-      return ops.takeError();
-    backend.ops = std::move(*ops);
-  }
-  return backend;
-}
-
-} // namespace
 
 llvm::Expected<StageBackend> createStageBackend(DeviceKind kind, const BackendOptions &options,
-                                                KernelImageSource cudaKernels) {
-  switch (kind) {
-  case DeviceKind::cpu:
-    return hostBackend(createCpuDevice(), options.deviceOps);
-  case DeviceKind::emu: {
-    auto device = createEmuDevice(options.emu);
-    if (!device)
-      return device.takeError();
-    return hostBackend(std::move(*device), options.deviceOps);
-  }
-  case DeviceKind::cuda:
-    return cudaBackend(options, cudaKernels);
-  }
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "unknown device kind");
+                                                KernelImageSource kernels) {
+  if (std::optional<std::string> missing = missingDevice(kind, options.targetName))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *missing);
+  return findBackend(kind)->create(options, kernels);
 }
 
 } // namespace helm::rt

@@ -1,7 +1,7 @@
 //===- Device.cpp - device basics, the cpu device, stage buffer allocation -----------===//
 #include "runtime/device/Device.h"
 #include "contract/manifest_schema.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "runtime/device/StageMemory.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -115,18 +115,6 @@ std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>()
 
 bool stageAllocationFailed() { return !stageAllocationError.empty(); }
 
-#ifndef HELM_HAVE_CUDA
-bool cudaAvailable(std::string *reason) {
-  if (reason)
-    *reason = "this build of HELM has no CUDA support (configure with -DHELM_ENABLE_CUDA=ON)";
-  return false;
-}
-llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const CudaOptions &) {
-  std::string reason;
-  cudaAvailable(&reason);
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), reason);
-}
-#endif
 
 } // namespace helm::rt
 

@@ -6,10 +6,10 @@
 //          own allocator; every byte and transfer across the (pretend) link is counted, and copies
 //          can be throttled to the profile's link bandwidth and latency. A test and research
 //          device: it proves the plan, the split and the link traffic, not GPU speed.
-//   cuda - a real NVIDIA GPU through the CUDA runtime/driver API
-//          (runtime/backends/cuda/CudaDevice.cpp, built with HELM_ENABLE_CUDA).
-// The emu device is runtime/backends/host/EmuDevice.cpp; createStageBackend (Backend.h) picks a
-// stage's device by DeviceKind.
+//   cuda - a real NVIDIA GPU through the CUDA runtime/driver API.
+// This layer knows none of them but the cpu device: each backend (runtime/backends/host: cpu and
+// emu; runtime/backends/cuda) registers its devices' factories with the registry of Backend.h,
+// and createStageBackend picks a stage's device by DeviceKind there.
 //
 // Every device has exactly two streams, compute and copy. Work on one stream runs in order;
 // events order work across streams and against the host. On cpu and emu every operation
@@ -158,26 +158,6 @@ bool stageAllocationFailed();
 
 /// Host memory, no budget beyond the machine's, nothing counted.
 std::unique_ptr<Device> createCpuDevice();
-
-struct EmuOptions {
-  std::string targetName;     // the catalogue name or profile the plan was made for
-  uint64_t arenaBytes = 0;    // VRAM - reserve
-  double linkGbs = 16;        // link bandwidth, GB/s (10^9 bytes)
-  double linkLatencyUs = 10;  // per-transfer latency
-  bool throttle = false;      // --emu-throttle: each copy takes latency + bytes / bandwidth
-};
-/// The emulated GPU. Fails (one line) when the arena cannot be reserved.
-llvm::Expected<std::unique_ptr<Device>> createEmuDevice(const EmuOptions &options);
-
-/// Whether this build has the CUDA device and a GPU is present; `reason` says why not.
-bool cudaAvailable(std::string *reason = nullptr);
-struct CudaOptions {
-  int ordinal = 0;
-  uint64_t budgetBytes = 0; // 0: free memory reported by the driver minus reserveBytes
-  uint64_t reserveBytes = 0;
-};
-/// The CUDA device. Without CUDA support in this build, or without a GPU, an error saying so.
-llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const CudaOptions &options);
 
 } // namespace helm::rt
 

@@ -31,7 +31,7 @@
 #ifndef HELM_RUNTIME_DEVICE_DEVICEOPS_H
 #define HELM_RUNTIME_DEVICE_DEVICEOPS_H
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include "llvm/Support/Error.h"
@@ -42,7 +42,6 @@
 
 namespace helm::rt {
 
-class CudaDevice;
 class KvCache;
 
 /// One attention call of one layer (the geometry the compiler put in the stage).
@@ -177,14 +176,6 @@ public:
   /// Waits until every operation issued so far has finished; reports an asynchronous failure.
   virtual llvm::Error synchronize() = 0;
 };
-
-/// Operations on host memory (cpu and emu devices).
-std::unique_ptr<DeviceOps> createHostDeviceOps();
-
-/// Operations on a CUDA device: loads the kernels' fatbin (`kernelImage`, normally the package's
-/// GPU-kernels section) into `device`. An error when this build has no CUDA support.
-llvm::Expected<std::unique_ptr<DeviceOps>> createCudaDeviceOps(CudaDevice &device,
-                                                              llvm::ArrayRef<char> kernelImage);
 
 } // namespace helm::rt
 

@@ -11,7 +11,7 @@
 #include "runtime/kv/HostAttention.h"
 
 #include "kernels/cpu/Attention.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <algorithm>
 #include <vector>

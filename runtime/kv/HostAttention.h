@@ -2,7 +2,7 @@
 #ifndef HELM_RUNTIME_KV_HOSTATTENTION_H
 #define HELM_RUNTIME_KV_HOSTATTENTION_H
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "runtime/kv/KvCache.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 //===- KvCache.cpp ----------------------------------------------------------------===//
 #include "runtime/kv/KvCache.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,7 +10,7 @@
 #ifndef HELM_RUNTIME_KV_KVCACHE_H
 #define HELM_RUNTIME_KV_KVCACHE_H
 
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "runtime/device/Device.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"

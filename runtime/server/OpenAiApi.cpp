@@ -1,7 +1,7 @@
 //===- OpenAiApi.cpp ----------------------------------------------------------------===//
 #include "runtime/server/OpenAiApi.h"
 
-#include "runtime/support/JsonDepth.h"
+#include "contract/format/JsonDepth.h"
 
 #include <cmath>
 #include <limits>

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------------===//
 #include "runtime/tokenizer/TokenizerImpl.h"
 
-#include "runtime/support/JsonDepth.h"
+#include "contract/format/JsonDepth.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -7,12 +7,12 @@
 #include "compiler/gguf/GgufTokenizer.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/helm/HelmDialect.h"
-#include "runtime/package/Checksum.h"
+#include "contract/format/Checksum.h"
 #include "passes/plan/TargetProfile.h"
 #include "runtime/chat/ChatTemplate.h"
-#include "runtime/package/Package.h"
+#include "contract/format/Package.h"
 #include "runtime/tokenizer/Tokenizer.h"
-#include "tools/helm-rt/Options.h"
+#include "runtime/cli/Options.h"
 #include "tools/helmc/Options.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -110,7 +110,7 @@ void importerInput(const uint8_t *data, size_t size) {
       __builtin_trap();
     return;
   }
-  llvm::consumeError(helm::raiseModule(*model->module, "fuzz.onnx"));
+  llvm::consumeError(helm::runPhase(*model->module, helm::CompilePhase::Raise, {}, "fuzz.onnx"));
 }
 
 void ggufInput(const uint8_t *data, size_t size) {
@@ -259,28 +259,23 @@ void helmRtArgsInput(const uint8_t *data, size_t size) {
 void helmcArgsInput(const uint8_t *data, size_t size) {
   std::vector<std::string> args = splitArguments("helmc", data, size);
   std::vector<const char *> argv;
-  for (const std::string &a : args) {
-    llvm::StringRef arg(a);
-    // LLVM's own flags share the registry (some print and exit, like --help and --version) and
-    // "@file" reads a response file: only helmc's flags and plain arguments are fed in.
-    if (&a != &args.front() && (arg.starts_with("@") || (arg.starts_with("-") && !helm::helmc::isHelmcFlag(arg))))
-      continue;
+  for (const std::string &a : args)
     argv.push_back(a.c_str());
-  }
-  auto parsed = helm::helmc::parseCommandLine(int(argv.size()), argv.data(), llvm::nulls());
+  auto parsed = helm::helmc::parseCommandLine(int(argv.size()), argv.data());
   if (!parsed) {
     if (llvm::toString(parsed.takeError()).find('\n') != std::string::npos)
       __builtin_trap(); // one line
     return;
   }
   const helm::helmc::Options &o = *parsed;
-  if (o.listTargets)
+  if (o.listTargets || o.request != helm::helmc::Request::Compile)
     return;
   // What main relies on after parsing.
-  if (o.inputPath.empty() || (o.packaging && (o.outputPath.empty() || o.outputPath == "-")) ||
-      (o.planning && o.targetSpec.empty()) ||
-      (o.planning && (o.plan.batch < 1 || o.plan.context < 0 || o.plan.promptLen < 1 ||
-                      (o.plan.forceSplit && *o.plan.forceSplit < 0))))
+  const helm::CompileOptions &c = o.compile;
+  if (c.inputPath.empty() || (o.packaging() && (c.outputPath.empty() || c.outputPath == "-")) ||
+      (o.planning() && o.targetSpec.empty()) ||
+      (o.planning() && (c.plan.batch < 1 || c.plan.context < 0 || c.plan.promptLen < 1 ||
+                        (c.plan.forceSplit && *c.plan.forceSplit < 0))))
     __builtin_trap();
 }
 

@@ -2,7 +2,7 @@
 """Writes small valid .helmpkg files as fuzzing seeds (test/fuzz/package-corpus/valid-*.helmpkg).
 
 This is a second, independent implementation of docs/package-format.md (the C++ one is
-runtime/package + compiler/package): helm-package-tests opens every seed with full verification,
+contract/format + compiler/package): helm-package-tests opens every seed with full verification,
 so the two implementations and the spec are checked against each other. Standard library only.
 
   python3 test/fuzz/make_package_seeds.py            (writes the seeds)

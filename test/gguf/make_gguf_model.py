@@ -49,7 +49,9 @@ def copy_tokenizer(writer, vocab_path):
 
 
 def small_tokenizer(writer, n=64):
-    tokens = [bytes([0x21 + i]).decode() if i < 60 else f"<|s{i}|>" for i in range(n)]
+    # 58 byte-level tokens ('!' .. 'Z'), the two tokens the merges make, then control tokens.
+    tokens = [bytes([0x21 + i]).decode() for i in range(58)] + ['!"', "#$"]
+    tokens += [f"<|s{i}|>" for i in range(60, n)]
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("gpt-2")
     writer.add_token_list(tokens)

@@ -1,176 +1,194 @@
 //===- Options.cpp - helmc's command line -------------------------------------===//
 #include "tools/helmc/Options.h"
 
-#include "runtime/support/ByteSize.h"
-#include "runtime/support/OneLine.h"
+#include "contract/format/ByteSize.h"
+#include "contract/format/Flags.h"
+#include "contract/format/OneLine.h"
+#include "passes/plan/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/CommandLine.h"
 
 using namespace llvm;
 
 namespace helm::helmc {
 
-namespace {
-cl::OptionCategory &category() {
-  static cl::OptionCategory helmcCategory("helmc options");
-  return helmcCategory;
-}
+const char *const kUsage = R"(helmc: ahead-of-time compiler for decoder-only LLMs in ONNX or GGUF
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx or model.gguf>"), cl::cat(category()));
-cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Helm),
-                   cl::values(clEnumValN(Emit::OnnxMlir, "onnx-mlir",
-                                         "the imported ONNX graph: one generic helm.onnx op per node"),
-                              clEnumValN(Emit::Helm, "helm",
-                                         "HELM dialect: block-level ops grouped into partition units"),
-                              clEnumValN(Emit::Config, "config",
-                                         "JSON model configuration recovered from the graph"),
-                              clEnumValN(Emit::Plan, "plan",
-                                         "table of every CPU/GPU split (needs --target)"),
-                              clEnumValN(Emit::PlanJson, "plan-json",
-                                         "the partition plan as JSON (needs --target)"),
-                              clEnumValN(Emit::Package, "package",
-                                         "a runnable .helmpkg (default when -o ends in .helmpkg)")),
-                   cl::cat(category()));
-cl::opt<std::string> targetSpec("target",
-                                cl::desc("Machine to plan for: a catalogue name (--list-targets), "
-                                         "emu:<name>, host (measured now) or a profile .json"),
-                                cl::value_desc("name"), cl::cat(category()));
-cl::opt<bool> listTargets("list-targets", cl::desc("Print the built-in target catalogue and exit"),
-                          cl::cat(category()));
-cl::opt<std::string> planSvgPath("plan-svg", cl::desc("Also write the T_plan-vs-k chart as SVG"),
-                                 cl::value_desc("file"), cl::cat(category()));
-cl::opt<std::string> objective("objective", cl::desc("Plan for decode (default) or prefill"),
-                               cl::init("decode"), cl::cat(category()));
-cl::opt<int64_t> batch("batch", cl::desc("Sequences decoded together"), cl::init(1),
-                       cl::cat(category()));
-cl::opt<int64_t> context("context", cl::desc("KV-cache length the decode step is costed at"),
-                         cl::init(4096), cl::cat(category()));
-cl::opt<int64_t> promptLen("prompt-len", cl::desc("Prompt length for the prefill objective"),
-                           cl::init(128), cl::cat(category()));
-cl::opt<std::string> kvOffload("kv-offload",
-                               cl::desc("on: KV pages may spill to host RAM (default); off: the "
-                                        "GPU must hold its blocks' KV for --context x --batch"),
-                               cl::init("on"), cl::cat(category()));
-cl::opt<std::string> vramReserve("vram-reserve",
-                                 cl::desc("VRAM kept free, bytes or with a KiB/MiB/GiB suffix "
-                                          "(default: the target's)"),
-                                 cl::cat(category()));
-cl::opt<int64_t> forceSplit("force-split", cl::desc("Put units [0, k) on the CPU instead of the "
-                                                    "cheapest split"),
-                            cl::init(-1), cl::cat(category()));
-cl::opt<std::string> tokenizerPath("tokenizer",
-                                   cl::desc("Hugging Face tokenizer.json to bundle into the package"),
-                                   cl::value_desc("file"), cl::cat(category()));
-cl::opt<bool> noChatTemplate(
-    "no-chat-template",
-    cl::desc("Package without the model's chat template (GGUF tokenizer.chat_template; for ONNX, "
-             "chat_template.jinja or tokenizer_config.json next to --tokenizer or the model). A "
-             "template outside the supported Jinja subset is refused otherwise (docs/chat-templates.md)"),
-    cl::cat(category()));
-cl::opt<int64_t> maxContext("max-context",
-                            cl::desc("Longest sequence (prompt + generated) the package accepts "
-                                     "(default 4096)"),
-                            cl::init(4096), cl::cat(category()));
-cl::opt<std::string> gpuCode(
-    "gpu-code",
-    cl::desc("Form of the GPU stage's code: auto (default: kernels for a CUDA GPU, host for emu), "
-             "host (compiled to run on the host: emu only) or kernels (host code launching the "
-             "device's kernels, what a CUDA GPU runs; emu runs it with host kernels)"),
-    cl::init("auto"), cl::cat(category()));
-cl::opt<std::string> quantize(
-    "quantize",
-    cl::desc("Store the linear, LM-head and embedding weights quantized: none (default), one GGUF "
-             "block format (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) or the mixed recipe q4_k_m "
-             "(see docs/quantization.md)"),
-    cl::value_desc("format"), cl::init("none"), cl::cat(category()));
-cl::opt<bool> quietProgress("q", cl::desc("No progress messages"), cl::cat(category()));
-cl::opt<std::string> outputPath("o", cl::desc("Output file (default: standard output)"),
-                                cl::value_desc("file"), cl::init("-"), cl::cat(category()));
+usage: helmc model.onnx|model.gguf [options]
+       helmc --list-targets
 
-} // namespace
+  -o FILE                 output file (default: standard output); a .helmpkg name implies
+                          --emit=package. Written only on success (no partial files)
+  --emit WHAT             what to produce, the phase the compilation stops after:
+                            onnx-mlir  the imported ONNX graph: one generic helm.onnx op per node
+                            helm       HELM dialect: block-level ops grouped into partition units
+                                       (default)
+                            config     JSON model configuration recovered from the graph
+                            plan       table of every CPU/GPU split (needs --target)
+                            plan-json  the partition plan as JSON (needs --target)
+                            package    a runnable .helmpkg (default when -o ends in .helmpkg)
+  --target NAME           machine to plan for: a catalogue name (--list-targets), emu:<name> (plan
+                          for <name>, run on the emulated GPU), host (measured now) or a profile
+                          .json (docs/target-profile.md)
+  --list-targets          print the built-in target catalogue and exit
+  --plan-svg FILE         with --emit=plan or plan-json: also write the T_plan-vs-k chart as SVG
+  --objective decode|prefill  plan for decode (default) or prefill
+  --batch N               sequences decoded together (default 1)
+  --context N             KV-cache length the decode step is costed at (default 4096)
+  --prompt-len N          prompt length for the prefill objective (default 128)
+  --kv-offload on|off     on: KV pages may spill to host RAM (default); off: the GPU must hold its
+                          blocks' KV for --context x --batch
+  --vram-reserve SIZE     VRAM kept free, bytes or with a KiB/MiB/GiB suffix (default: the
+                          target's)
+  --force-split K         put units [0, K) on the CPU instead of the cheapest split
+  --quantize FORMAT       store the linear, LM-head and embedding weights quantized: none (default),
+                          one GGUF block format (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k) or the mixed
+                          recipe q4_k_m (docs/quantization.md)
+  --tokenizer FILE        Hugging Face tokenizer.json to bundle into the package
+  --no-chat-template      package without the model's chat template (GGUF tokenizer.chat_template;
+                          for ONNX, chat_template.jinja or tokenizer_config.json next to
+                          --tokenizer or the model). A template outside the supported Jinja subset
+                          is refused otherwise (docs/chat-templates.md)
+  --max-context N         longest sequence (prompt + generated) the package accepts (default 4096)
+  --gpu-code auto|host|kernels  form of the GPU stage's code: auto (default: kernels for a CUDA
+                          GPU, host for emu), host (compiled to run on the host: emu only) or
+                          kernels (host code launching the device's kernels, what a CUDA GPU runs;
+                          emu runs it with host kernels)
+  -q                      no progress messages
+  --version               print the version and exit
+  -h, --help              this help
 
-void hideUnrelatedOptions() { cl::HideUnrelatedOptions(category()); }
-
-bool isHelmcFlag(StringRef arg) {
-  if (!arg.consume_front("-"))
-    return false;
-  arg.consume_front("-");
-  // helmc's flags are the ones in its category; LLVM's own share the registry.
-  auto &registered = cl::getRegisteredOptions();
-  auto it = registered.find(arg.split('=').first);
-  return it != registered.end() && llvm::is_contained(it->second->Categories, &category());
-}
+An interrupted helmc (Ctrl-C, SIGTERM) removes what it was writing and exits with status 130.
+)";
 
 namespace {
-Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErrors) {
-  cl::ResetAllOptionOccurrences();
-  if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "helmc: ahead-of-time compiler for decoder-only LLMs in ONNX or GGUF\n",
-                                   &parseErrors))
-    return createStringError(inconvertibleErrorCode(), "");
-  Options o;
-  o.listTargets = listTargets;
+using helm::cli::FlagTable;
+using helm::cli::numberInto;
+using helm::cli::textInto;
+
+/// The flags as given, before the checks that relate them.
+struct Given {
+  Options options;
+  std::string emit, targetSpec, objective = "decode", kvOffload = "on", vramReserve, gpuCode = "auto",
+                        quantize = "none";
+  bool emitGiven = false, noChatTemplate = false;
+  int64_t batch = 1, context = 4096, promptLen = 128, forceSplit = -1;
+};
+
+FlagTable flagTable(Given &g) {
+  Options &o = g.options;
+  FlagTable t;
+  t.value({"-o"}, "FILE", textInto(o.compile.outputPath));
+  t.value({"--emit"}, "WHAT", [&g](StringRef, StringRef value) {
+    g.emit = value.str();
+    g.emitGiven = true;
+    return std::string();
+  });
+  t.value({"--target"}, "NAME", textInto(g.targetSpec));
+  t.option({"--list-targets"}, o.listTargets);
+  t.value({"--plan-svg"}, "FILE", textInto(o.planSvgPath));
+  t.value({"--objective"}, "decode|prefill", textInto(g.objective));
+  t.value({"--batch"}, "N", numberInto(g.batch));
+  t.value({"--context"}, "N", numberInto(g.context));
+  t.value({"--prompt-len"}, "N", numberInto(g.promptLen));
+  t.value({"--kv-offload"}, "on|off", textInto(g.kvOffload));
+  t.value({"--vram-reserve"}, "SIZE", textInto(g.vramReserve));
+  t.value({"--force-split"}, "K", numberInto(g.forceSplit));
+  t.value({"--quantize"}, "FORMAT", textInto(g.quantize));
+  t.value({"--tokenizer"}, "FILE", textInto(o.compile.tokenizerPath));
+  t.option({"--no-chat-template"}, g.noChatTemplate);
+  t.value({"--max-context"}, "N", numberInto(o.compile.maxContext));
+  t.value({"--gpu-code"}, "auto|host|kernels", textInto(g.gpuCode));
+  t.option({"-q"}, o.quiet);
+  return t;
+}
+
+/// The names --emit takes, in Emit's order.
+constexpr StringLiteral kEmitNames[] = {"onnx-mlir", "helm", "config", "plan", "plan-json", "package"};
+
+Expected<Options> parse(int argc, const char *const *argv) {
+  Given g;
+  Options &o = g.options;
+  CompileOptions &c = o.compile;
+  c.outputPath = "-";
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg = argv[i];
+    if (arg == "-h" || arg == "--help" || arg == "-help" || arg == "--version" || arg == "-version") {
+      o.request = arg.ends_with("version") ? Request::Version : Request::Help;
+      return o;
+    }
+  }
+  auto input = [&c](StringRef arg) {
+    if (!c.inputPath.empty())
+      return ("unexpected argument '" + arg + "' (one model per run)").str();
+    c.inputPath = arg.str();
+    return std::string();
+  };
+  if (std::string error = flagTable(g).parse(argc, argv, 1, input); !error.empty())
+    return createStringError(error);
   if (o.listTargets)
     return o;
-  if (inputPath.empty())
+  if (c.inputPath.empty())
     return createStringError("no input model (usage: helmc model.onnx|model.gguf [options]; see --help)");
-  o.inputPath = inputPath;
-  o.outputPath = outputPath;
-  o.emit = emit;
-  if (emit.getNumOccurrences() == 0 && StringRef(o.outputPath).ends_with(".helmpkg"))
+  if (g.emitGiven) {
+    const StringLiteral *name = llvm::find(kEmitNames, g.emit);
+    if (name == std::end(kEmitNames))
+      return createStringError("--emit must be onnx-mlir, helm, config, plan, plan-json or package, got '" + g.emit +
+                               "'");
+    o.emit = Emit(name - std::begin(kEmitNames));
+  } else if (StringRef(c.outputPath).ends_with(".helmpkg")) {
     o.emit = Emit::Package;
-  o.packaging = o.emit == Emit::Package;
-  o.targetSpec = targetSpec;
-  o.tokenizerPath = tokenizerPath;
-  o.noChatTemplate = noChatTemplate;
-  o.planSvgPath = planSvgPath;
-  o.maxContext = maxContext;
-  o.gpuCode = gpuCode;
-  o.quiet = quietProgress;
-  static constexpr llvm::StringLiteral kSchemes[] = {"none", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k", "q4_k_m"};
-  if (!llvm::is_contained(kSchemes, quantize))
-    return createStringError("--quantize must be none, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k or q4_k_m, got '" + quantize +
-                             "'");
-  o.quantize = quantize == "none" ? std::string() : std::string(quantize);
-  if (!o.quantize.empty() && o.emit != Emit::Helm && o.emit != Emit::Plan && o.emit != Emit::PlanJson &&
-      !o.packaging)
+  }
+  o.targetSpec = g.targetSpec;
+  c.chatTemplate = !g.noChatTemplate;
+  auto form = parseGpuCodeForm(g.gpuCode);
+  if (!form)
+    return createStringError("--gpu-code must be auto, host or kernels, not '" + g.gpuCode + "'");
+  c.gpuCode = *form;
+  if (g.quantize != "none" && !llvm::is_contained(quantizationSchemes(), StringRef(g.quantize))) {
+    std::string known = "none";
+    ArrayRef<StringLiteral> schemes = quantizationSchemes();
+    for (size_t i = 0; i < schemes.size(); ++i)
+      known += (i + 1 == schemes.size() ? " or " : ", ") + schemes[i].str();
+    return createStringError("--quantize must be " + known + ", got '" + g.quantize + "'");
+  }
+  c.quantize = g.quantize == "none" ? std::string() : g.quantize;
+  if (!c.quantize.empty() && o.emit != Emit::Helm && o.emit != Emit::Plan && o.emit != Emit::PlanJson &&
+      !o.packaging())
     return createStringError("--quantize goes with a package, --emit=helm or a plan");
-  if (o.packaging && (o.outputPath.empty() || o.outputPath == "-"))
+  if (o.packaging() && (c.outputPath.empty() || c.outputPath == "-"))
     return createStringError("--emit=package needs an output file (-o model.helmpkg)");
-  if (!o.packaging && !o.tokenizerPath.empty())
+  if (!o.packaging() && !c.tokenizerPath.empty())
     return createStringError("--tokenizer goes with a package output (-o model.helmpkg)");
-  if (!o.packaging && o.noChatTemplate)
+  if (!o.packaging() && !c.chatTemplate)
     return createStringError("--no-chat-template goes with a package output (-o model.helmpkg)");
-  o.planning = o.emit == Emit::Plan || o.emit == Emit::PlanJson ||
-               (o.packaging && !o.targetSpec.empty());
-  if (o.planning && o.targetSpec.empty())
+  if (o.planning() && o.targetSpec.empty())
     return createStringError("--emit=plan and --emit=plan-json need --target (see --list-targets)");
-  if (!o.planSvgPath.empty() && (!o.planning || o.packaging))
+  if (!o.planSvgPath.empty() && (!o.planning() || o.packaging()))
     return createStringError("--plan-svg goes with --emit=plan or --emit=plan-json");
-  if (o.planning) {
-    if (objective != "decode" && objective != "prefill")
-      return createStringError("--objective must be decode or prefill, got '" + objective + "'");
-    if (kvOffload != "on" && kvOffload != "off")
-      return createStringError("--kv-offload must be on or off, got '" + kvOffload + "'");
-    if (batch < 1 || context < 0 || promptLen < 1)
+  if (o.planning()) {
+    PlanOptions &plan = c.plan;
+    if (g.objective != "decode" && g.objective != "prefill")
+      return createStringError("--objective must be decode or prefill, got '" + g.objective + "'");
+    if (g.kvOffload != "on" && g.kvOffload != "off")
+      return createStringError("--kv-offload must be on or off, got '" + g.kvOffload + "'");
+    if (g.batch < 1 || g.context < 0 || g.promptLen < 1)
       return createStringError("--batch and --prompt-len must be >= 1 and --context >= 0");
-    o.plan.objective = objective == "prefill" ? Objective::prefill : Objective::decode;
-    o.plan.batch = batch;
-    o.plan.context = context;
-    o.plan.promptLen = promptLen;
-    o.plan.kvOffload = kvOffload == "on";
-    if (!vramReserve.empty()) {
-      auto bytes = parseByteSize(vramReserve);
+    plan.objective = g.objective == "prefill" ? Objective::prefill : Objective::decode;
+    plan.batch = g.batch;
+    plan.context = g.context;
+    plan.promptLen = g.promptLen;
+    plan.kvOffload = g.kvOffload == "on";
+    if (!g.vramReserve.empty()) {
+      auto bytes = parseByteSize(g.vramReserve);
       if (!bytes)
-        return createStringError("--vram-reserve '" + vramReserve +
-                                 "' is not a byte count (e.g. 1GiB, 512MiB)");
-      o.plan.vramReserve = *bytes;
+        return createStringError("--vram-reserve '" + g.vramReserve + "' is not a byte count (e.g. 1GiB, 512MiB)");
+      plan.vramReserve = *bytes;
     }
-    if (forceSplit != -1) {
-      if (forceSplit < 0)
-        return createStringError("--force-split must be >= 0, got " + std::to_string(forceSplit));
-      o.plan.forceSplit = forceSplit;
+    if (g.forceSplit != -1) {
+      if (g.forceSplit < 0)
+        return createStringError("--force-split must be >= 0, got " + std::to_string(g.forceSplit));
+      plan.forceSplit = g.forceSplit;
     }
   }
   return o;
@@ -178,9 +196,30 @@ Expected<Options> parse(int argc, const char *const *argv, raw_ostream &parseErr
 
 } // namespace
 
-Expected<Options> parseCommandLine(int argc, const char *const *argv, raw_ostream &parseErrors) {
+CompilePhase Options::stopAfter() const {
+  switch (emit) {
+  case Emit::OnnxMlir:
+    return CompilePhase::Import;
+  case Emit::Helm:
+  case Emit::Config:
+    return CompilePhase::Raise;
+  case Emit::Plan:
+  case Emit::PlanJson:
+    return CompilePhase::Plan;
+  case Emit::Package:
+    return CompilePhase::Package;
+  }
+  return CompilePhase::Package;
+}
+
+bool isHelmcFlag(StringRef arg) {
+  Given g;
+  return flagTable(g).find(arg) != nullptr;
+}
+
+Expected<Options> parseCommandLine(int argc, const char *const *argv) {
   // The checks quote the values given; a control character in one must not break the line.
-  auto parsed = parse(argc, argv, parseErrors);
+  auto parsed = parse(argc, argv);
   if (!parsed)
     return createStringError(oneLine(toString(parsed.takeError())));
   return parsed;

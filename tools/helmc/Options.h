@@ -1,55 +1,59 @@
 //===- Options.h - helmc's command line ---------------------------------------===//
 //
-// helmc's flags (llvm::cl) and the checks that need neither the file system nor the machine, as a
-// library of its own: helmc's main and the CLI fuzz target run the same parser.
+// helmc's flags, one table in the command-line syntax helm-rt shares (contract/format/Flags.h), and
+// the checks that need neither the file system nor the machine, as a library of its own: helmc's
+// main and the CLI fuzz target run the same parser. The flags become the compile driver's typed
+// options (compiler/Driver.h) here, once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_TOOLS_HELMC_OPTIONS_H
 #define HELM_TOOLS_HELMC_OPTIONS_H
 
-#include "passes/plan/CostModel.h"
+#include "compiler/Driver.h"
 
 #include "llvm/Support/Error.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
 
 namespace helm::helmc {
 
+/// What helmc writes: the phase it stops after, and how that phase's result is printed.
 enum class Emit { OnnxMlir, Helm, Config, Plan, PlanJson, Package };
 
+/// What the command line asks for besides a compilation.
+enum class Request { Compile, Help, Version };
+
 struct Options {
-  std::string inputPath;
-  Emit emit = Emit::Helm;
+  Request request = Request::Compile;
   bool listTargets = false;
-  /// --emit=package (given, or implied by -o *.helmpkg) and whether a plan is made (--emit=plan*, or
-  /// a package with --target).
-  bool packaging = false, planning = false;
-  std::string targetSpec;      // --target, resolved by the caller (resolveTarget)
-  PlanOptions plan;            // checked; meaningful when planning
+  Emit emit = Emit::Helm;
+  /// --target as given; the caller resolves it (resolveTarget may profile this machine) into
+  /// compile.target when planning().
+  std::string targetSpec;
   std::string planSvgPath;
-  std::string tokenizerPath;
-  /// --no-chat-template: package without the model's chat template (instead of refusing one
-  /// outside the Jinja subset runtime/chat renders).
-  bool noChatTemplate = false;
-  int64_t maxContext = 4096;
-  std::string gpuCode = "auto"; // auto, host or kernels
-  std::string quantize;         // empty, or --quantize: a block format or the recipe q4_k_m
   bool quiet = false;
-  std::string outputPath = "-";
+  /// The compilation, but for its target. compile.outputPath is -o: the package, or where an
+  /// earlier phase's text goes.
+  CompileOptions compile;
+
+  /// --emit=package (given, or implied by -o *.helmpkg).
+  bool packaging() const { return emit == Emit::Package; }
+  /// Whether a plan is made: --emit=plan*, or a package with --target.
+  bool planning() const {
+    return emit == Emit::Plan || emit == Emit::PlanJson || (packaging() && !targetSpec.empty());
+  }
+  /// The last phase --emit needs.
+  CompilePhase stopAfter() const;
 };
 
-/// Hides every option but helmc's from --help (LLVM's own live in the same registry).
-void hideUnrelatedOptions();
+/// The --help text.
+extern const char *const kUsage;
 
-/// Parses and checks argv. Every flag starts from its default (so the parser can run again in one
-/// process). A syntax error llvm::cl reports (unknown flag, bad value) is printed to
-/// `parseErrors` and returned as an error with an empty message; a check that fails is one line.
-llvm::Expected<Options> parseCommandLine(int argc, const char *const *argv,
-                                         llvm::raw_ostream &parseErrors);
+/// Parses and checks argv (each run from the defaults). Every error is one line.
+llvm::Expected<Options> parseCommandLine(int argc, const char *const *argv);
 
-/// Whether `arg` names one of helmc's own flags (not LLVM's), with or without its value.
+/// Whether `arg` names one of helmc's flags, with or without its value.
 bool isHelmcFlag(llvm::StringRef arg);
 
 } // namespace helm::helmc

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 struct CUstream_st;
 struct CUlib_st;
@@ -26,6 +27,18 @@ struct CUkern_st;
 struct cublasContext;
 
 namespace helm::rt {
+
+class DeviceOps;
+
+/// Whether this build has the CUDA device and a GPU is present; `reason` says why not.
+bool cudaAvailable(std::string *reason = nullptr);
+struct CudaOptions {
+  int ordinal = 0;
+  uint64_t budgetBytes = 0; // 0: free memory reported by the driver minus reserveBytes
+  uint64_t reserveBytes = 0;
+};
+/// The CUDA device as a Device; an error saying so without a GPU.
+llvm::Expected<std::unique_ptr<Device>> createCudaDevice(const CudaOptions &options);
 
 /// A launch grid or block shape.
 struct CudaDim {
@@ -70,6 +83,10 @@ public:
   /// The cudaStream_t behind `stream`.
   virtual CUstream_st *cudaStream(Stream stream) const = 0;
 };
+
+/// Operations on a CUDA device: loads the kernels' fatbin (`kernelImage`, normally the package's
+/// GPU-kernels section) into `device`.
+llvm::Expected<std::unique_ptr<DeviceOps>> createCudaDeviceOps(CudaDevice &device, llvm::ArrayRef<char> kernelImage);
 
 } // namespace helm::rt
 

@@ -27,7 +27,7 @@
 
 #include "llvm/Support/Error.h"
 
-#if HELM_HAVE_CUDA
+#include "kernels/common/Knobs.h"
 #include "kernels/cuda/KernelParams.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/Cublas.h"
@@ -47,16 +47,8 @@
 #include <string>
 #include <utility>
 #include <vector>
-#endif
 
 namespace helm::rt {
-
-#if !HELM_HAVE_CUDA
-llvm::Expected<std::unique_ptr<DeviceOps>> createCudaDeviceOps(CudaDevice &, llvm::ArrayRef<char>) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "this helm-rt was built without CUDA support (HELM_ENABLE_CUDA)");
-}
-#else
 
 namespace {
 
@@ -84,8 +76,7 @@ bool validDType(DType dtype) { return kernels::isDType(int32_t(dtype)); }
 /// default until it has run on a GPU (docs/quantization.md, "On the GPU"): the byte-load GEMV is
 /// the one checked there.
 bool stagedGemvRequested() {
-  const char *v = std::getenv("HELM_CUDA_QGEMV");
-  return v && std::string(v) == "staged";
+  return kernels::knobValue(kernels::Knob::CudaQgemv, "bytes") == "staged";
 }
 
 llvm::Error badDType(llvm::StringRef op, DType dtype) {
@@ -852,7 +843,5 @@ llvm::Expected<std::unique_ptr<DeviceOps>> createCudaDeviceOps(CudaDevice &devic
     return std::move(e);
   return std::unique_ptr<DeviceOps>(std::move(ops));
 }
-
-#endif
 
 } // namespace helm::rt

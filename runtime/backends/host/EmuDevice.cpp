@@ -8,8 +8,8 @@
 // latency + bytes / bandwidth of the profile's link.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/device/Device.h"
-#include "kernels/cpu/Numeric.h"
+#include "runtime/backends/host/HostBackend.h"
+#include "kernels/common/Numeric.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

@@ -8,7 +8,7 @@
 // package, and a difference means the orchestration (the pass or the ABI) is wrong.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/device/DeviceOps.h"
+#include "runtime/backends/host/HostBackend.h"
 
 #include "contract/helm_contract.h"
 #include "runtime/kv/HostAttention.h"

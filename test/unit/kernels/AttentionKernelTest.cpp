@@ -22,8 +22,8 @@
 #include "test/unit/Reference.h"
 
 #include "kernels/cpu/Attention.h"
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include "LinearCheck.h"
 
 #include "kernels/cpu/Gemm.h"
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/ThreadPool.h"
 #include "contract/helm_contract.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 //===- LinearIsaTest.cpp - helm_k_linear on every instruction-set path --------------===//
 //
-// The linear kernels have an AVX-512, an AVX2+FMA+F16C and a scalar path (kernels/cpu/Isa.h).
+// The linear kernels have an AVX-512, an AVX2+FMA+F16C and a scalar path (kernels/common/Isa.h).
 // Whichever one CPUID picks is what LinearTest checks; this file forces each path this CPU supports
 // (setIsaForTesting, the hook behind HELM_KERNEL_ISA) and runs the same float64-reference matrix on
 // it: all 27 dtype combinations, both weight layouts, 1-3 threads, and shapes chosen for the
@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "LinearCheck.h"
 
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/ThreadPool.h"
 #include "contract/helm_contract.h"
 
 #include <gtest/gtest.h>

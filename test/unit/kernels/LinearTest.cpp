@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "LinearCheck.h"
 
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/ThreadPool.h"
 #include "contract/helm_contract.h"
 
 #include <gtest/gtest.h>

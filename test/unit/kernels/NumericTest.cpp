@@ -1,8 +1,8 @@
 //===- NumericTest.cpp - f16/bf16 conversions against a by-definition reference ---===//
 #include "test/unit/Reference.h"
 
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/Numeric.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/cpu/Attention.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 //===- ThreadPoolTest.cpp - parallelFor coverage, reuse, setThreads ----------------===//
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

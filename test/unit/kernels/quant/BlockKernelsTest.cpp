@@ -8,9 +8,9 @@
 //===------------------------------------------------------------------------------===//
 #include "contract/helm_contract.h"
 #include "contract/manifest_schema.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
-#include "kernels/quant/BlockKernels.h"
+#include "kernels/linear/BlockLinear.h"
 #include "kernels/quant/QuantGemv.h"
 
 #include <gtest/gtest.h>
@@ -89,7 +89,7 @@ TEST(BlockKernels, ManyRowsRunTheF32KernelsOnTheDequantizedWeight) {
         for (int64_t m = 0; m < M; ++m)
           std::memcpy(expected.data() + m * N + n0, part.data() + m * rows, size_t(rows) * sizeof(float));
       }
-      q::linearBlocksWith(q::PrefillPath::dequantize, x.data(), HELM_DTYPE_F32, w.data(), c.code, got.data(),
+      helm::kernels::linearBlocksWith(helm::kernels::BlockPrefillPath::dequantize, x.data(), HELM_DTYPE_F32, w.data(), c.code, got.data(),
                           HELM_DTYPE_F32, M, K, N);
       EXPECT_EQ(0, std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)))
           << q::blockFormatInfo(c.format).name << " M=" << M;

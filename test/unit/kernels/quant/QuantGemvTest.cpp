@@ -23,8 +23,8 @@
 //===------------------------------------------------------------------------------===//
 #include "kernels/quant/QuantGemv.h"
 
-#include "kernels/cpu/Isa.h"
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/Isa.h"
+#include "kernels/common/ThreadPool.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include <gtest/gtest.h>

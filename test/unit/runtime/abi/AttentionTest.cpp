@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/Reference.h"
 
-#include "kernels/cpu/ThreadPool.h"
+#include "kernels/common/ThreadPool.h"
 #include "contract/helm_contract.h"
 #include "runtime/kv/KvCache.h"
 #include "runtime/abi/StageContext.h"

@@ -1,7 +1,7 @@
 //===- SamplerTest.cpp - greedy, top-k, top-p, seeds and the sampled distribution ---===//
 #include "runtime/core/Sampler.h"
 
-#include "kernels/cpu/Isa.h"
+#include "kernels/common/Isa.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,7 @@
-//===- BackendTest.cpp - the backend factory: DeviceKind -> a stage's device and ops ---===//
+//===- BackendTest.cpp - the backend registry: DeviceKind -> a stage's device and ops --===//
 #include "runtime/device/Backend.h"
+
+#include "runtime/backends/host/HostBackend.h"
 
 #include "contract/manifest_schema.h"
 
@@ -23,8 +25,7 @@ TEST(Backend, ParsesTheManifestsDeviceNames) {
 TEST(Backend, HostKindsGetHostOps) {
   BackendOptions options;
   options.targetName = "test";
-  options.emu.targetName = "test";
-  options.emu.arenaBytes = 1 << 20;
+  options.memoryBytes = 1 << 20;
   options.deviceOps = true;
   for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::emu}) {
     SCOPED_TRACE(deviceKindName(kind).str());
@@ -53,15 +54,64 @@ TEST(Backend, HostKindsGetHostOps) {
 
 TEST(Backend, EmuArenaFailureIsTheDevicesError) {
   BackendOptions options;
-  options.emu.arenaBytes = uint64_t(1) << 62; // no machine reserves this
+  options.memoryBytes = uint64_t(1) << 62; // no machine reserves this
   auto backend = createStageBackend(DeviceKind::emu, options);
   ASSERT_FALSE(bool(backend));
   EXPECT_FALSE(llvm::toString(backend.takeError()).empty());
 }
 
+// Without --gpu-memory the emulated GPU's arena is the target's VRAM less its reserve.
+TEST(Backend, EmuArenaIsTheTargetsVramLessItsReserve) {
+  BackendOptions options;
+  options.vramBytes = 3 << 20;
+  options.reservedBytes = 1 << 20;
+  auto backend = createStageBackend(DeviceKind::emu, options);
+  ASSERT_TRUE(bool(backend)) << llvm::toString(backend.takeError());
+  auto fits = backend->device->allocate(2 << 20, "fits");
+  ASSERT_TRUE(bool(fits)) << llvm::toString(fits.takeError());
+  auto over = backend->device->allocate(1 << 20, "over");
+  EXPECT_FALSE(bool(over));
+  llvm::consumeError(over.takeError());
+  backend->device->free(*fits);
+}
+
+// A backend registered for a kind is the one stages of that kind get; the build's own comes back
+// when it registers again.
+TEST(Backend, RegisteredBackendServesItsKind) {
+  static int created = 0;
+  registerBackend({DeviceKind::emu, "a test device", nullptr,
+                   [](const BackendOptions &, KernelImageSource) -> llvm::Expected<StageBackend> {
+                     ++created;
+                     return llvm::createStringError(llvm::inconvertibleErrorCode(), "test backend");
+                   }});
+  auto backend = createStageBackend(DeviceKind::emu, BackendOptions());
+  ASSERT_FALSE(bool(backend));
+  EXPECT_EQ(llvm::toString(backend.takeError()), "test backend");
+  EXPECT_EQ(created, 1);
+  // A backend that says why it cannot run is refused before it is asked to create anything.
+  registerBackend({DeviceKind::emu, "a test device", [] { return std::optional<std::string>("no test device"); },
+                   [](const BackendOptions &, KernelImageSource) -> llvm::Expected<StageBackend> {
+                     ++created;
+                     return StageBackend();
+                   }});
+  BackendOptions options;
+  options.targetName = "t";
+  auto refused = createStageBackend(DeviceKind::emu, options);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_EQ(llvm::toString(refused.takeError()),
+            "the package's GPU stage runs on a test device ('t'), and there is none here: no test device "
+            "(compile with --target=emu:<name> to run it on the emulated GPU)");
+  EXPECT_EQ(created, 1);
+  registerHostBackend();
+  options.memoryBytes = 1 << 20;
+  auto restored = createStageBackend(DeviceKind::emu, options);
+  ASSERT_TRUE(bool(restored)) << llvm::toString(restored.takeError());
+  EXPECT_EQ(restored->device->kind(), DeviceKind::emu);
+}
+
 TEST(Backend, CudaWithoutAGpuSaysSo) {
-  std::string reason;
-  if (cudaAvailable(&reason))
+  std::optional<std::string> missing = missingDevice(DeviceKind::cuda, "rtx4060");
+  if (!missing)
     GTEST_SKIP() << "a CUDA GPU is present";
   BackendOptions options;
   options.targetName = "rtx4060";
@@ -73,9 +123,7 @@ TEST(Backend, CudaWithoutAGpuSaysSo) {
                                       return llvm::ArrayRef<char>();
                                     });
   ASSERT_FALSE(bool(backend));
-  EXPECT_EQ(llvm::toString(backend.takeError()),
-            "the package's GPU stage runs on a CUDA GPU ('rtx4060'), and there is none here: " +
-                reason + " (compile with --target=emu:<name> to run it on the emulated GPU)");
+  EXPECT_EQ(llvm::toString(backend.takeError()), *missing);
   // The kernel image is not asked for when there is no device to load it into.
   EXPECT_FALSE(asked);
 }
@@ -87,16 +135,21 @@ TEST(Backend, CudaWithoutAGpuSaysSo) {
 TEST(Backend, MissingDeviceOnlyForCudaWithoutAGpu) {
   EXPECT_FALSE(missingDevice(DeviceKind::cpu, "host"));
   EXPECT_FALSE(missingDevice(DeviceKind::emu, "rtx4060-laptop"));
-  std::string reason;
   std::optional<std::string> missing = missingDevice(DeviceKind::cuda, "rtx4060");
-  if (cudaAvailable(&reason)) {
-    EXPECT_FALSE(missing);
-    return;
-  }
-  ASSERT_TRUE(missing);
-  EXPECT_EQ(*missing, "the package's GPU stage runs on a CUDA GPU ('rtx4060'), and there is none "
-                      "here: " + reason +
-                          " (compile with --target=emu:<name> to run it on the emulated GPU)");
+  if (!missing)
+    return; // a CUDA GPU is present
+  llvm::StringRef message(*missing);
+  EXPECT_TRUE(message.starts_with("the package's GPU stage runs on a CUDA GPU ('rtx4060'), and there is none here: "))
+      << message.str();
+  EXPECT_TRUE(message.ends_with(" (compile with --target=emu:<name> to run it on the emulated GPU)")) << message.str();
+  // The reason is the backend's: no GPU, or (a build without CUDA) no CUDA support.
+#if HELM_HAVE_CUDA
+  EXPECT_NE(message.find("no CUDA device found"), llvm::StringRef::npos) << message.str();
+#else
+  EXPECT_NE(message.find("this build of HELM has no CUDA support (configure with -DHELM_ENABLE_CUDA=ON)"),
+            llvm::StringRef::npos)
+      << message.str();
+#endif
   BackendOptions options;
   options.targetName = "rtx4060";
   auto backend = createStageBackend(DeviceKind::cuda, options);

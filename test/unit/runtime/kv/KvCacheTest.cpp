@@ -1,4 +1,5 @@
 //===- KvCacheTest.cpp - host and paged KV caches: round trips, layers/sequences, paging ===//
+#include "runtime/backends/host/HostBackend.h"
 #include "runtime/kv/KvCache.h"
 #include "runtime/kv/PagedKvCache.h"
 #include "test/unit/Reference.h"

@@ -14,7 +14,7 @@
 // carried between launches), and the thesis' six-token example.
 //
 //===----------------------------------------------------------------------===//
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/cuda/CudaKernels.h"
 #include "kernels/quant/BlockFormats.h"
 #include "runtime/device/DeviceOps.h"
@@ -319,7 +319,7 @@ TEST_F(CudaDeviceOpsTest, ConvertsBetweenEveryPairOfTypes) {
     const std::vector<char> source = encode(from, values);
     const void *dx = upload(source);
     for (DType to : kAllTypes) {
-      // The reference: widen exactly, round once (kernels/cpu/Numeric.h).
+      // The reference: widen exactly, round once (kernels/common/Numeric.h).
       std::vector<float> want(n);
       for (size_t i = 0; i < n; ++i)
         want[i] = roundTo(loadAs(source.data(), from, int64_t(i)), to);

@@ -1,5 +1,5 @@
 //===- EmuDeviceTest.cpp - the emulated GPU: arena, link counters, throttle, stages -===//
-#include "runtime/device/Device.h"
+#include "runtime/backends/host/HostBackend.h"
 #include "runtime/device/StageMemory.h"
 
 #include "gtest/gtest.h"

@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "contract/helm_contract.h"
-#include "kernels/cpu/Numeric.h"
+#include "kernels/common/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
-#include "runtime/device/DeviceOps.h"
+#include "runtime/backends/host/HostBackend.h"
 
 #include "test/unit/DeviceTestSupport.h"
 
