@@ -37,6 +37,17 @@ using namespace llvm;
 
 namespace helm::rt::cli {
 
+LoadOptions loadOptionsOf(const Options &o) {
+  LoadOptions load;
+  load.emuThrottle = o.emuThrottle;
+  load.gpuMemoryBytes = o.gpuMemory;
+  load.kvPageTokens = o.kvPage;
+  load.kvWatermark = o.kvWatermark;
+  load.kvOffload = o.kvOffload;
+  load.kvType = kvRowTypeNamed(o.kvType);
+  return load;
+}
+
 int fail(const Twine &message) {
   errs() << "helm-rt: " << message << "\n";
   return 1;
@@ -330,14 +341,7 @@ int runGenerate(const Options &o) {
     perplexityText = std::move(*text);
   }
 
-  LoadOptions loadOptions;
-  loadOptions.emuThrottle = o.emuThrottle;
-  loadOptions.gpuMemoryBytes = o.gpuMemory;
-  loadOptions.kvPageTokens = o.kvPage;
-  loadOptions.kvWatermark = o.kvWatermark;
-  loadOptions.kvOffload = o.kvOffload;
-  loadOptions.kvType = kvRowTypeNamed(o.kvType);
-  auto loaded = LoadedModel::load(packagePath, loadOptions);
+  auto loaded = LoadedModel::load(packagePath, loadOptionsOf(o));
   if (loaded && (o.emuThrottle || o.gpuMemory) && !(*loaded)->device())
     return deviceFlagWithoutDevice(o);
   if (!loaded)

@@ -9,6 +9,7 @@
 #define HELM_RUNTIME_CLI_RUN_H
 
 #include "runtime/cli/Options.h"
+#include "runtime/core/Model.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -19,6 +20,9 @@ using ServeFn = int (*)(const Options &options, int (*startThreads)(const Option
 
 /// Parses argv and runs the command it names; the process's exit status.
 int run(int argc, const char *const *argv, ServeFn serve);
+
+/// What the flags say about loading the package (devices, KV cache), for generation and serve alike.
+LoadOptions loadOptionsOf(const Options &o);
 
 /// One line on stderr, "helm-rt: <message>"; returns the failure status, 1.
 int fail(const llvm::Twine &message);

@@ -54,14 +54,7 @@ int runServe(const Options &o, int (*startThreads)(const Options &)) {
   pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  LoadOptions loadOptions;
-  loadOptions.emuThrottle = o.emuThrottle;
-  loadOptions.gpuMemoryBytes = o.gpuMemory;
-  loadOptions.kvPageTokens = o.kvPage;
-  loadOptions.kvWatermark = o.kvWatermark;
-  loadOptions.kvOffload = o.kvOffload;
-  loadOptions.kvType = kvRowTypeNamed(o.kvType);
-  auto loaded = LoadedModel::load(o.packagePath, loadOptions);
+  auto loaded = LoadedModel::load(o.packagePath, loadOptionsOf(o));
   if (!loaded)
     return fail(toString(loaded.takeError()));
   LoadedModel &model = **loaded;
