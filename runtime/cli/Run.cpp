@@ -130,7 +130,7 @@ void printInfo(const LoadedModel &model, StringRef packagePath, bool listTensors
                       helm_stage_side_name(s.onGpu ? HELM_STAGE_GPU : HELM_STAGE_CPU), s.firstUnit, s.lastUnit, s.kvLayers, s.numTensors, s.weightBytes);
   if (model.device())
     outs() << "device:        " << model.device()->describe() << "\n";
-  else if (i.gpuDevice != DeviceKind::cpu)
+  else if (i.gpuDevice != HELM_DEVICE_CPU)
     outs() << formatv("device:        {0} for '{1}': {2} VRAM, {3} reserved, link {4:f1} GB/s + "
                       "{5:f1} us\n",
                       deviceKindName(i.gpuDevice), i.targetName, formatBytes(uint64_t(i.gpuVramBytes)),
@@ -272,7 +272,7 @@ int runInfo(const Options &o) {
   auto inspected = LoadedModel::inspect(o.packagePath);
   if (!inspected)
     return fail(toString(inspected.takeError()));
-  if ((o.emuThrottle || o.gpuMemory) && (*inspected)->info().gpuDevice == DeviceKind::cpu)
+  if ((o.emuThrottle || o.gpuMemory) && (*inspected)->info().gpuDevice == HELM_DEVICE_CPU)
     return deviceFlagWithoutDevice(o);
   printInfo(**inspected, o.packagePath, o.infoTensors);
   return 0;

@@ -327,7 +327,7 @@ llvm::Error LoadedModel::Loader::readStages() {
     if (llvm::Error e = readStage(*stage, index, stages->size(), loaded))
       return e;
     if (loaded.info.onGpu) {
-      DeviceKind kind = DeviceKind::cpu;
+      DeviceKind kind = HELM_DEVICE_CPU;
       if (llvm::Error e = readStageTarget(loaded, kind))
         return e;
       if (!inspectOnly)
@@ -401,7 +401,7 @@ llvm::Error LoadedModel::Loader::readStageTarget(const Stage &loaded, DeviceKind
   if (!kind || !gpuObj || !link)
     return fail("package has a GPU stage for device '" + (name ? name->str() : std::string("?")) +
                 "'; this runtime runs GPU stages on 'cuda' or 'emu' devices");
-  if (*kind == DeviceKind::cuda && !loaded.deviceCalls)
+  if (*kind == HELM_DEVICE_CUDA && !loaded.deviceCalls)
     return fail("the package's GPU stage is host code, which a CUDA GPU cannot run "
                 "(recompile the model)");
   auto vram = gpuObj->getInteger(HELM_MANIFEST_GPU_VRAM_BYTES);

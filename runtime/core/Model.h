@@ -53,7 +53,7 @@ struct ModelInfo {
   std::string targetFeatures;
   /// target.device, target.gpu and target.link of a package with a GPU stage: the device it runs
   /// on (emu or cuda; cpu when every stage runs on the CPU), its memory and the link.
-  DeviceKind gpuDevice = DeviceKind::cpu;
+  DeviceKind gpuDevice = HELM_DEVICE_CPU;
   int64_t gpuVramBytes = 0, gpuReservedBytes = 0;
   double linkGbs = 0, linkLatencyUs = 0;
 };

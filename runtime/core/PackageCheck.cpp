@@ -147,7 +147,7 @@ std::vector<std::string> checkPackage(llvm::StringRef path, KvRowType kvType) {
   const uint64_t cpuKvElement = uint64_t(kernels::dtypeBytes(hostKvType(kvType, info)));
   for (const StageInfo &stage : model.stages()) {
     uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens, stage.onGpu ? 4 : cpuKvElement);
-    if (!stage.onGpu || device == DeviceKind::emu) {
+    if (!stage.onGpu || device == HELM_DEVICE_EMU) {
       weights = llvm::SaturatingAdd(weights, stage.weightBytes);
       kv = llvm::SaturatingAdd(kv, stageKv);
     } else {

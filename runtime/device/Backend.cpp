@@ -50,7 +50,7 @@ void registerBackend(const BackendFactory &backend) {
 
 std::optional<DeviceKind> parseTargetDevice(llvm::StringRef name) {
   // A GPU stage runs on one of these; "cpu" is no GPU stage's device.
-  for (DeviceKind kind : {DeviceKind::emu, DeviceKind::cuda})
+  for (DeviceKind kind : {HELM_DEVICE_EMU, HELM_DEVICE_CUDA})
     if (name == deviceKindName(kind))
       return kind;
   return std::nullopt;

@@ -14,7 +14,7 @@
 namespace helm::rt {
 
 llvm::StringRef deviceKindName(DeviceKind kind) {
-  return helm_device_kind_name(static_cast<helm_device_kind>(kind));
+  return helm_device_kind_name(kind);
 }
 
 namespace {
@@ -68,7 +68,7 @@ namespace {
 /// Host memory; the budget is the machine's.
 class CpuDevice final : public SynchronousDevice {
 public:
-  DeviceKind kind() const override { return DeviceKind::cpu; }
+  DeviceKind kind() const override { return HELM_DEVICE_CPU; }
   std::string describe() const override { return "cpu (host memory)"; }
   uint64_t capacity() const override { return UINT64_MAX; }
   uint64_t bytesInUse() const override { return inUse_; }

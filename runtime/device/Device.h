@@ -37,8 +37,9 @@
 
 namespace helm::rt {
 
-/// The contract's device kinds (helm_device_kind) as a C++ enum.
-enum class DeviceKind : int { cpu = HELM_DEVICE_CPU, emu = HELM_DEVICE_EMU, cuda = HELM_DEVICE_CUDA };
+/// The device kinds are the contract's (HELM_DEVICE_CPU, HELM_DEVICE_EMU, HELM_DEVICE_CUDA): one
+/// enum from the compiler's target to the runtime's backend registry.
+using DeviceKind = helm_device_kind;
 /// "cpu", "emu" or "cuda": the manifest's spelling (helm_device_kind_name).
 llvm::StringRef deviceKindName(DeviceKind kind);
 

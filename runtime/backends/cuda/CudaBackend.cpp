@@ -44,12 +44,12 @@ llvm::Expected<StageBackend> createCudaBackend(const BackendOptions &options, Ke
 }
 } // namespace
 
-void registerCudaBackend() { registerBackend({DeviceKind::cuda, "a CUDA GPU", cudaUnavailable, createCudaBackend}); }
+void registerCudaBackend() { registerBackend({HELM_DEVICE_CUDA, "a CUDA GPU", cudaUnavailable, createCudaBackend}); }
 
 #else
 
 void registerCudaBackend() {
-  registerBackend({DeviceKind::cuda, "a CUDA GPU",
+  registerBackend({HELM_DEVICE_CUDA, "a CUDA GPU",
                    [] {
                      return std::optional<std::string>(
                          "this build of HELM has no CUDA support (configure with -DHELM_ENABLE_CUDA=ON)");

@@ -114,7 +114,7 @@ public:
   llvm::Error init();
 
   // --- Device ---------------------------------------------------------------------------
-  DeviceKind kind() const override { return DeviceKind::cuda; }
+  DeviceKind kind() const override { return HELM_DEVICE_CUDA; }
   std::string describe() const override { return description_; }
   uint64_t capacity() const override { return capacity_; }
   uint64_t bytesInUse() const override {

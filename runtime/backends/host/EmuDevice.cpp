@@ -47,7 +47,7 @@ public:
     return llvm::Error::success();
   }
 
-  DeviceKind kind() const override { return DeviceKind::emu; }
+  DeviceKind kind() const override { return HELM_DEVICE_EMU; }
   std::string describe() const override {
     return llvm::formatv("emu ({0}): {1} arena, link {2:f1} GB/s + {3:f1} us{4}", options_.targetName,
                          formatBytes(capacity_), options_.linkGbs, options_.linkLatencyUs,

@@ -35,8 +35,8 @@ llvm::Expected<StageBackend> createEmuBackend(const BackendOptions &options, Ker
 } // namespace
 
 void registerHostBackend() {
-  registerBackend({DeviceKind::cpu, "the CPU", /*unavailable=*/nullptr, createCpuBackend});
-  registerBackend({DeviceKind::emu, "the emulated GPU", /*unavailable=*/nullptr, createEmuBackend});
+  registerBackend({HELM_DEVICE_CPU, "the CPU", /*unavailable=*/nullptr, createCpuBackend});
+  registerBackend({HELM_DEVICE_EMU, "the emulated GPU", /*unavailable=*/nullptr, createEmuBackend});
 }
 
 } // namespace helm::rt

@@ -15,8 +15,8 @@ using namespace helm::rt;
 namespace {
 
 TEST(Backend, ParsesTheManifestsDeviceNames) {
-  EXPECT_EQ(parseTargetDevice(HELM_MANIFEST_DEVICE_EMU), DeviceKind::emu);
-  EXPECT_EQ(parseTargetDevice(HELM_MANIFEST_DEVICE_CUDA), DeviceKind::cuda);
+  EXPECT_EQ(parseTargetDevice(HELM_MANIFEST_DEVICE_EMU), HELM_DEVICE_EMU);
+  EXPECT_EQ(parseTargetDevice(HELM_MANIFEST_DEVICE_CUDA), HELM_DEVICE_CUDA);
   // A GPU stage never runs on "cpu"; anything else is unknown.
   for (const char *name : {"cpu", "gpu", "", "CUDA", "emu:rtx4060"})
     EXPECT_FALSE(parseTargetDevice(name).has_value()) << name;
@@ -27,7 +27,7 @@ TEST(Backend, HostKindsGetHostOps) {
   options.targetName = "test";
   options.memoryBytes = 1 << 20;
   options.deviceOps = true;
-  for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::emu}) {
+  for (DeviceKind kind : {HELM_DEVICE_CPU, HELM_DEVICE_EMU}) {
     SCOPED_TRACE(deviceKindName(kind).str());
     auto backend = createStageBackend(kind, options);
     ASSERT_TRUE(bool(backend)) << llvm::toString(backend.takeError());
@@ -46,16 +46,16 @@ TEST(Backend, HostKindsGetHostOps) {
   }
   // Without device calls the stage gets its device only.
   options.deviceOps = false;
-  auto plain = createStageBackend(DeviceKind::emu, options);
+  auto plain = createStageBackend(HELM_DEVICE_EMU, options);
   ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
-  EXPECT_EQ(plain->device->kind(), DeviceKind::emu);
+  EXPECT_EQ(plain->device->kind(), HELM_DEVICE_EMU);
   EXPECT_EQ(plain->ops, nullptr);
 }
 
 TEST(Backend, EmuArenaFailureIsTheDevicesError) {
   BackendOptions options;
   options.memoryBytes = uint64_t(1) << 62; // no machine reserves this
-  auto backend = createStageBackend(DeviceKind::emu, options);
+  auto backend = createStageBackend(HELM_DEVICE_EMU, options);
   ASSERT_FALSE(bool(backend));
   EXPECT_FALSE(llvm::toString(backend.takeError()).empty());
 }
@@ -65,7 +65,7 @@ TEST(Backend, EmuArenaIsTheTargetsVramLessItsReserve) {
   BackendOptions options;
   options.vramBytes = 3 << 20;
   options.reservedBytes = 1 << 20;
-  auto backend = createStageBackend(DeviceKind::emu, options);
+  auto backend = createStageBackend(HELM_DEVICE_EMU, options);
   ASSERT_TRUE(bool(backend)) << llvm::toString(backend.takeError());
   auto fits = backend->device->allocate(2 << 20, "fits");
   ASSERT_TRUE(bool(fits)) << llvm::toString(fits.takeError());
@@ -79,24 +79,24 @@ TEST(Backend, EmuArenaIsTheTargetsVramLessItsReserve) {
 // when it registers again.
 TEST(Backend, RegisteredBackendServesItsKind) {
   static int created = 0;
-  registerBackend({DeviceKind::emu, "a test device", nullptr,
+  registerBackend({HELM_DEVICE_EMU, "a test device", nullptr,
                    [](const BackendOptions &, KernelImageSource) -> llvm::Expected<StageBackend> {
                      ++created;
                      return llvm::createStringError(llvm::inconvertibleErrorCode(), "test backend");
                    }});
-  auto backend = createStageBackend(DeviceKind::emu, BackendOptions());
+  auto backend = createStageBackend(HELM_DEVICE_EMU, BackendOptions());
   ASSERT_FALSE(bool(backend));
   EXPECT_EQ(llvm::toString(backend.takeError()), "test backend");
   EXPECT_EQ(created, 1);
   // A backend that says why it cannot run is refused before it is asked to create anything.
-  registerBackend({DeviceKind::emu, "a test device", [] { return std::optional<std::string>("no test device"); },
+  registerBackend({HELM_DEVICE_EMU, "a test device", [] { return std::optional<std::string>("no test device"); },
                    [](const BackendOptions &, KernelImageSource) -> llvm::Expected<StageBackend> {
                      ++created;
                      return StageBackend();
                    }});
   BackendOptions options;
   options.targetName = "t";
-  auto refused = createStageBackend(DeviceKind::emu, options);
+  auto refused = createStageBackend(HELM_DEVICE_EMU, options);
   ASSERT_FALSE(bool(refused));
   EXPECT_EQ(llvm::toString(refused.takeError()),
             "the package's GPU stage runs on a test device ('t'), and there is none here: no test device "
@@ -104,20 +104,20 @@ TEST(Backend, RegisteredBackendServesItsKind) {
   EXPECT_EQ(created, 1);
   registerHostBackend();
   options.memoryBytes = 1 << 20;
-  auto restored = createStageBackend(DeviceKind::emu, options);
+  auto restored = createStageBackend(HELM_DEVICE_EMU, options);
   ASSERT_TRUE(bool(restored)) << llvm::toString(restored.takeError());
-  EXPECT_EQ(restored->device->kind(), DeviceKind::emu);
+  EXPECT_EQ(restored->device->kind(), HELM_DEVICE_EMU);
 }
 
 TEST(Backend, CudaWithoutAGpuSaysSo) {
-  std::optional<std::string> missing = missingDevice(DeviceKind::cuda, "rtx4060");
+  std::optional<std::string> missing = missingDevice(HELM_DEVICE_CUDA, "rtx4060");
   if (!missing)
     GTEST_SKIP() << "a CUDA GPU is present";
   BackendOptions options;
   options.targetName = "rtx4060";
   options.deviceOps = true;
   bool asked = false;
-  auto backend = createStageBackend(DeviceKind::cuda, options,
+  auto backend = createStageBackend(HELM_DEVICE_CUDA, options,
                                     [&]() -> llvm::Expected<llvm::ArrayRef<char>> {
                                       asked = true;
                                       return llvm::ArrayRef<char>();
@@ -133,9 +133,9 @@ TEST(Backend, CudaWithoutAGpuSaysSo) {
 // --check asks whether a device could be created without creating it: only cuda can be missing,
 // and then with the message createStageBackend gives.
 TEST(Backend, MissingDeviceOnlyForCudaWithoutAGpu) {
-  EXPECT_FALSE(missingDevice(DeviceKind::cpu, "host"));
-  EXPECT_FALSE(missingDevice(DeviceKind::emu, "rtx4060-laptop"));
-  std::optional<std::string> missing = missingDevice(DeviceKind::cuda, "rtx4060");
+  EXPECT_FALSE(missingDevice(HELM_DEVICE_CPU, "host"));
+  EXPECT_FALSE(missingDevice(HELM_DEVICE_EMU, "rtx4060-laptop"));
+  std::optional<std::string> missing = missingDevice(HELM_DEVICE_CUDA, "rtx4060");
   if (!missing)
     return; // a CUDA GPU is present
   llvm::StringRef message(*missing);
@@ -152,7 +152,7 @@ TEST(Backend, MissingDeviceOnlyForCudaWithoutAGpu) {
 #endif
   BackendOptions options;
   options.targetName = "rtx4060";
-  auto backend = createStageBackend(DeviceKind::cuda, options);
+  auto backend = createStageBackend(HELM_DEVICE_CUDA, options);
   ASSERT_FALSE(backend);
   EXPECT_EQ(llvm::toString(backend.takeError()), *missing);
 }

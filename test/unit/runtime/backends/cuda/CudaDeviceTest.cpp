@@ -261,7 +261,7 @@ TEST(CudaDevice, CreatesOrRefusesCleanly) {
   auto device = createCudaDevice({});
   if (available) {
     ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
-    EXPECT_EQ((*device)->kind(), DeviceKind::cuda);
+    EXPECT_EQ((*device)->kind(), HELM_DEVICE_CUDA);
     return;
   }
   ASSERT_FALSE(bool(device));
@@ -271,7 +271,7 @@ TEST(CudaDevice, CreatesOrRefusesCleanly) {
 }
 
 TEST_F(CudaDeviceTest, DescribesItselfAndOwnsTwoStreamsAndCublas) {
-  EXPECT_EQ(device_->kind(), DeviceKind::cuda);
+  EXPECT_EQ(device_->kind(), HELM_DEVICE_CUDA);
   EXPECT_EQ(device_->ordinal(), 0);
   EXPECT_EQ(device_->describe().rfind("cuda 0 (", 0), 0u) << device_->describe();
   RecordProperty("device", device_->describe());
@@ -287,7 +287,7 @@ TEST_F(CudaDeviceTest, DescribesItselfAndOwnsTwoStreamsAndCublas) {
 
 TEST_F(CudaDeviceTest, CreateCudaDeviceGivesTheCudaKind) {
   ASSERT_VALUE(device, createCudaDevice({}));
-  EXPECT_EQ(device->kind(), DeviceKind::cuda);
+  EXPECT_EQ(device->kind(), HELM_DEVICE_CUDA);
 }
 
 TEST_F(CudaDeviceTest, DefaultBudgetIsFreeMemoryMinusReserve) {
