@@ -51,7 +51,7 @@ struct CompileOptions {
   std::string outputPath;               // the package (package phase)
 };
 
-/// Where a compilation reports as it goes: progress lines (package phase) and warnings. Either may
+/// Where a compilation reports as it goes: progress lines (planning, the package) and warnings. Either may
 /// be empty.
 struct CompileHooks {
   std::function<void(llvm::StringRef)> progress, warning;
