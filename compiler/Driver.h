@@ -51,8 +51,8 @@ struct CompileOptions {
   std::string outputPath;               // the package (package phase)
 };
 
-/// Where a compilation reports as it goes: progress lines (planning, the package) and warnings. Either may
-/// be empty.
+/// Where a compilation reports as it goes: progress lines (planning, the package) and warnings.
+/// Either may be empty.
 struct CompileHooks {
   std::function<void(llvm::StringRef)> progress, warning;
 };
