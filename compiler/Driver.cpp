@@ -215,6 +215,9 @@ Expected<ModelConfig> modelConfigOf(const Compilation &compilation, StringRef in
 
 Expected<Compilation> compile(mlir::MLIRContext &ctx, const CompileOptions &options, CompilePhase stopAfter,
                               const CompileHooks &hooks) {
+  // Checked before any work: the plan phase has nothing to plan for.
+  if (stopAfter == CompilePhase::Plan && !options.target)
+    return createStringError(options.inputPath + ": planning needs a target (--target; see --list-targets)");
   ctx.loadDialect<HelmDialect, mlir::func::FuncDialect>();
   Compilation out;
   ModelAssets assets;
@@ -243,8 +246,6 @@ Expected<Compilation> compile(mlir::MLIRContext &ctx, const CompileOptions &opti
     module->setAttr(HelmDialect::TargetAttrHelper::getNameStr(), targetToAttr(&ctx, *options.target));
     if (Error e = runPhase(module, CompilePhase::Plan, phases, options.inputPath))
       return std::move(e);
-  } else if (stopAfter == CompilePhase::Plan) {
-    return createStringError(options.inputPath + ": planning needs a target (--target; see --list-targets)");
   }
   if (stopAfter == CompilePhase::Plan)
     return std::move(out);

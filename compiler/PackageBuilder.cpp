@@ -264,14 +264,12 @@ llvm::json::Object targetEntry(const std::optional<TargetProfile> &target, const
 }
 
 /// The target planning attached to the module (`helm.target`), if it was planned.
-llvm::Expected<std::optional<TargetProfile>> plannedTarget(mlir::ModuleOp module) {
+std::optional<TargetProfile> plannedTarget(mlir::ModuleOp module) {
   TargetAttr attr = HelmDialect::TargetAttrHelper(module.getContext()).getAttr(module);
   if (!attr)
     return std::nullopt;
-  auto target = targetFromAttr(attr);
-  if (!target)
-    return target.takeError();
-  return std::optional<TargetProfile>(std::move(*target));
+  // Only a null attribute makes targetFromAttr fail; the attribute's verifier checked the rest.
+  return llvm::cantFail(targetFromAttr(attr));
 }
 } // namespace
 
@@ -285,22 +283,20 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
   };
   if (options.maxContext < 2)
     return llvm::createStringError("--max-context must be at least 2");
-  auto target = plannedTarget(module);
-  if (!target)
-    return llvm::createStringError(options.modelPath + ": " + llvm::toString(target.takeError()));
+  const std::optional<TargetProfile> target = plannedTarget(module);
   // The plan as --emit=plan-json prints it, read before the stage split consumes the units.
   std::optional<llvm::json::Value> plan;
-  if (*target && HelmDialect::PlanAttrHelper(module.getContext()).getAttr(module))
-    plan = planJsonValue(module, **target, config);
+  if (target && HelmDialect::PlanAttrHelper(module.getContext()).getAttr(module))
+    plan = planJsonValue(module, *target, config);
 
   // Tokenizer first: a bad file should fail before minutes of code generation.
   auto tokenizer = readTokenizer(options, config);
   if (!tokenizer)
     return tokenizer.takeError();
-  auto gpuKernels = gpuStageAsKernels(module, *target, options);
+  auto gpuKernels = gpuStageAsKernels(module, target, options);
   if (!gpuKernels)
     return gpuKernels.takeError();
-  bool emuTarget = *target && (*target)->emulated();
+  bool emuTarget = target && target->emulated();
 
   auto t0 = std::chrono::steady_clock::now();
   if (llvm::Error e = runPhase(module, CompilePhase::Package, {}, options.modelPath))
@@ -362,7 +358,7 @@ llvm::Error buildPackage(mlir::ModuleOp module, const WeightSource &weights,
   manifest[HELM_MANIFEST_PRODUCER] = "helmc 0.1.0";
   manifest[HELM_MANIFEST_MODEL] = llvm::json::Object{{HELM_MANIFEST_MODEL_SOURCE, options.modelPath},
                                                      {HELM_MANIFEST_MODEL_CONFIG, modelConfigJson(config)}};
-  manifest[HELM_MANIFEST_TARGET] = targetEntry(*target, options);
+  manifest[HELM_MANIFEST_TARGET] = targetEntry(target, options);
   if (plan)
     manifest[HELM_MANIFEST_PLAN] = std::move(*plan);
   manifest[HELM_MANIFEST_LIMITS] = llvm::json::Object{{HELM_MANIFEST_LIMITS_MAX_CONTEXT, options.maxContext}};

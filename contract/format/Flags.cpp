@@ -22,6 +22,12 @@ FlagTable &FlagTable::option(std::vector<std::string> names, bool &on) {
   });
 }
 
+FlagTable &FlagTable::request(std::vector<std::string> names, bool &on) {
+  option(std::move(names), on);
+  flags_.back().endsParsing = true;
+  return *this;
+}
+
 namespace {
 /// A long name given with one dash ("-emit") is the same flag as with two.
 bool sameName(llvm::StringRef given, llvm::StringRef name) {
@@ -67,6 +73,8 @@ std::string FlagTable::parse(int argc, const char *const *argv, int first,
         return (llvm::Twine(name) + " takes no value").str();
       if (std::string error = flag->set(name, ""); !error.empty())
         return error;
+      if (flag->endsParsing)
+        return "";
       continue;
     }
     llvm::StringRef value;

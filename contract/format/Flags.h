@@ -38,6 +38,7 @@ struct Flag {
   std::vector<std::string> names; // "-p", "--prompt": the first is what help shows first
   std::string valueName;          // "TEXT", "N"; empty: a switch
   FlagSetter set;
+  bool endsParsing = false;       // --help, --version: what follows is not read
 };
 
 class FlagTable {
@@ -48,6 +49,9 @@ public:
   FlagTable &option(std::vector<std::string> names, FlagSetter set);
   /// A switch that sets `on`.
   FlagTable &option(std::vector<std::string> names, bool &on);
+  /// A switch that sets `on` and ends the parse (--help, --version): arguments before it are
+  /// parsed (an error among them is still the error), those after it are not read.
+  FlagTable &request(std::vector<std::string> names, bool &on);
 
   /// Parses argv[first, argc). Each argument that is not a flag goes to `positional` (which
   /// returns "" or its error); `seen`, when given, hears each flag as the user spelled it (without

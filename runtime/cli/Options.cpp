@@ -234,9 +234,6 @@ FlagTable flagTable(Options &o) {
 }
 
 std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
-  for (int i = 1; i < argc; ++i)
-    if (StringRef(argv[i]) == "-h" || StringRef(argv[i]) == "--help")
-      return "help";
   int first = 1;
   if (argc > 1 && StringRef(argv[1]) == "serve") {
     o.serve = true;
@@ -256,8 +253,13 @@ std::string parseArgsUnescaped(int argc, const char *const *argv, Options &o) {
     o.packagePath = arg.str();
     return std::string();
   };
-  if (std::string error = flagTable(o).parse(argc, argv, first, package, seen); !error.empty())
+  bool help = false;
+  FlagTable table = flagTable(o);
+  table.request({"-h", "--help"}, help);
+  if (std::string error = table.parse(argc, argv, first, package, seen); !error.empty())
     return error;
+  if (help)
+    return "help";
   if (o.infoTensors && !o.info)
     return "--tensors goes with --info";
   if (o.serve && !generateOnlyGiven.empty())

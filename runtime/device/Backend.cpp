@@ -30,14 +30,13 @@ const BackendFactory *findBackend(DeviceKind kind) {
   return it == registry().end() ? nullptr : &it->second;
 }
 
-/// The backend's reason, or (for a kind no backend serves) that this build has none for it.
+/// The backend's reason, or (for a kind no backend can create) that this build has none for it.
 std::optional<std::string> unavailableReason(DeviceKind kind) {
   const BackendFactory *backend = findBackend(kind);
-  if (!backend || !backend->create)
-    return backend && backend->unavailable ? backend->unavailable()
-                                           : "this build of HELM has no " + std::string(deviceKindName(kind)) +
-                                                 " backend";
-  return backend->unavailable ? backend->unavailable() : std::nullopt;
+  std::optional<std::string> reason = backend && backend->unavailable ? backend->unavailable() : std::nullopt;
+  if (!reason && (!backend || !backend->create))
+    reason = "this build of HELM has no " + deviceKindName(kind).str() + " backend";
+  return reason;
 }
 } // namespace
 

@@ -111,21 +111,21 @@ Expected<Options> parse(int argc, const char *const *argv) {
   Options &o = g.options;
   CompileOptions &c = o.compile;
   c.outputPath = "-";
-  for (int i = 1; i < argc; ++i) {
-    StringRef arg = argv[i];
-    if (arg == "-h" || arg == "--help" || arg == "-help" || arg == "--version" || arg == "-version") {
-      o.request = arg.ends_with("version") ? Request::Version : Request::Help;
-      return o;
-    }
-  }
   auto input = [&c](StringRef arg) {
     if (!c.inputPath.empty())
       return ("unexpected argument '" + arg + "' (one model per run)").str();
     c.inputPath = arg.str();
     return std::string();
   };
-  if (std::string error = flagTable(g).parse(argc, argv, 1, input); !error.empty())
+  bool help = false, version = false;
+  FlagTable table = flagTable(g);
+  table.request({"-h", "--help"}, help).request({"--version"}, version);
+  if (std::string error = table.parse(argc, argv, 1, input); !error.empty())
     return createStringError(error);
+  if (help || version) {
+    o.request = help ? Request::Help : Request::Version;
+    return o;
+  }
   if (o.listTargets)
     return o;
   if (c.inputPath.empty())

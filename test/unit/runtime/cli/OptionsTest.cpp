@@ -45,7 +45,13 @@ TEST(HelmRtOptions, OneLineErrors) {
   EXPECT_EQ(parse({"m.helmpkg", "--bogus"}), "unknown option '--bogus' (see --help)");
   EXPECT_EQ(parse({"a.helmpkg", "b.helmpkg"}), "unexpected argument 'b.helmpkg' (one package per run)");
   EXPECT_EQ(parse({"m.helmpkg", "-p", "a\nb", "-t", "a\nb"}), "-t expects an integer, got 'a\\x0ab'");
-  EXPECT_EQ(parse({"--bogus", "--help"}), "help");
+  // --help is read in turn: an error before it wins, nothing after it is read, and a value that
+  // reads "--help" is a value.
+  EXPECT_EQ(parse({"--help", "--bogus"}), "help");
+  EXPECT_EQ(parse({"--bogus", "--help"}), "unknown option '--bogus' (see --help)");
+  helm::rt::cli::Options o;
+  ASSERT_EQ(parse({"m.helmpkg", "-p", "--help"}, &o), "");
+  EXPECT_EQ(o.prompts, (std::vector<std::string>{"--help"}));
 }
 
 TEST(HelmRtOptions, ServeAndGenerationKeepTheirOwnFlags) {

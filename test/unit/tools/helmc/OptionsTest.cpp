@@ -67,8 +67,14 @@ TEST(HelmcOptions, SharedSyntax) {
   EXPECT_EQ(o.compile.plan.batch, 2);
   ASSERT_EQ(parseError({"--", "-model.onnx"}, &o), "");
   EXPECT_EQ(o.compile.inputPath, "-model.onnx");
-  ASSERT_EQ(parseError({"--bogus", "--help"}, &o), "");
+  // --help ends the parse: what follows is not read, an error before it is still the error, and
+  // a flag's value that reads "--help" is a value.
+  ASSERT_EQ(parseError({"--help", "--bogus"}, &o), "");
   EXPECT_EQ(o.request, helm::helmc::Request::Help);
+  EXPECT_EQ(parseError({"--bogus", "--help"}), "unknown option '--bogus' (see --help)");
+  ASSERT_EQ(parseError({"m.onnx", "-o", "--help"}, &o), "");
+  EXPECT_EQ(o.request, helm::helmc::Request::Compile);
+  EXPECT_EQ(o.compile.outputPath, "--help");
   ASSERT_EQ(parseError({"--version"}, &o), "");
   EXPECT_EQ(o.request, helm::helmc::Request::Version);
 }
