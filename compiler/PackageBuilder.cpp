@@ -28,23 +28,13 @@
 
 namespace helm {
 
-llvm::StringRef gpuCodeFormName(GpuCodeForm form) {
-  switch (form) {
-  case GpuCodeForm::Auto:
-    return "auto";
-  case GpuCodeForm::Host:
-    return "host";
-  case GpuCodeForm::Kernels:
-    return "kernels";
-  }
-  return "auto";
-}
-
 std::optional<GpuCodeForm> parseGpuCodeForm(llvm::StringRef name) {
-  for (GpuCodeForm form : {GpuCodeForm::Auto, GpuCodeForm::Host, GpuCodeForm::Kernels})
-    if (name == gpuCodeFormName(form))
-      return form;
-  return std::nullopt;
+  // In GpuCodeForm's order.
+  static constexpr llvm::StringLiteral kNames[] = {"auto", "host", "kernels"};
+  const llvm::StringLiteral *found = llvm::find(kNames, name);
+  if (found == std::end(kNames))
+    return std::nullopt;
+  return GpuCodeForm(found - std::begin(kNames));
 }
 
 namespace {

@@ -20,8 +20,7 @@ enum class GpuCodeForm {
   Host,    // compiled to run on the host: what emu runs
   Kernels, // host code launching the device's kernels: what a CUDA GPU runs (emu: host kernels)
 };
-/// "auto", "host", "kernels", and back (nullopt for anything else).
-llvm::StringRef gpuCodeFormName(GpuCodeForm form);
+/// The form --gpu-code names ("auto", "host", "kernels"), or nullopt.
 std::optional<GpuCodeForm> parseGpuCodeForm(llvm::StringRef name);
 
 /// How the package is written. The target and the plan are not here: the builder reads them off

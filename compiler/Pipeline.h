@@ -19,7 +19,6 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
-#include <optional>
 #include <string>
 
 namespace helm {

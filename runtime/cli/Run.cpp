@@ -278,36 +278,6 @@ int runInfo(const Options &o) {
   return 0;
 }
 
-int runGenerate(const Options &o);
-} // namespace
-
-int run(int argc, const char *const *argv, ServeFn serve) {
-  Options o;
-  std::string argError = parseArgs(argc, argv, o);
-  if (argError == "help") {
-    outs() << kUsage;
-    return 0;
-  }
-  if (!argError.empty())
-    return fail(argError);
-  if (o.packagePath.empty())
-    return fail(o.serve ? "no package given (usage: helm-rt serve model.helmpkg [--port P]; see --help)"
-                        : "no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
-  if (o.serve) {
-    if (!serve)
-      return fail("this helm-rt was built without the server (use the helm-rt of a full build)");
-    return serve(o, startThreads);
-  }
-  if (o.info && o.check)
-    return fail("give either --info or --check, not both");
-  if (o.check)
-    return runCheck(o);
-  if (o.info)
-    return runInfo(o);
-  return runGenerate(o);
-}
-
-namespace {
 /// Generation (or --perplexity): the flags checked, the package loaded, the prompts run.
 int runGenerate(const Options &o) {
   const std::string &packagePath = o.packagePath;
@@ -571,5 +541,31 @@ int runGenerate(const Options &o) {
   return interrupted ? 128 + SIGINT : 0;
 }
 } // namespace
+
+int run(int argc, const char *const *argv, ServeFn serve) {
+  Options o;
+  std::string argError = parseArgs(argc, argv, o);
+  if (argError == "help") {
+    outs() << kUsage;
+    return 0;
+  }
+  if (!argError.empty())
+    return fail(argError);
+  if (o.packagePath.empty())
+    return fail(o.serve ? "no package given (usage: helm-rt serve model.helmpkg [--port P]; see --help)"
+                        : "no package given (usage: helm-rt model.helmpkg -p \"text\" [-n N]; see --help)");
+  if (o.serve) {
+    if (!serve)
+      return fail("this helm-rt was built without the server (use the helm-rt of a full build)");
+    return serve(o, startThreads);
+  }
+  if (o.info && o.check)
+    return fail("give either --info or --check, not both");
+  if (o.check)
+    return runCheck(o);
+  if (o.info)
+    return runInfo(o);
+  return runGenerate(o);
+}
 
 } // namespace helm::rt::cli

@@ -69,9 +69,9 @@ using helm::cli::textInto;
 /// The flags as given, before the checks that relate them.
 struct Given {
   Options options;
-  std::string emit, targetSpec, objective = "decode", kvOffload = "on", vramReserve, gpuCode = "auto",
-                        quantize = "none";
-  bool emitGiven = false, noChatTemplate = false;
+  std::optional<std::string> emit; // --emit, if given
+  std::string objective = "decode", kvOffload = "on", vramReserve, gpuCode = "auto", quantize = "none";
+  bool noChatTemplate = false;
   int64_t batch = 1, context = 4096, promptLen = 128, forceSplit = -1;
 };
 
@@ -81,10 +81,9 @@ FlagTable flagTable(Given &g) {
   t.value({"-o"}, "FILE", textInto(o.compile.outputPath));
   t.value({"--emit"}, "WHAT", [&g](StringRef, StringRef value) {
     g.emit = value.str();
-    g.emitGiven = true;
     return std::string();
   });
-  t.value({"--target"}, "NAME", textInto(g.targetSpec));
+  t.value({"--target"}, "NAME", textInto(o.targetSpec));
   t.option({"--list-targets"}, o.listTargets);
   t.value({"--plan-svg"}, "FILE", textInto(o.planSvgPath));
   t.value({"--objective"}, "decode|prefill", textInto(g.objective));
@@ -130,16 +129,15 @@ Expected<Options> parse(int argc, const char *const *argv) {
     return o;
   if (c.inputPath.empty())
     return createStringError("no input model (usage: helmc model.onnx|model.gguf [options]; see --help)");
-  if (g.emitGiven) {
-    const StringLiteral *name = llvm::find(kEmitNames, g.emit);
+  if (g.emit) {
+    const StringLiteral *name = llvm::find(kEmitNames, *g.emit);
     if (name == std::end(kEmitNames))
-      return createStringError("--emit must be onnx-mlir, helm, config, plan, plan-json or package, got '" + g.emit +
-                               "'");
+      return createStringError("--emit must be onnx-mlir, helm, config, plan, plan-json or package, got '" +
+                               *g.emit + "'");
     o.emit = Emit(name - std::begin(kEmitNames));
   } else if (StringRef(c.outputPath).ends_with(".helmpkg")) {
     o.emit = Emit::Package;
   }
-  o.targetSpec = g.targetSpec;
   c.chatTemplate = !g.noChatTemplate;
   auto form = parseGpuCodeForm(g.gpuCode);
   if (!form)
