@@ -20,6 +20,7 @@
 
 #include "kernels/cpu/Gemv.h"
 #include "kernels/common/Numeric.h"
+#include "kernels/common/Scratch.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -148,9 +149,7 @@ template <class T> struct GemvImpl {
   /// The calling thread's buffer of at least n floats (grows, never shrinks).
   static float *rowBuffer(int64_t n) {
     thread_local std::vector<float> buffer;
-    if (buffer.size() < size_t(n))
-      buffer.resize(size_t(n));
-    return buffer.data();
+    return grownTo(buffer, n);
   }
   /// Address of y[m, n].
   static void *outAddress(const LinearProblem &p, int64_t m, int64_t n) {

@@ -10,6 +10,7 @@
 
 #include "kernels/common/Knobs.h"
 #include "kernels/common/Numeric.h"
+#include "kernels/common/Scratch.h"
 #include "kernels/common/ThreadPool.h"
 #include "kernels/cpu/Gemv.h"
 #include "kernels/quant/BlockFormats.h"
@@ -23,12 +24,8 @@
 using namespace helm;
 
 namespace {
-/// A per-thread f32 buffer of at least n floats.
-float *scratch(std::vector<float> &buffer, int64_t n) {
-  if (buffer.size() < size_t(n))
-    buffer.resize(size_t(n));
-  return buffer.data();
-}
+using kernels::grownTo;
+
 /// Rows of x up to which the integer path runs on the dequantize prefill path: a decode step's.
 constexpr int64_t kDecodeRows = 8;
 
@@ -65,8 +62,8 @@ bool dequantizedLinear(quant::BlockFormat format, const float *x, int64_t M, int
   }
   int64_t tileRows = std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(K, 1), 1, N);
   thread_local std::vector<float> tile, tileOut;
-  float *weights = scratch(tile, tileRows * K);
-  float *out = scratch(tileOut, M * tileRows);
+  float *weights = grownTo(tile, tileRows * K);
+  float *out = grownTo(tileOut, M * tileRows);
   const auto *bytes = static_cast<const uint8_t *>(w);
   for (int64_t n0 = 0; n0 < N; n0 += tileRows) {
     int64_t rows = std::min(tileRows, N - n0);
@@ -105,11 +102,11 @@ void kernels::linearBlocksWith(BlockPrefillPath path, const void *x, int32_t xDt
   thread_local std::vector<float> xBuffer, yBuffer;
   const float *xf = static_cast<const float *>(x);
   if (xd != kernels::DType::f32) {
-    float *widened = scratch(xBuffer, M * K);
+    float *widened = grownTo(xBuffer, M * K);
     kernels::widen(x, xd, widened, M * K);
     xf = widened;
   }
-  float *yf = yd == kernels::DType::f32 ? static_cast<float *>(y) : scratch(yBuffer, M * N);
+  float *yf = yd == kernels::DType::f32 ? static_cast<float *>(y) : grownTo(yBuffer, M * N);
   std::string error;
   if ((path == BlockPrefillPath::dequantize && M > kDecodeRows) || exactArithmetic()) {
     if (!dequantizedLinear(format, xf, M, K, w, N, yf, &error))

@@ -3,6 +3,7 @@
 
 #include "contract/helm_contract.h"
 #include "kernels/common/Numeric.h"
+#include "kernels/common/Scratch.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include <algorithm>
@@ -32,15 +33,6 @@ kernels::DType quant::elementDtypeOrAbort(const char *kernel, int32_t dtype) {
   return kernels::DType(dtype);
 }
 
-namespace {
-/// A per-thread f32 buffer of at least n floats.
-float *scratch(std::vector<float> &buffer, int64_t n) {
-  if (buffer.size() < size_t(n))
-    buffer.resize(size_t(n));
-  return buffer.data();
-}
-} // namespace
-
 extern "C" void helm_k_embed_blocks(const int64_t *ids, const void *table, int32_t tableDtype, void *out,
                                     int32_t outDtype, int64_t rows, int64_t vocab, int64_t width) {
   quant::BlockFormat format = quant::blockFormatOrAbort("helm_k_embed_blocks", tableDtype);
@@ -50,7 +42,7 @@ extern "C" void helm_k_embed_blocks(const int64_t *ids, const void *table, int32
     quant::invalidCall("helm_k_embed_blocks", "a table of " + std::to_string(vocab) + " rows of " +
                                            std::to_string(width) + " does not hold whole blocks");
   thread_local std::vector<float> rowBuffer;
-  float *row = scratch(rowBuffer, width);
+  float *row = kernels::grownTo(rowBuffer, width);
   const auto *bytes = static_cast<const uint8_t *>(table);
   auto *dst = static_cast<char *>(out);
   for (int64_t r = 0; r < rows; ++r) {
