@@ -23,18 +23,32 @@ alignas(64) const char kZeros[kSectionAlignment] = {};
 } // namespace
 
 PackageWriter::PackageWriter(std::string outputPath) : outputPath_(std::move(outputPath)) {
-  llvm::SmallString<256> temp;
-  int fd = -1;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(outputPath_ + ".tmp-%%%%%%%%", fd, temp)) {
+  // An interrupted compiler (SIGINT, SIGTERM) leaves no temporary file behind: LLVM's signal
+  // handler removes it. The name is registered for removal before the file exists, because the
+  // handler may run on any thread at any moment: registered after its creation, a signal in between
+  // would leave the file behind. O_EXCL makes a name taken meanwhile a retry, not a shared file.
+  std::error_code ec;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    llvm::SmallString<256> temp;
+    llvm::sys::fs::createUniquePath(outputPath_ + ".tmp-%%%%%%%%", temp, /*MakeAbsolute=*/false);
+    tempPath_ = std::string(temp.str());
+    llvm::sys::RemoveFileOnSignal(tempPath_);
+    int fd = -1;
+    ec = llvm::sys::fs::openFileForReadWrite(tempPath_, fd, llvm::sys::fs::CD_CreateNew,
+                                               llvm::sys::fs::OF_None);
+    if (!ec) {
+      fd_ = fd;
+      break;
+    }
+    llvm::sys::DontRemoveFileOnSignal(tempPath_);
+    tempPath_.clear();
+    if (ec != std::errc::file_exists)
+      break;
+  }
+  if (fd_ < 0) {
     setError("cannot create a temporary file next to it (" + ec.message() + ")");
     return;
   }
-  fd_ = fd;
-  tempPath_ = std::string(temp.str());
-  // An interrupted compiler (SIGINT, SIGTERM) leaves no temporary file behind: LLVM's signal
-  // handler removes it.
-  llvm::sys::RemoveFileOnSignal(tempPath_);
   pending_.reserve(kHugePageBytes);
   fileEnd_ = kSectionAlignment; // the first page holds header (+ table), written by finish()
 }
