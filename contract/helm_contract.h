@@ -35,25 +35,31 @@ extern "C" {
 #endif
 
 /* The block formats of weights (the GGUF / ggml block formats, docs/quantization.md), one row
- * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block). The name
- * is the manifest's dtype and helmc's --quantize spelling; the ggml type id is what GGUF tensor
- * infos hold. Everything else about a format derives from this table: the helm_dtype codes and
- * helpers below, the manifest names (manifest_schema.h), kernels/quant's format table, the GGUF
- * importer's accepted types, helm-quantize-weights' schemes. The dialect's BlockFormat enum
- * (TableGen) is checked against it (dialects/helm/HelmDialect.cpp). */
-#define HELM_BLOCK_FORMATS(X)         \
-  X(Q8_0, 3, "q8_0", 8, 32, 34)       \
-  X(Q4_0, 4, "q4_0", 2, 32, 18)       \
-  X(Q4_1, 5, "q4_1", 3, 32, 20)       \
-  X(Q4_K, 6, "q4_k", 12, 256, 144)    \
-  X(Q5_K, 7, "q5_k", 13, 256, 176)    \
-  X(Q6_K, 8, "q6_k", 14, 256, 210)
+ * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block,
+ * quantizable). The name is the manifest's dtype and helmc's --quantize spelling; the ggml type id
+ * is what GGUF tensor infos hold; quantizable says whether helmc quantizes to the format (1) or only
+ * reads it from GGUF files (0: the iq4 formats, whose scales come from an importance search HELM
+ * does not reproduce). Everything else about a format derives from this table: the helm_dtype
+ * codes and helpers below, the manifest names (manifest_schema.h), kernels/quant's format table,
+ * the GGUF importer's accepted types, helm-quantize-weights' schemes. The dialect's BlockFormat
+ * enum (TableGen) is checked against it (dialects/helm/HelmDialect.cpp). */
+#define HELM_BLOCK_FORMATS(X)              \
+  X(Q8_0, 3, "q8_0", 8, 32, 34, 1)         \
+  X(Q4_0, 4, "q4_0", 2, 32, 18, 1)         \
+  X(Q4_1, 5, "q4_1", 3, 32, 20, 1)         \
+  X(Q4_K, 6, "q4_k", 12, 256, 144, 1)      \
+  X(Q5_K, 7, "q5_k", 13, 256, 176, 1)      \
+  X(Q6_K, 8, "q6_k", 14, 256, 210, 1)      \
+  X(Q5_0, 9, "q5_0", 6, 32, 22, 1)         \
+  X(Q5_1, 10, "q5_1", 7, 32, 24, 1)        \
+  X(IQ4_NL, 11, "iq4_nl", 20, 32, 18, 0)   \
+  X(IQ4_XS, 12, "iq4_xs", 23, 256, 136, 0)
 
 /* Element types of every buffer that crosses the contract (the manifest spells them "f32",
  * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: a weight of N rows (output
  * features, or table rows) by K stored as N rows of K / helm_dtype_block_weights blocks of
  * helm_dtype_block_bytes bytes each. */
-#define HELM_BLOCK_DTYPE_ENUMERATOR(NAME, CODE, name, ggml, weights, bytes) HELM_DTYPE_##NAME = CODE,
+#define HELM_BLOCK_DTYPE_ENUMERATOR(NAME, CODE, name, ggml, weights, bytes, quantizable) HELM_DTYPE_##NAME = CODE,
 enum helm_dtype {
   HELM_DTYPE_F32 = 0,
   HELM_DTYPE_F16 = 1,
@@ -64,7 +70,7 @@ enum helm_dtype {
 
 /* Weights per block of a block dtype; 0 for the element dtypes. */
 HELM_CONTRACT_INLINE int64_t helm_dtype_block_weights(int32_t dtype) {
-#define HELM_BLOCK_WEIGHTS_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return weights;
+#define HELM_BLOCK_WEIGHTS_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable) case CODE: return weights;
   switch (dtype) {
   HELM_BLOCK_FORMATS(HELM_BLOCK_WEIGHTS_CASE)
   default: return 0;
@@ -74,7 +80,7 @@ HELM_CONTRACT_INLINE int64_t helm_dtype_block_weights(int32_t dtype) {
 
 /* Bytes per block of a block dtype (ggml's block_q8_0 ... block_q6_K); 0 for the element dtypes. */
 HELM_CONTRACT_INLINE int64_t helm_dtype_block_bytes(int32_t dtype) {
-#define HELM_BLOCK_BYTES_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return bytes;
+#define HELM_BLOCK_BYTES_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable) case CODE: return bytes;
   switch (dtype) {
   HELM_BLOCK_FORMATS(HELM_BLOCK_BYTES_CASE)
   default: return 0;

@@ -142,7 +142,7 @@ static inline const char *helm_device_kind_name(enum helm_device_kind kind) {
 /* The manifest spelling of a helm_dtype code (a block format's name from HELM_BLOCK_FORMATS), or 0
  * for a code that is none. */
 static inline const char *helm_dtype_name(int32_t dtype) {
-#define HELM_BLOCK_NAME_CASE(NAME, CODE, name, ggml, weights, bytes) case CODE: return name;
+#define HELM_BLOCK_NAME_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable) case CODE: return name;
   switch (dtype) {
   case HELM_DTYPE_F32: return HELM_MANIFEST_DTYPE_F32;
   case HELM_DTYPE_F16: return HELM_MANIFEST_DTYPE_F16;

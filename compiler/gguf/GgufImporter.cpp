@@ -68,7 +68,7 @@ constexpr Architecture kArchitectures[] = {
 /// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
 /// or nullopt.
 std::optional<BlockFormat> blockFormatOf(uint32_t ggmlType) {
-#define HELM_GGML_BLOCK_CASE(NAME, CODE, name, ggml, weights, bytes)                                             \
+#define HELM_GGML_BLOCK_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable)                                             \
   case ggml:                                                                                                     \
     return BlockFormat(CODE);
   switch (ggmlType) {
@@ -82,7 +82,7 @@ std::optional<BlockFormat> blockFormatOf(uint32_t ggmlType) {
 /// "F32, F16, BF16, Q8_0, ...": the tensor types HELM computes with, as llama.cpp spells them.
 std::string supportedTypes() {
   std::string names = "F32, F16, BF16";
-#define HELM_GGML_BLOCK_NAME(NAME, CODE, name, ggml, weights, bytes) names += std::string(", ") + #NAME;
+#define HELM_GGML_BLOCK_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable) names += std::string(", ") + #NAME;
   HELM_BLOCK_FORMATS(HELM_GGML_BLOCK_NAME)
 #undef HELM_GGML_BLOCK_NAME
   return names;

@@ -48,7 +48,11 @@ def Helm_BlockFormat : I32EnumAttr<"BlockFormat", "block format of a quantized w
     I32EnumAttrCase<"q4_1", 5>,
     I32EnumAttrCase<"q4_k", 6>,
     I32EnumAttrCase<"q5_k", 7>,
-    I32EnumAttrCase<"q6_k", 8>]> {
+    I32EnumAttrCase<"q6_k", 8>,
+    I32EnumAttrCase<"q5_0", 9>,
+    I32EnumAttrCase<"q5_1", 10>,
+    I32EnumAttrCase<"iq4_nl", 11>,
+    I32EnumAttrCase<"iq4_xs", 12>]> {
   let cppNamespace = "::helm";
   let genSpecializedAttr = 0;
 }
@@ -190,6 +194,10 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
     | q4_k | 4 | 256 (8 x 32) | 6-bit scales and mins, f16 super-scales | min |
     | q5_k | 5 | 256 (8 x 32) | as q4_k | min |
     | q6_k | 6 | 256 (16 x 16) | int8 scales, f16 super-scale | symmetric (offset 32) |
+    | q5_0 | 5 | 32 | f16 | symmetric (offset 16) |
+    | q5_1 | 5 | 32 | f16 scale, f16 min | min |
+    | iq4_nl | 4 | 32 | f16; codes index a 16-value non-linear table | symmetric |
+    | iq4_xs | 4 | 256 (8 x 32) | 6-bit scales, f16 super-scale; iq4_nl's table | symmetric |
   }];
   let parameters = (ins "::helm::BlockFormat":$format, "int64_t":$row_dim);
   let extraClassDeclaration = [{

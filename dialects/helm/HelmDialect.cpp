@@ -52,7 +52,10 @@ static_assert(int(GpuBackend::emu) == HELM_DEVICE_EMU && int(GpuBackend::cuda) =
 
 static_assert(int(BlockFormat::q8_0) == HELM_DTYPE_Q8_0 && int(BlockFormat::q4_0) == HELM_DTYPE_Q4_0 &&
                   int(BlockFormat::q4_1) == HELM_DTYPE_Q4_1 && int(BlockFormat::q4_k) == HELM_DTYPE_Q4_K &&
-                  int(BlockFormat::q5_k) == HELM_DTYPE_Q5_K && int(BlockFormat::q6_k) == HELM_DTYPE_Q6_K,
+                  int(BlockFormat::q5_k) == HELM_DTYPE_Q5_K && int(BlockFormat::q6_k) == HELM_DTYPE_Q6_K &&
+                  int(BlockFormat::q5_0) == HELM_DTYPE_Q5_0 && int(BlockFormat::q5_1) == HELM_DTYPE_Q5_1 &&
+                  int(BlockFormat::iq4_nl) == HELM_DTYPE_IQ4_NL && int(BlockFormat::iq4_xs) == HELM_DTYPE_IQ4_XS &&
+                  getMaxEnumValForBlockFormat() == HELM_DTYPE_IQ4_XS,
               "BlockFormat codes are the contract's helm_dtype codes");
 
 void HelmDialect::initialize() {

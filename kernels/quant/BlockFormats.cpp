@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cfloat>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,21 +19,34 @@ namespace {
 
 // The table is the contract's (HELM_BLOCK_FORMATS), in its order, which is BlockFormat's; the
 // layouts below must have its sizes.
-#define HELM_QUANT_FORMAT_ROW(NAME, CODE, name, ggml, weights, bytes)                                              \
-  {BlockFormat(CODE - HELM_DTYPE_Q8_0), name, ggml, weights, bytes},
+#define HELM_QUANT_FORMAT_ROW(NAME, CODE, name, ggml, weights, bytes, quantizable)                                              \
+  {BlockFormat(CODE - HELM_DTYPE_Q8_0), name, ggml, weights, bytes, quantizable != 0},
 constexpr BlockFormatInfo kFormats[] = {HELM_BLOCK_FORMATS(HELM_QUANT_FORMAT_ROW)};
 #undef HELM_QUANT_FORMAT_ROW
-static_assert(std::size(kFormats) == size_t(BlockFormat::q6_k) + 1, "one row per BlockFormat");
+static_assert(std::size(kFormats) == size_t(BlockFormat::iq4_xs) + 1, "one row per BlockFormat");
 static_assert(kFormats[int(BlockFormat::q8_0)].name == "q8_0" && kFormats[int(BlockFormat::q4_0)].name == "q4_0" &&
                   kFormats[int(BlockFormat::q4_1)].name == "q4_1" && kFormats[int(BlockFormat::q4_k)].name == "q4_k" &&
-                  kFormats[int(BlockFormat::q5_k)].name == "q5_k" && kFormats[int(BlockFormat::q6_k)].name == "q6_k",
+                  kFormats[int(BlockFormat::q5_k)].name == "q5_k" && kFormats[int(BlockFormat::q6_k)].name == "q6_k" &&
+                  kFormats[int(BlockFormat::q5_0)].name == "q5_0" && kFormats[int(BlockFormat::q5_1)].name == "q5_1" &&
+                  kFormats[int(BlockFormat::iq4_nl)].name == "iq4_nl" &&
+                  kFormats[int(BlockFormat::iq4_xs)].name == "iq4_xs",
               "BlockFormat's order is the contract table's");
+static_assert([] {
+  for (size_t i = 0; i < std::size(kFormats); ++i)
+    if (kFormats[i].format != BlockFormat(i))
+      return false;
+  return true;
+}(), "the table's codes follow one another");
 static_assert(sizeof(BlockQ8_0) == kFormats[int(BlockFormat::q8_0)].bytesPerBlock &&
               sizeof(BlockQ4_0) == kFormats[int(BlockFormat::q4_0)].bytesPerBlock &&
               sizeof(BlockQ4_1) == kFormats[int(BlockFormat::q4_1)].bytesPerBlock &&
               sizeof(BlockQ4K) == kFormats[int(BlockFormat::q4_k)].bytesPerBlock &&
               sizeof(BlockQ5K) == kFormats[int(BlockFormat::q5_k)].bytesPerBlock &&
-              sizeof(BlockQ6K) == kFormats[int(BlockFormat::q6_k)].bytesPerBlock,
+              sizeof(BlockQ6K) == kFormats[int(BlockFormat::q6_k)].bytesPerBlock &&
+              sizeof(BlockQ5_0) == kFormats[int(BlockFormat::q5_0)].bytesPerBlock &&
+              sizeof(BlockQ5_1) == kFormats[int(BlockFormat::q5_1)].bytesPerBlock &&
+              sizeof(BlockIq4Nl) == kFormats[int(BlockFormat::iq4_nl)].bytesPerBlock &&
+              sizeof(BlockIq4Xs) == kFormats[int(BlockFormat::iq4_xs)].bytesPerBlock,
               "the layouts have the contract table's sizes");
 
 constexpr int kSuperBlock = 256;
@@ -58,16 +72,18 @@ int nearestClamped(float v, int lo, int hi) {
   return int(std::nearbyint(v)); // default rounding mode: nearest, ties to even
 }
 
-/// ggml's `MIN(15, (int8_t)(v))` for the Q4_0/Q4_1 codes (v = x * id + 8.5 or + 0.5, in [0, 16.5]
-/// for finite id): truncation toward zero, capped at 15. Also 0 for NaN and negatives, which occur
-/// only when 1/d overflowed (float-subnormal d; f16(d) is then 0 and the codes decode to zero).
-int truncatedNibble(float v) {
+/// ggml's `MIN(top, (int8_t)(v))` for the Q4_0/Q4_1/Q5_0/Q5_1 codes (v = x * id + 8.5 or + 0.5,
+/// in [0, top + 1.5] for finite id): truncation toward zero, capped at top (15 or 31). Also 0 for
+/// NaN and negatives, which occur only when 1/d overflowed (float-subnormal d; f16(d) is then 0 and
+/// the codes decode to zero).
+int truncatedCode(float v, int top) {
   if (!(v >= 0.0f))
     return 0;
-  if (v >= 15.0f)
-    return 15;
+  if (v >= float(top))
+    return top;
   return int(v);
 }
+int truncatedNibble(float v) { return truncatedCode(v, 15); }
 
 /// ggml's roundf for Q8_0 (half away from zero), clamped to the int8 codes ±127.
 int roundedQ8(float v) {
@@ -154,6 +170,58 @@ bool quantizeQ4_1(const float *x, uint8_t *out) {
     const int highCode = truncatedNibble((x[j + 16] - min) * id + 0.5f);
     b.qs[j] = uint8_t(lowCode | (highCode << 4));
   }
+  storeBlock(b, out);
+  return halfIsFinite(b.d) && halfIsFinite(b.m);
+}
+
+/// Q5_0 / Q5_1: the 32 five-bit codes into the nibbles and the qh word.
+void packFiveBitCodes(const int codes[32], uint8_t qs[16], uint8_t qh[4]) {
+  uint32_t high = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = uint8_t((codes[j] & 0xF) | ((codes[j + 16] & 0xF) << 4));
+    high |= uint32_t((codes[j] >> 4) & 1) << j;
+    high |= uint32_t((codes[j + 16] >> 4) & 1) << (j + 16);
+  }
+  std::memcpy(qh, &high, sizeof high);
+}
+
+bool quantizeQ5_0(const float *x, uint8_t *out) {
+  // As Q4_0 with 32 levels: the value of largest magnitude (the first on ties) maps to -16 * d.
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  BlockQ5_0 b;
+  b.d = toHalf(d);
+  int codes[32];
+  for (int j = 0; j < 32; ++j)
+    codes[j] = truncatedCode(x[j] * id + 16.5f, 31);
+  packFiveBitCodes(codes, b.qs, b.qh);
+  storeBlock(b, out);
+  return halfIsFinite(b.d);
+}
+
+bool quantizeQ5_1(const float *x, uint8_t *out) {
+  float min = FLT_MAX, max = -FLT_MAX;
+  for (int j = 0; j < 32; ++j) {
+    min = std::min(min, x[j]);
+    max = std::max(max, x[j]);
+  }
+  const float d = (max - min) / 31.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  BlockQ5_1 b;
+  b.d = toHalf(d);
+  b.m = toHalf(min);
+  int codes[32];
+  // ggml truncates to uint8_t without a cap: (x - min) * id + 0.5 stays below 32 for x <= max.
+  for (int j = 0; j < 32; ++j)
+    codes[j] = truncatedCode((x[j] - min) * id + 0.5f, 31);
+  packFiveBitCodes(codes, b.qs, b.qh);
   storeBlock(b, out);
   return halfIsFinite(b.d) && halfIsFinite(b.m);
 }
@@ -444,6 +512,47 @@ void dequantizeQ4_1(const uint8_t *in, float *y) {
   }
 }
 
+/// Q5_0 / Q5_1 element j's five-bit code.
+int fiveBitCode(const uint8_t qs[16], const uint8_t qh[4], int j) {
+  uint32_t high;
+  std::memcpy(&high, qh, sizeof high);
+  const int low = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+  return low | int(((high >> j) & 1) << 4);
+}
+
+void dequantizeQ5_0(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ5_0>(in);
+  const float d = fromHalf(b.d);
+  for (int j = 0; j < 32; ++j)
+    y[j] = float(fiveBitCode(b.qs, b.qh, j) - 16) * d;
+}
+
+void dequantizeQ5_1(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ5_1>(in);
+  const float d = fromHalf(b.d), m = fromHalf(b.m);
+  for (int j = 0; j < 32; ++j)
+    y[j] = float(fiveBitCode(b.qs, b.qh, j)) * d + m;
+}
+
+/// 16 bytes of iq4 nibbles (element j low, j + 16 high) times dl: ggml's dl * kvalues[q].
+void dequantizeIq4Nibbles(const uint8_t qs[16], float dl, float *y) {
+  for (int j = 0; j < 16; ++j) {
+    y[j] = dl * float(kIq4Values[qs[j] & 0xF]);
+    y[j + 16] = dl * float(kIq4Values[qs[j] >> 4]);
+  }
+}
+
+void dequantizeIq4Nl(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockIq4Nl>(in);
+  dequantizeIq4Nibbles(b.qs, fromHalf(b.d), y);
+}
+
+void dequantizeIq4Xs(const uint8_t *in, float *y) {
+  const float d = fromHalf(loadBlock<BlockIq4Xs>(in).d);
+  for (int j = 0; j < 8; ++j)
+    dequantizeIq4Nibbles(in + offsetof(BlockIq4Xs, qs) + 16 * j, d * float(iq4XsScale(in, j) - 32), y + 32 * j);
+}
+
 void dequantizeQ4K(const uint8_t *in, float *y) {
   const auto b = loadBlock<BlockQ4K>(in);
   const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
@@ -511,6 +620,10 @@ QuantizeBlockFn quantizer(BlockFormat format) {
   case BlockFormat::q4_k: return quantizeQ4K;
   case BlockFormat::q5_k: return quantizeQ5K;
   case BlockFormat::q6_k: return quantizeQ6K;
+  case BlockFormat::q5_0: return quantizeQ5_0;
+  case BlockFormat::q5_1: return quantizeQ5_1;
+  case BlockFormat::iq4_nl:
+  case BlockFormat::iq4_xs: return nullptr; // read only (the table's quantizable column)
   }
   return nullptr;
 }
@@ -523,6 +636,10 @@ DequantizeBlockFn dequantizer(BlockFormat format) {
   case BlockFormat::q4_k: return dequantizeQ4K;
   case BlockFormat::q5_k: return dequantizeQ5K;
   case BlockFormat::q6_k: return dequantizeQ6K;
+  case BlockFormat::q5_0: return dequantizeQ5_0;
+  case BlockFormat::q5_1: return dequantizeQ5_1;
+  case BlockFormat::iq4_nl: return dequantizeIq4Nl;
+  case BlockFormat::iq4_xs: return dequantizeIq4Xs;
   }
   return nullptr;
 }
@@ -545,7 +662,7 @@ std::span<const BlockFormatInfo> allBlockFormats() { return kFormats; }
 const BlockFormatInfo &blockFormatInfo(BlockFormat format) { return kFormats[size_t(format)]; }
 
 std::optional<BlockFormat> blockFormatOfDtype(int32_t helmDtype) {
-#define HELM_QUANT_DTYPE_CASE(NAME, CODE, name, ggml, weights, bytes)                                             \
+#define HELM_QUANT_DTYPE_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable)                                             \
   case CODE:                                                                                                     \
     return BlockFormat(CODE - HELM_DTYPE_Q8_0);
   switch (helmDtype) {
@@ -574,6 +691,8 @@ QuantStatus quantizeRow(BlockFormat format, const float *src, int64_t n, uint8_t
   if (std::string err = rowLengthError(format, n, src && dst); !err.empty())
     return {std::move(err)};
   const BlockFormatInfo &info = blockFormatInfo(format);
+  if (!info.quantizable)
+    return {std::string(info.name) + ": HELM reads this format from GGUF files but does not quantize to it"};
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(src[i]))
       return {std::string(info.name) + ": element " + std::to_string(i) + " is not finite (" + formatFloat(src[i]) +

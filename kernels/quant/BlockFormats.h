@@ -4,10 +4,11 @@
 // the byte layouts of ggml-common.h, a quantizer and a dequantizer per format. Plain scalar C++,
 // no LLVM or MLIR: the compile-time quantizer and the kernels' tests both use it as the definition.
 //
-// Exactness: q8_0, q4_0 and q4_1 quantize byte-for-byte like ggml's reference quantizers
-// (quantize_row_*_ref). The k-quants (q4_k, q5_k, q6_k) use ggml's scale search in spirit but never
+// Exactness: q8_0, q4_0, q4_1, q5_0 and q5_1 quantize byte-for-byte like ggml's reference
+// quantizers (quantize_row_*_ref). The k-quants (q4_k, q5_k, q6_k) use ggml's scale search in spirit but never
 // clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's; every
-// format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow.
+// format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow. iq4_nl and
+// iq4_xs are read only (the table's quantizable column is 0): quantizeRow refuses them.
 //===------------------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_QUANT_BLOCKFORMATS_H
 #define HELM_KERNELS_QUANT_BLOCKFORMATS_H
@@ -25,7 +26,8 @@ namespace helm::quant {
 // runs on. A big-endian port would have to byte-swap them.
 static_assert(std::endian::native == std::endian::little, "block layouts assume a little-endian host");
 
-enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k };
+/// The contract's table (HELM_BLOCK_FORMATS) in its order: BlockFormat(code - HELM_DTYPE_Q8_0).
+enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, iq4_nl, iq4_xs };
 
 /// One row of the format table.
 struct BlockFormatInfo {
@@ -34,6 +36,7 @@ struct BlockFormatInfo {
   int ggmlType;           ///< the GGML type id written in GGUF tensor infos
   int64_t weightsPerBlock;
   int64_t bytesPerBlock;
+  bool quantizable;       ///< whether quantizeRow writes it (the contract table's column)
 };
 
 /// Every format, in enum order.
@@ -94,6 +97,44 @@ struct BlockQ6K {
   int8_t scales[16];
   uint16_t d;
 };
+
+/// 32 weights: byte j holds the low 4 bits of element j (low nibble) and j + 16 (high nibble), bit
+/// i of the little-endian qh word the fifth bit of element i; x = (q - 16) * d.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+/// 32 weights, codes as Q5_0; x = q * d + m.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+/// 32 weights, nibbles as Q4_0; x = d * kIq4Values[nibble].
+struct BlockIq4Nl {
+  uint16_t d;
+  uint8_t qs[16];
+};
+/// 256 weights in 8 sub-blocks of 32 with 6-bit scales ls (the low 4 bits in scalesLow[j / 2]'s
+/// nibble j % 2, the high 2 bits in scalesHigh's bits 2j, 2j + 1); x = d * (ls - 32) *
+/// kIq4Values[nibble], sub-block j's nibbles in qs[16 j .. 16 j + 15] as Q4_0's.
+struct BlockIq4Xs {
+  uint16_t d;
+  uint16_t scalesHigh;
+  uint8_t scalesLow[4];
+  uint8_t qs[128];
+};
+
+/// The 16 values an iq4 nibble stands for (ggml's kvalues_iq4nl): a non-linear grid, denser near 0.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/// iq4_xs sub-block j's 6-bit scale code ls (the scale is ls - 32).
+inline int iq4XsScale(const uint8_t *block, int j) {
+  const uint16_t high = uint16_t(block[2] | (block[3] << 8));
+  return ((block[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (((high >> (2 * j)) & 3) << 4);
+}
 
 /// Q4_K / Q5_K sub-block `j`'s 6-bit scale and min codes from the 12 packed bytes (ggml's
 /// get_scale_min_k4): sub-blocks 0-3 keep both codes in the low 6 bits of bytes j and j + 4;

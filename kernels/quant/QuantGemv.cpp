@@ -149,7 +149,10 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
     return true;
   }
   const QuantKernels &kernels = kernelsFor(path);
-  const QuantizedX q = activationBuffers(M, K / kBlock);
+  // The decoded formats take at most kMaxRowsOfX rows a call on every path (no 16-row kernel).
+  const int64_t maxRows = hasWideKernel(wFormat) ? kernels.maxRows : std::min(kernels.maxRows, kMaxRowsOfX);
+  QuantizedX q = activationBuffers(M, K / kBlock);
+  q.quads = maxRows >= kMaxRowsOfXWide;
   kernels::ThreadPool &threads = kernels::pool();
   // Prefill: the rows of x are quantized on every thread (on one, the others would wait for it).
   if (threads.threads() > 1 && M >= 2 && M * K >= kParallelQuantizeMin)
@@ -162,7 +165,6 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
   // rows of x over a tile while it is in L2, so W streams from memory once rather than once per
   // group. Each output is one kernel call's whatever the tiling, so the bits do not depend on it.
   const int64_t rowBytes = K / weightsPerBlock * blockFormatInfo(wFormat).bytesPerBlock;
-  const int64_t maxRows = kernels.maxRows;
   const int64_t tileRows = M <= maxRows ? N : std::max<int64_t>(kRowGrain, (int64_t(256) << 10) / rowBytes);
   auto run = [&](int64_t n0, int64_t n1) {
     for (int64_t t0 = n0; t0 < n1; t0 += tileRows)

@@ -31,6 +31,7 @@ template <int MB> struct PathAcc {
       r = _mm256_setzero_ps();
   }
   HELM_QAVX2 __m256 row(int m) const { return v[m]; }
+  HELM_QAVX2 void add(int m, __m256 t) { v[m] = _mm256_add_ps(v[m], t); }
 };
 } // namespace
 } // namespace helm::quant::detail

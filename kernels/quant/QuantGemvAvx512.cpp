@@ -64,6 +64,17 @@ template <int MB> struct PathAcc {
       return last;
     return m % 2 ? upperHalf(pair[m / 2]) : _mm512_castps512_ps256(pair[m / 2]);
   }
+  /// Row m's lanes += v. The other row of the pair gets +0, which leaves its lanes as they are
+  /// (a lane is never -0).
+  HELM_QAVX512 void add(int m, __m256 v) {
+    if (MB % 2 == 1 && m == MB - 1) {
+      last = _mm256_add_ps(last, v);
+      return;
+    }
+    const __m512d wide = m % 2 ? _mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(v), 1)
+                               : _mm512_insertf64x4(_mm512_setzero_pd(), _mm256_castps_pd(v), 0);
+    pair[m / 2] = _mm512_add_ps(pair[m / 2], _mm512_castpd_ps(wide));
+  }
 };
 
 } // namespace
@@ -86,7 +97,9 @@ inline int64_t codeOffset(int64_t b) { return b / 4 * 128 + b % 4 * 16; }
 ///   codes: [h][half][d][l][r], 4 codes each: codes 16 half + 4d .. + 3 of block 4h + l of row r;
 ///   scale, sum, scaledSum: [h][l][r]; halfSum: [h][l][r][half].
 /// The per-block arrays are then, for each (h, quad), one 16-lane vector in the lanes' order.
-inline bool quadRow(const QuantizedX &q, int64_t m) { return m < q.M / kMaxRowsOfXWide * kMaxRowsOfXWide; }
+inline bool quadRow(const QuantizedX &q, int64_t m) {
+  return q.quads && m < q.M / kMaxRowsOfXWide * kMaxRowsOfXWide;
+}
 
 HELM_QAVX512 void quantizeXAvx512(const float *x, const QuantizedX &q, int64_t m0, int64_t m1) {
   const int64_t K = q.blocks * kBlock;

@@ -23,6 +23,12 @@
 //     lane = lane - dmn * scaledSum. q6_k, activation block j over sub-blocks 2j, 2j + 1 (16 weights
 //     each, int8 scales): isum = sc[2j] * sum (q - 32) c + sc[2j+1] * sum (q - 32) c exactly;
 //     lane = lane + float(isum) * (d * dx).
+//   q5_0, q5_1, iq4_nl, iq4_xs (the "decoded" formats: every path decodes a group of 256 weights to
+//     int8 codes and one f32 scale, and for q5_1 one f32 min, per block of 32, then runs one
+//     kernel for all of them): q5_0's code is q - 16, q5_1's q (0..31), iq4's kIq4Values[nibble];
+//     the scale is the block's d (iq4_xs: d * float(ls - 32)), q5_1's min its m. Per block as the
+//     32-weight formats above: isum = sum c * code exactly; lane = lane + float(isum) * (dw * dx),
+//     then for q5_1 lane = lane + mw * scaledSum.
 // Every f32 operation is a single IEEE operation (no FMA: the library is built with
 // -ffp-contract=off), so any implementation of this order gives the same bits.
 //
@@ -30,6 +36,7 @@
 #ifndef HELM_KERNELS_QUANT_QUANTGEMVIMPL_H
 #define HELM_KERNELS_QUANT_QUANTGEMVIMPL_H
 
+#include "kernels/common/Numeric.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include <cstddef>
@@ -50,14 +57,32 @@ constexpr int64_t kMaxRowsOfXWide = 16; ///< ... and of the AVX-512 path (two ro
 /// Prefetches past the end of W are harmless: they never fault.
 constexpr int64_t kPrefetchBytes = 8192;
 
-/// The k-quants: 256-weight super-blocks, one per group of 8 activation blocks.
+/// The k-quants with kernels of their own: 256-weight super-blocks, one per group of 8 activation
+/// blocks.
 constexpr bool isKQuant(BlockFormat f) {
   return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k;
 }
+/// The formats every path runs through one kernel on decoded groups (the arithmetic above).
+constexpr bool isDecoded(BlockFormat f) {
+  return f == BlockFormat::q5_0 || f == BlockFormat::q5_1 || f == BlockFormat::iq4_nl || f == BlockFormat::iq4_xs;
+}
+/// Formats of 256-weight blocks: a row is whole groups, never a partial last one.
+constexpr bool hasSuperBlocks(BlockFormat f) { return isKQuant(f) || f == BlockFormat::iq4_xs; }
+/// The formats the AVX-512 path has a 16-row kernel for (pathRows16); the others take at most
+/// kMaxRowsOfX rows of x a call on every path.
+constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f); }
 
-/// Bytes per weight block of the 32-weight formats (q8_0, q4_0, q4_1), from the layouts.
+/// Bytes per weight block of the 32-weight formats, from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {
-  return f == BlockFormat::q8_0 ? sizeof(BlockQ8_0) : f == BlockFormat::q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ4_1);
+  switch (f) {
+  case BlockFormat::q8_0: return sizeof(BlockQ8_0);
+  case BlockFormat::q4_0: return sizeof(BlockQ4_0);
+  case BlockFormat::q4_1: return sizeof(BlockQ4_1);
+  case BlockFormat::q5_0: return sizeof(BlockQ5_0);
+  case BlockFormat::q5_1: return sizeof(BlockQ5_1);
+  case BlockFormat::iq4_nl: return sizeof(BlockIq4Nl);
+  default: return 0; // 256-weight formats: groupBytes
+  }
 }
 
 /// Bytes of the weights one group of 8 activation blocks (256 weights) reads, in every format.
@@ -66,12 +91,13 @@ constexpr int64_t groupBytes(BlockFormat f) {
   case BlockFormat::q4_k: return sizeof(BlockQ4K);
   case BlockFormat::q5_k: return sizeof(BlockQ5K);
   case BlockFormat::q6_k: return sizeof(BlockQ6K);
+  case BlockFormat::iq4_xs: return sizeof(BlockIq4Xs);
   default: return 8 * blockBytes(f);
   }
 }
 
 /// Calls fn(std::integral_constant<BlockFormat, F>{}) for the runtime format f: one switch for
-/// every per-format template dispatch of the paths.
+/// every per-format template dispatch of the paths (a format missing here is a -Wswitch error).
 template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
   switch (f) {
   case BlockFormat::q8_0: return fn(std::integral_constant<BlockFormat, BlockFormat::q8_0>{});
@@ -80,6 +106,57 @@ template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
   case BlockFormat::q4_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q4_k>{});
   case BlockFormat::q5_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q5_k>{});
   case BlockFormat::q6_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q6_k>{});
+  case BlockFormat::q5_0: return fn(std::integral_constant<BlockFormat, BlockFormat::q5_0>{});
+  case BlockFormat::q5_1: return fn(std::integral_constant<BlockFormat, BlockFormat::q5_1>{});
+  case BlockFormat::iq4_nl: return fn(std::integral_constant<BlockFormat, BlockFormat::iq4_nl>{});
+  case BlockFormat::iq4_xs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq4_xs>{});
+  }
+}
+
+/// A decoded format's group of 8 blocks (the arithmetic above): the 256 codes in block order, the
+/// blocks' scales and (q5_1) mins. `valid` < 8 for a row's partial last group: the other blocks'
+/// scales and mins are 0. The scalar reference, and the vector paths' scales and mins.
+template <BlockFormat F> inline void decodedScales(const uint8_t *p, int valid, float dw[8], float mw[8]) {
+  for (int j = 0; j < 8; ++j) {
+    dw[j] = mw[j] = 0.0f;
+    if (j >= valid)
+      continue;
+    if constexpr (F == BlockFormat::iq4_xs) {
+      dw[j] = kernels::halfToFloat(uint16_t(p[0] | (p[1] << 8))) * float(iq4XsScale(p, j) - 32);
+    } else {
+      const uint8_t *b = p + j * blockBytes(F);
+      dw[j] = kernels::halfToFloat(uint16_t(b[0] | (b[1] << 8)));
+      if constexpr (F == BlockFormat::q5_1)
+        mw[j] = kernels::halfToFloat(uint16_t(b[2] | (b[3] << 8)));
+    }
+  }
+}
+template <BlockFormat F> inline void decodedCodes(const uint8_t *p, int valid, int8_t codes[256]) {
+  for (int j = 0; j < 8; ++j) {
+    int8_t *c = codes + 32 * j;
+    if (j >= valid) {
+      for (int l = 0; l < 32; ++l)
+        c[l] = 0;
+      continue;
+    }
+    if constexpr (F == BlockFormat::iq4_xs || F == BlockFormat::iq4_nl) {
+      const uint8_t *qs = F == BlockFormat::iq4_xs ? p + offsetof(BlockIq4Xs, qs) + 16 * j
+                                                   : p + j * blockBytes(F) + offsetof(BlockIq4Nl, qs);
+      for (int l = 0; l < 16; ++l) {
+        c[l] = kIq4Values[qs[l] & 0xF];
+        c[l + 16] = kIq4Values[qs[l] >> 4];
+      }
+    } else {
+      using Block = std::conditional_t<F == BlockFormat::q5_0, BlockQ5_0, BlockQ5_1>;
+      const uint8_t *b = p + j * blockBytes(F), *qs = b + offsetof(Block, qs);
+      const uint32_t high = uint32_t(b[offsetof(Block, qh)]) | uint32_t(b[offsetof(Block, qh) + 1]) << 8 |
+                            uint32_t(b[offsetof(Block, qh) + 2]) << 16 | uint32_t(b[offsetof(Block, qh) + 3]) << 24;
+      for (int l = 0; l < 32; ++l) {
+        const int low = l < 16 ? qs[l] & 0xF : qs[l - 16] >> 4;
+        const int q = low | int(((high >> l) & 1) << 4);
+        c[l] = int8_t(F == BlockFormat::q5_0 ? q - 16 : q);
+      }
+    }
   }
 }
 
@@ -106,6 +183,9 @@ float roundToHalf(float v);
 /// For M = 1 (decode) this is the plain row. blockIndex gives the position of row m's block b.
 struct QuantizedX {
   int64_t M = 0, blocks = 0, paddedBlocks = 0;
+  /// Whether the AVX-512 path stores the rows of its 16-row calls in quads (see quadRow there):
+  /// only for a format with a 16-row kernel (hasWideKernel) on a path that takes 16 rows.
+  bool quads = false;
   /// [groups][M][8 * 32], 32 codes per block at 32 * blockIndex. The scalar and AVX2 paths keep
   /// each block's 32 codes in order; the AVX-512 path stores each group of 4 blocks as the 4 first
   /// halves then the 4 second halves (16 codes each), the order its weight registers hold them in.

@@ -198,11 +198,49 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
   }
 }
 
+/// The decoded formats (q5_0, q5_1, iq4_nl, iq4_xs): each group of 8 blocks decoded once for the
+/// mb rows of x, then the 32-weight arithmetic per block.
+template <BlockFormat F>
+void decodedRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
+                        float *y, int64_t N) {
+  constexpr int64_t gb = groupBytes(F);
+  const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
+  int8_t codes[256];
+  float dw[8], mw[8];
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *row = w + n * rowBytes;
+    float lanes[kMaxRowsOfX][kLanes] = {};
+    for (int64_t g = 0; g < groups + (tail ? 1 : 0); ++g) {
+      const int valid = g < groups ? int(kLanes) : int(tail);
+      decodedCodes<F>(row + g * gb, valid, codes);
+      decodedScales<F>(row + g * gb, valid, dw, mw);
+      for (int64_t m = 0; m < mb; ++m)
+        for (int j = 0; j < valid; ++j) {
+          const int64_t i = q.blockIndex(m0 + m, g * kLanes + j);
+          const int8_t *c = q.codes + i * kBlock;
+          int32_t isum = 0;
+          for (int l = 0; l < 32; ++l)
+            isum += int32_t(codes[32 * j + l]) * c[l];
+          float &lane = lanes[m][j];
+          lane = lane + float(isum) * (dw[j] * q.scale[i]);
+          if constexpr (F == BlockFormat::q5_1)
+            lane = lane + mw[j] * q.scaledSum[i];
+        }
+    }
+    for (int64_t m = 0; m < mb; ++m) {
+      const float *l = lanes[m];
+      y[(m0 + m) * N + n] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    }
+  }
+}
+
 void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
                 float *y, int64_t N) {
   withFormat(f, [&](auto format) {
     if constexpr (isKQuant(format))
       kRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
+    else if constexpr (isDecoded(format))
+      decodedRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
     else
       rowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
   });

@@ -4,8 +4,9 @@
 // path's function attribute) and PathAcc before and these (declared here) after:
 //   kPathMaxRows                   the most rows of x one call takes (8 or 16);
 //   PathAcc<MB>                    the f32 partial sums of MB rows of x: zero() clears them,
-//                                  row(m) is row m's eight lanes (AVX2: one register per row;
-//                                  AVX-512: two rows per 512-bit register);
+//                                  row(m) is row m's eight lanes, add(m, v) adds v to them
+//                                  (AVX2: one register per row; AVX-512: two rows per 512-bit
+//                                  register);
 //   loadCodes(codes, b)            block b's 32 activation codes, in order, from the path's
 //                                  QuantizedX layout (AVX2: in order; AVX-512: interleaved halves);
 //   dotU8S8(u, s)                  eight int32 sums of four u8 x s8 products, exact for the ranges
@@ -16,7 +17,9 @@
 //                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI;
 //   pathRows16<F>(...)             (kPathMaxRows >= 16 only) a whole call of 16 rows of x.
 // This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
-// integer dot products) and the loop over rows, groups and the tail. Everything is in
+// integer dot products), the decoded formats' groups (q5_0, q5_1, iq4_nl, iq4_xs: each block
+// decoded to 32 codes in a register, one kernel for all four) and the loop over rows, groups and the
+// tail. Everything is in
 // an anonymous namespace: each including file gets its own copy, compiled for its target.
 //
 // The arithmetic is QuantGemvImpl.h's, lane j = sub-block j of the super-block.
@@ -227,13 +230,112 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, const XRows &x, __m256 *a
   }
 }
 
+/// Block j's five-bit codes (q5_0 / q5_1) as unsigned bytes 0..31, in element order: the nibbles
+/// of qs (element l < 16 low, l + 16 high) and bit l of the little-endian qh word as bit 4.
+HELM_QTARGET inline __m256i fiveBitCodes(const uint8_t *qs, const uint8_t *qh) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qs));
+  const __m256i low = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+  uint32_t high;
+  std::memcpy(&high, qh, sizeof high);
+  // Byte l takes qh byte l / 8 (the word is in every 4 bytes of both 128-bit lanes), keeps bit l % 8.
+  const __m256i which = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(high)), which);
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_or_si256(low, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+}
+
+/// 16 bytes of iq4 nibbles as their 32 table values (signed bytes), in element order.
+HELM_QTARGET inline __m256i iq4Codes(const uint8_t *qs) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qs));
+  const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i *>(kIq4Values));
+  return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles);
+}
+
+/// A decoded format's block j of the group at p: q5_0 / q5_1 the unsigned codes 0..31 (q5_0's
+/// offset of 16 is taken off the sums), iq4 the signed table values.
+template <BlockFormat F> HELM_QTARGET inline __m256i decodedBlock(const uint8_t *p, int j) {
+  if constexpr (F == BlockFormat::q5_0)
+    return fiveBitCodes(p + j * blockBytes(F) + offsetof(BlockQ5_0, qs), p + j * blockBytes(F) + offsetof(BlockQ5_0, qh));
+  else if constexpr (F == BlockFormat::q5_1)
+    return fiveBitCodes(p + j * blockBytes(F) + offsetof(BlockQ5_1, qs), p + j * blockBytes(F) + offsetof(BlockQ5_1, qh));
+  else if constexpr (F == BlockFormat::iq4_nl)
+    return iq4Codes(p + j * blockBytes(F) + offsetof(BlockIq4Nl, qs));
+  else
+    return iq4Codes(p + offsetof(BlockIq4Xs, qs) + 16 * j);
+}
+
+/// The eight blocks' scales (dw) and q5_1's mins (mw), lane j = block j; lanes >= valid are 0.
+template <BlockFormat F> HELM_QTARGET inline void decodedScalesVector(const uint8_t *p, int valid, __m256 &dw, __m256 &mw) {
+  if constexpr (F == BlockFormat::iq4_xs) {
+    alignas(32) int32_t ls[8];
+    for (int j = 0; j < 8; ++j)
+      ls[j] = iq4XsScale(p, j) - 32;
+    dw = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i *>(ls))));
+    mw = _mm256_setzero_ps();
+  } else {
+    // Eight word loads and inserts (a gather is slower on the CPUs measured; QuantGemvAvx2.cpp).
+    constexpr int bs = int(blockBytes(F));
+    uint16_t d[8], m[8];
+    for (int j = 0; j < 8; ++j) {
+      std::memcpy(&d[j], p + j * bs, 2);
+      std::memcpy(&m[j], p + j * bs + 2, 2);
+    }
+    dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(d)));
+    mw = F == BlockFormat::q5_1 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(m)))
+                                : _mm256_setzero_ps();
+  }
+  if (valid < kLanes) { // a row's tail: lanes >= valid are the next row's blocks
+    const __m256 keep = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    dw = _mm256_and_ps(dw, keep);
+    mw = _mm256_and_ps(mw, keep);
+  }
+}
+
+/// Adds a decoded format's group of 8 blocks (at p) to the MB rows of x (QuantGemvImpl.h's
+/// arithmetic for the decoded formats).
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void decodedGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes) {
+  constexpr bool isSigned = F == BlockFormat::iq4_nl || F == BlockFormat::iq4_xs;
+  __m256i wv[8], magnitude[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    wv[j] = decodedBlock<F>(p, j);
+    if constexpr (isSigned) // the sign trick: |w| (<= 127) against the codes negated where w < 0
+      magnitude[j] = _mm256_abs_epi8(wv[j]);
+  }
+  __m256 dw, mw;
+  decodedScalesVector<F>(p, valid, dw, mw);
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    __m256i prod[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i c = loadCodes(x.codes(m), j);
+      if constexpr (isSigned)
+        prod[j] = dotU8S8(magnitude[j], _mm256_sign_epi8(c, wv[j]));
+      else
+        prod[j] = dotU8S8(wv[j], c);
+    }
+    __m256i isum = reduce8x8(prod);
+    if constexpr (F == BlockFormat::q5_0) // codes are q - 16
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m))), 4));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx(m)));
+    acc.add(m, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
+    if constexpr (F == BlockFormat::q5_1)
+      acc.add(m, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m))));
+  }
+}
+
 template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
   constexpr int64_t gb = groupBytes(F);
   const XRows x0 = XRows::at(q, m0);
-  // k-quant rows are whole super-blocks (quantLinear checked K), so only the 32-weight formats
-  // have a tail.
+  // Rows of 256-weight blocks are whole groups (quantLinear checked K), so only the 32-weight
+  // formats have a tail.
   const int64_t groups = q.blocks / kLanes, tail = q.blocks % kLanes, rowBytes = q.blocks * gb / kLanes;
   const uint8_t *wEnd = w + N * rowBytes;
   alignas(64) uint8_t tailBlocks[gb];
@@ -249,12 +351,19 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
       prefetchAhead<F>(gp);
       if constexpr (isKQuant(F))
         pathKQuantGroup<F, MB>(gp, x, acc);
+      else if constexpr (isDecoded(F))
+        decodedGroup<F, MB>(gp, x, acc);
       else
         legacyGroup<F, MB>(gp, x, acc);
     }
-    if constexpr (!isKQuant(F))
-      if (tail)
-        legacyGroup<F, MB>(partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks), x, acc, int(tail));
+    if constexpr (!hasSuperBlocks(F))
+      if (tail) {
+        const uint8_t *tp = partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks);
+        if constexpr (isDecoded(F))
+          decodedGroup<F, MB>(tp, x, acc, int(tail));
+        else
+          legacyGroup<F, MB>(tp, x, acc, int(tail));
+      }
     // Unrolled, so that every access to acc has a constant index (an indexed access would need
     // its registers in memory).
 #pragma GCC unroll 16
@@ -277,7 +386,7 @@ void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_
   case 8: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
   default:
     // 9..15 rows: 8, then the rest (only 16 has its own instance, a server's usual batch).
-    if constexpr (kPathMaxRows >= 16) {
+    if constexpr (kPathMaxRows >= 16 && hasWideKernel(F)) {
       if (mb == 16)
         return pathRows16<F>(q, m0, w, n0, n1, y, N);
       rowsT<F, 8>(q, m0, w, n0, n1, y, N);

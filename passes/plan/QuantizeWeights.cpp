@@ -177,7 +177,7 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
 
 llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
   // Every block format of the contract's table, then llama.cpp's mixed recipe.
-#define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes) name,
+#define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable) name,
   static constexpr llvm::StringLiteral kSchemes[] = {HELM_BLOCK_FORMATS(HELM_SCHEME_NAME) "q4_k_m"};
 #undef HELM_SCHEME_NAME
   return kSchemes;

@@ -49,7 +49,7 @@ int64_t dtypeBytes(llvm::StringRef dtype) {
 
 /// The helm_dtype code of a block-format manifest dtype ("q8_0", ...), or 0.
 int32_t blockDtypeCode(llvm::StringRef dtype) {
-#define HELM_BLOCK_CODE_OF_NAME(NAME, CODE, name, ggml, weights, bytes)                                           \
+#define HELM_BLOCK_CODE_OF_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable)                                           \
   if (dtype == name)                                                                                             \
     return CODE;
   HELM_BLOCK_FORMATS(HELM_BLOCK_CODE_OF_NAME)

@@ -17,6 +17,10 @@
 //       |x - x'| <= (x/d > 7.5 ? |x - 7d| : |d|/2) + 8 |d - f16(d)| + slack.
 // q4_1  d = (max - min) / 15, m = min, code = nearest in [0, 15]:
 //       |x - x'| <= d/2 + 15 |d - f16(d)| + |m - f16(m)| + slack.
+// q5_0  as q4_0 with 32 levels: d = max / -16, code = min(31, trunc(x/d + 16.5)), clamped above
+//       x/d > 15.5 (x' = 15d): |x - x'| <= (x/d > 15.5 ? |x - 15d| : |d|/2) + 16 |d - f16(d)| + slack.
+// q5_1  d = (max - min) / 31, m = min, code = nearest in [0, 31]:
+//       |x - x'| <= d/2 + 31 |d - f16(d)| + |m - f16(m)| + slack.
 // q4_k, q5_k (qmax 15, 31), per sub-block of 32 with stored scale S = dh * sc and offset
 //       M = dminh * mc: the fit (s, m) reaches every weight within s/2 (the quantizer keeps no fit
 //       that clips), the 6-bit codes move s by at most Ds = d/2 + 63 |d - dh| <= dh/2 + 64 halfError(dh)
@@ -105,6 +109,32 @@ std::vector<double> errorBounds(BlockFormat format, const std::vector<float> &x,
         boundOut[i] = d / 2.0 + 15.0 * std::fabs(d - halfValue(b.d)) + std::fabs(min - halfValue(b.m)) + slack;
       break;
     }
+    case BlockFormat::q5_0: {
+      float max = 0;
+      for (int i = 0; i < 32; ++i)
+        if (std::fabs(xb[i]) > std::fabs(max))
+          max = xb[i];
+      const float d = max / -16.0f;
+      const double dh = halfValue(blockAt<q::BlockQ5_0>(bytes, block).d);
+      for (int i = 0; i < 32; ++i) {
+        const double steps = d != 0 ? double(xb[i]) / d : 0.0;
+        const double nearest = steps > 15.5 ? std::fabs(xb[i] - 15.0 * double(d)) : std::fabs(d) / 2.0;
+        boundOut[i] = nearest + 16.0 * std::fabs(d - dh) + slack;
+      }
+      break;
+    }
+    case BlockFormat::q5_1: {
+      const float min = *std::min_element(xb, xb + 32), max = *std::max_element(xb, xb + 32);
+      const float d = (max - min) / 31.0f;
+      const auto b = blockAt<q::BlockQ5_1>(bytes, block);
+      for (int i = 0; i < 32; ++i)
+        boundOut[i] = d / 2.0 + 31.0 * std::fabs(d - halfValue(b.d)) + std::fabs(min - halfValue(b.m)) + slack;
+      break;
+    }
+    case BlockFormat::iq4_nl:
+    case BlockFormat::iq4_xs:
+      ADD_FAILURE() << "HELM does not quantize to " << info.name;
+      break;
     case BlockFormat::q4_k:
     case BlockFormat::q5_k: {
       const bool q4 = format == BlockFormat::q4_k;
@@ -209,6 +239,10 @@ std::pair<float, float> largestRange(BlockFormat format) {
   case BlockFormat::q4_k:
   case BlockFormat::q5_k: return {-4.0e6f, 4.0e6f};
   case BlockFormat::q6_k: return {-2.4e8f, 2.4e8f}; // below 65504 * 128 * 32: the scale search may widen the step
+  case BlockFormat::q5_0: return {-65504.0f * 16, 65504.0f * 15};
+  case BlockFormat::q5_1: return {-65504.0f, 65504.0f * 30};
+  case BlockFormat::iq4_nl:
+  case BlockFormat::iq4_xs: break; // not quantizable
   }
   return {0, 0};
 }
@@ -229,14 +263,19 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
     const char *name;
     int ggmlType;
     int64_t weights, bytes, layoutSize;
+    bool quantizable;
   };
   const Expected expected[] = {
-      {BlockFormat::q8_0, "q8_0", 8, 32, 34, sizeof(q::BlockQ8_0)},
-      {BlockFormat::q4_0, "q4_0", 2, 32, 18, sizeof(q::BlockQ4_0)},
-      {BlockFormat::q4_1, "q4_1", 3, 32, 20, sizeof(q::BlockQ4_1)},
-      {BlockFormat::q4_k, "q4_k", 12, 256, 144, sizeof(q::BlockQ4K)},
-      {BlockFormat::q5_k, "q5_k", 13, 256, 176, sizeof(q::BlockQ5K)},
-      {BlockFormat::q6_k, "q6_k", 14, 256, 210, sizeof(q::BlockQ6K)},
+      {BlockFormat::q8_0, "q8_0", 8, 32, 34, sizeof(q::BlockQ8_0), true},
+      {BlockFormat::q4_0, "q4_0", 2, 32, 18, sizeof(q::BlockQ4_0), true},
+      {BlockFormat::q4_1, "q4_1", 3, 32, 20, sizeof(q::BlockQ4_1), true},
+      {BlockFormat::q4_k, "q4_k", 12, 256, 144, sizeof(q::BlockQ4K), true},
+      {BlockFormat::q5_k, "q5_k", 13, 256, 176, sizeof(q::BlockQ5K), true},
+      {BlockFormat::q6_k, "q6_k", 14, 256, 210, sizeof(q::BlockQ6K), true},
+      {BlockFormat::q5_0, "q5_0", 6, 32, 22, sizeof(q::BlockQ5_0), true},
+      {BlockFormat::q5_1, "q5_1", 7, 32, 24, sizeof(q::BlockQ5_1), true},
+      {BlockFormat::iq4_nl, "iq4_nl", 20, 32, 18, sizeof(q::BlockIq4Nl), false},
+      {BlockFormat::iq4_xs, "iq4_xs", 23, 256, 136, sizeof(q::BlockIq4Xs), false},
   };
   ASSERT_EQ(q::allBlockFormats().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
@@ -248,6 +287,7 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
     EXPECT_EQ(info.weightsPerBlock, expected[i].weights);
     EXPECT_EQ(info.bytesPerBlock, expected[i].bytes);
     EXPECT_EQ(info.bytesPerBlock, expected[i].layoutSize) << info.name << ": layout struct size";
+    EXPECT_EQ(info.quantizable, expected[i].quantizable) << info.name;
     EXPECT_EQ(q::parseBlockFormat(expected[i].name), expected[i].format);
   }
   // Field offsets of ggml-common.h.
@@ -259,6 +299,12 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
   EXPECT_EQ(offsetof(q::BlockQ6K, qh), 128u);
   EXPECT_EQ(offsetof(q::BlockQ6K, scales), 192u);
   EXPECT_EQ(offsetof(q::BlockQ6K, d), 208u);
+  EXPECT_EQ(offsetof(q::BlockQ5_0, qs), 6u);
+  EXPECT_EQ(offsetof(q::BlockQ5_1, qh), 4u);
+  EXPECT_EQ(offsetof(q::BlockQ5_1, qs), 8u);
+  EXPECT_EQ(offsetof(q::BlockIq4Nl, qs), 2u);
+  EXPECT_EQ(offsetof(q::BlockIq4Xs, scalesLow), 4u);
+  EXPECT_EQ(offsetof(q::BlockIq4Xs, qs), 8u);
   for (const char *bad : {"", "Q8_0", "q8", "q4_K", "q8_0 ", "f16"})
     EXPECT_FALSE(q::parseBlockFormat(bad).has_value()) << bad;
 }
@@ -325,6 +371,55 @@ TEST(BlockFormats, HandBuiltBlocksDecodeAsGgml) {
     EXPECT_EQ(y[128 + 64 + 3], -3.0f * float((0xA | 0x2 << 4) - 32));
     EXPECT_EQ(y[128 + 64 + 4], -3.0f * -32.0f); // code 0 is -32
   }
+  { // Q5_0: element 21's fifth bit is bit 21 of the little-endian qh word (byte 2, bit 5), its low
+    // bits the high nibble of byte 5; (q - 16) * d.
+    q::BlockQ5_0 b{};
+    b.d = 0x4000; // 2.0
+    b.qh[2] = 1 << 5;
+    b.qs[5] = uint8_t(0x3 << 4 | 0x9);
+    float y[32];
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::q5_0, reinterpret_cast<const uint8_t *>(&b), 32, y).ok());
+    EXPECT_EQ(y[21], 2.0f * float((0x3 | 16) - 16));
+    EXPECT_EQ(y[5], 2.0f * float(0x9 - 16));
+    EXPECT_EQ(y[0], 2.0f * -16.0f);
+  }
+  { // Q5_1: q * d + m, the fifth bit of element 3 in qh byte 0 bit 3.
+    q::BlockQ5_1 b{};
+    b.d = 0x3c00;
+    b.m = 0xbc00; // -1.0
+    b.qh[0] = 1 << 3;
+    b.qs[3] = 0x7;
+    float y[32];
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::q5_1, reinterpret_cast<const uint8_t *>(&b), 32, y).ok());
+    EXPECT_EQ(y[3], 23.0f - 1.0f);
+    EXPECT_EQ(y[19], -1.0f);
+  }
+  { // IQ4_NL: the nibbles index ggml's kvalues_iq4nl; d * value.
+    q::BlockIq4Nl b{};
+    b.d = 0x3800; // 0.5
+    b.qs[0] = uint8_t(0x0 | 0xF << 4);
+    b.qs[1] = uint8_t(0x8 | 0x7 << 4);
+    float y[32];
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::iq4_nl, reinterpret_cast<const uint8_t *>(&b), 32, y).ok());
+    EXPECT_EQ(y[0], 0.5f * -127.0f);
+    EXPECT_EQ(y[16], 0.5f * 113.0f);
+    EXPECT_EQ(y[1], 0.5f * 1.0f);
+    EXPECT_EQ(y[17], 0.5f * -10.0f);
+  }
+  { // IQ4_XS: sub-block 5's scale: low nibble = scalesLow[2] high nibble, high bits = scalesHigh
+    // bits 10-11; value d * (ls - 32) * kvalues[nibble]; its nibbles at qs[80..95].
+    q::BlockIq4Xs b{};
+    b.d = 0x3c00;
+    b.scalesLow[2] = uint8_t(0x6 << 4 | 0xF);
+    b.scalesHigh = uint16_t(0x2 << 10);
+    b.qs[80 + 4] = uint8_t(0xE << 4 | 0x3);
+    std::vector<float> y(256);
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::iq4_xs, reinterpret_cast<const uint8_t *>(&b), 256, y.data()).ok());
+    EXPECT_EQ(y[5 * 32 + 4], float((0x6 | 0x2 << 4) - 32) * -65.0f);
+    EXPECT_EQ(y[5 * 32 + 20], float((0x6 | 0x2 << 4) - 32) * 89.0f);
+    EXPECT_EQ(y[4 * 32 + 0], float(0xF - 32) * -127.0f); // sub-block 4: scalesLow[2]'s low nibble
+    EXPECT_EQ(y[0], -32.0f * -127.0f);
+  }
   { // Q5_K: bit 4 of sub-block 3's element 10 is qh[10] bit 3.
     q::BlockQ5K b{};
     b.d = 0x3c00;
@@ -365,6 +460,25 @@ TEST(BlockFormats, ExactFormatsRoundLikeGgmlReference) {
     for (int i = 0; i < 7; ++i)
       EXPECT_EQ(b.qs[i] & 0xF, expected[i]) << i;
     EXPECT_EQ(b.qs[0] >> 4, 8); // element 16 (zero)
+  }
+  { // max -16: d = 1, code = min(31, trunc(x + 16.5)), the fifth bit in qh.
+    const auto b = blockAt<q::BlockQ5_0>(quantizeBlock(BlockFormat::q5_0, {-16, -0.5f, 0.5f, 15.5f, -15.5f, 14.4f}), 0);
+    EXPECT_EQ(b.d, 0x3c00);
+    const int expected[] = {0, 16, 17, 31, 1, 30, 16};
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int i = 0; i < 7; ++i)
+      EXPECT_EQ((b.qs[i] & 0xF) | ((qh >> i) & 1) << 4, expected[i]) << i;
+  }
+  { // min 0, max 31: d = 1, m = 0, code = trunc(x + 0.5).
+    const auto b = blockAt<q::BlockQ5_1>(quantizeBlock(BlockFormat::q5_1, {0, 31, 2.5f, 0.5f, 30.5f, 3.49f}), 0);
+    EXPECT_EQ(b.d, 0x3c00);
+    EXPECT_EQ(b.m, 0x0000);
+    const int expected[] = {0, 31, 3, 1, 31, 3};
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ((b.qs[i] & 0xF) | ((qh >> i) & 1) << 4, expected[i]) << i;
   }
   { // min 0, max 15: d = 1, m = 0, code = min(15, trunc(x + 0.5)).
     const auto b = blockAt<q::BlockQ4_1>(quantizeBlock(BlockFormat::q4_1, {0, 15, 2.5f, 0.5f, 14.5f, 3.49f}), 0);
@@ -465,5 +579,22 @@ TEST_P(EveryFormat, RowIsItsBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(BlockFormats, EveryFormat,
                          ::testing::Values(BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1, BlockFormat::q4_k,
-                                           BlockFormat::q5_k, BlockFormat::q6_k),
+                                           BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1),
                          formatName);
+
+// The formats HELM only reads: quantizeRow refuses them in one line, and EveryFormat (above) covers
+// every quantizable one.
+TEST(BlockFormats, ReadOnlyFormatsAreRefusedByTheQuantizer) {
+  std::vector<float> x(256, 1.0f);
+  std::vector<uint8_t> bytes(256);
+  size_t quantizable = 0;
+  for (const q::BlockFormatInfo &info : q::allBlockFormats()) {
+    if (info.quantizable) {
+      ++quantizable;
+      continue;
+    }
+    const q::QuantStatus status = q::quantizeRow(info.format, x.data(), 256, bytes.data());
+    EXPECT_EQ(status.error, std::string(info.name) + ": HELM reads this format from GGUF files but does not quantize to it");
+  }
+  EXPECT_EQ(quantizable, 8u) << "a quantizable format missing from EveryFormat's list";
+}

@@ -44,10 +44,15 @@ using q::QuantPath;
 
 namespace {
 
-constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1,
-                                    BlockFormat::q4_k, BlockFormat::q5_k, BlockFormat::q6_k};
+constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1,  BlockFormat::q4_k,
+                                    BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1,
+                                    BlockFormat::iq4_nl, BlockFormat::iq4_xs};
 
-bool isKQuant(BlockFormat f) { return q::blockFormatInfo(f).weightsPerBlock == 256; }
+/// The k-quants, whose weights are w = a - b per sub-block (kQuantParts).
+bool isKQuant(BlockFormat f) {
+  return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k;
+}
+bool quantizable(BlockFormat f) { return q::blockFormatInfo(f).quantizable; }
 /// Whether rows of K weights are whole blocks of f.
 bool fits(BlockFormat f, int64_t K) { return K % q::blockFormatInfo(f).weightsPerBlock == 0; }
 constexpr QuantPath kPaths[] = {QuantPath::scalar, QuantPath::avx2, QuantPath::avx512vnni};
@@ -74,7 +79,7 @@ std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt1
       p[i] = uint8_t(byte(rng));
     const uint16_t d = randomHalf();
     std::memcpy(p + (f == BlockFormat::q6_k ? 208 : 0), &d, 2);
-    if (f == BlockFormat::q4_1 || f == BlockFormat::q4_k || f == BlockFormat::q5_k) {
+    if (f == BlockFormat::q4_1 || f == BlockFormat::q5_1 || f == BlockFormat::q4_k || f == BlockFormat::q5_k) {
       const uint16_t m = randomHalf();
       std::memcpy(p + 2, &m, 2);
     }
@@ -82,8 +87,11 @@ std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt1
   return w;
 }
 
-/// Weights as helmc would write them: quantizeRow of normally distributed rows.
+/// Weights as helmc would write them: quantizeRow of normally distributed rows (for a format helmc
+/// does not quantize to, random blocks).
 std::vector<uint8_t> quantizedWeights(BlockFormat f, int64_t N, int64_t K, std::mt19937 &rng) {
+  if (!quantizable(f))
+    return randomWeights(f, N, K, rng);
   std::normal_distribution<float> normal(0.0f, 0.05f);
   std::vector<float> row(static_cast<size_t>(K));
   const int64_t rowBytes = *q::rowBytes(f, K);
@@ -239,6 +247,61 @@ void kQuantParts(BlockFormat f, const uint8_t *row, int64_t K, std::vector<doubl
   }
 }
 
+/// ggml's iq4 grid (kvalues_iq4nl), written out again.
+constexpr int kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/// Block b (32 weights) of a row of a 32-weight format or of iq4_xs as w_j = code_j * dw + mw,
+/// decoded here from ggml-common.h's layouts.
+void blockParts(BlockFormat f, const uint8_t *row, int64_t b, double code[32], double &dw, double &mw) {
+  auto half = [](const uint8_t *p) { return halfValue(uint16_t(p[0] | (p[1] << 8))); };
+  mw = 0;
+  if (f == BlockFormat::iq4_xs) {
+    const uint8_t *blk = row + b / 8 * 136;
+    const int sub = int(b % 8);
+    const int scaleHigh = (blk[2] | (blk[3] << 8)) >> (2 * sub) & 3;
+    const int scale = ((blk[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (scaleHigh << 4);
+    dw = half(blk) * double(scale - 32);
+    for (int j = 0; j < 16; ++j) {
+      code[j] = kIq4Grid[blk[8 + 16 * sub + j] & 0xF];
+      code[j + 16] = kIq4Grid[blk[8 + 16 * sub + j] >> 4];
+    }
+    return;
+  }
+  const uint8_t *blk = row + b * bytesPerBlock(f);
+  dw = half(blk);
+  switch (f) {
+  case BlockFormat::q8_0:
+    for (int j = 0; j < 32; ++j)
+      code[j] = double(int8_t(blk[2 + j]));
+    return;
+  case BlockFormat::q4_0:
+  case BlockFormat::q4_1:
+  case BlockFormat::iq4_nl: {
+    const uint8_t *qs = blk + (f == BlockFormat::q4_1 ? 4 : 2);
+    if (f == BlockFormat::q4_1)
+      mw = half(blk + 2);
+    for (int j = 0; j < 32; ++j) {
+      const int nibble = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+      code[j] = f == BlockFormat::iq4_nl ? kIq4Grid[nibble] : f == BlockFormat::q4_0 ? nibble - 8 : nibble;
+    }
+    return;
+  }
+  case BlockFormat::q5_0:
+  case BlockFormat::q5_1: {
+    const uint8_t *qh = blk + (f == BlockFormat::q5_1 ? 4 : 2), *qs = qh + 4;
+    if (f == BlockFormat::q5_1)
+      mw = half(blk + 2);
+    for (int j = 0; j < 32; ++j) {
+      const int nibble = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+      const int fifth = (qh[j / 8] >> (j % 8)) & 1;
+      code[j] = (nibble | (fifth << 4)) - (f == BlockFormat::q5_0 ? 16 : 0);
+    }
+    return;
+  }
+  default: FAIL() << "not a format of 32-weight blocks";
+  }
+}
+
 void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, Expected &quantized,
                  Expected &plain) {
   std::vector<float> wdeq(static_cast<size_t>(K));
@@ -274,34 +337,29 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
     plain = {plainY, activationError + quantized.bound};
     return;
   }
-  const int64_t blocks = K / 32, bs = bytesPerBlock(f);
-  const int termsPerBlock = f == BlockFormat::q4_1 ? 2 : 1;
+  const int64_t blocks = K / 32;
+  const bool hasMin = f == BlockFormat::q4_1 || f == BlockFormat::q5_1;
+  const int termsPerBlock = hasMin ? 2 : 1;
   const double depth = double(termsPerBlock * ((blocks + 7) / 8) + 3);
   double y = 0, termBound = 0, plainY = 0, activationError = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const QuantizedBlock qb = quantizeHere(x + b * 32);
-    uint16_t dh, mh = 0;
-    std::memcpy(&dh, row + b * bs, 2);
-    if (f == BlockFormat::q4_1)
-      std::memcpy(&mh, row + b * bs + 2, 2);
-    const double dw = halfValue(dh), mw = halfValue(mh);
-    const uint8_t *blk = row + b * bs;
+    double code[32], dw, mw;
+    blockParts(f, row, b, code, dw, mw);
     double absW = 0;
     for (int j = 0; j < 32; ++j) {
       const double wj = wdeq[size_t(b * 32 + j)];
-      // The weight code q_j as the format defines it; |q_j d_w| + |m_w| >= |w_j| (q4_1: w_j is
-      // q d + m rounded to f32, within u |w_j| of it, which the bound's +4 covers).
-      const int nibble = j < 16 ? blk[(f == BlockFormat::q4_1 ? 4 : 2) + j] & 0xF
-                                : blk[(f == BlockFormat::q4_1 ? 4 : 2) + j - 16] >> 4;
-      const double code = f == BlockFormat::q8_0 ? double(int8_t(blk[2 + j]))
-                          : f == BlockFormat::q4_0 ? double(nibble - 8)
-                                                   : double(nibble);
-      y += double(qb.codes[j]) * qb.d * (code * dw);
-      termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(code * dw) + std::fabs(mw));
+      // The test's decoding against the library's dequantizer (code * dw + mw rounded to f32).
+      ASSERT_LE(std::fabs(wj - (code[j] * dw + mw)), 3 * u * (std::fabs(code[j] * dw) + std::fabs(mw)))
+          << q::blockFormatInfo(f).name << " element " << b * 32 + j;
+      // |q_j d_w| + |m_w| >= |w_j| (with a min: w_j is q d + m rounded to f32, within u |w_j| of
+      // it, which the bound's +4 covers).
+      y += double(qb.codes[j]) * qb.d * (code[j] * dw);
+      termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(code[j] * dw) + std::fabs(mw));
       plainY += double(x[b * 32 + j]) * wj;
       absW += std::fabs(wj);
     }
-    // q4_1's min term: m_w times the block's f16(d * sum) (ggml's q8_1 s).
+    // q4_1's / q5_1's min term: m_w times the block's f16(d * sum) (ggml's q8_1 s).
     y += mw * qb.s;
     activationError += (qb.dRaw * (0.5 + std::ldexp(1.0, -17)) + scaleRoundingError(qb)) * absW +
                        std::fabs(mw) * std::fabs(qb.s - qb.dRaw * qb.sum);
@@ -442,7 +500,7 @@ TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
   std::mt19937 rng(5);
   const int64_t M = 3, N = 9;
   for (BlockFormat f : kFormats) {
-    const int64_t K = isKQuant(f) ? 256 : 96;
+    const int64_t K = q::blockFormatInfo(f).weightsPerBlock == 256 ? 256 : 96;
     std::vector<float> x = activations(M, K, rng, false);
     x[size_t(1 * K + 40)] = std::numeric_limits<float>::infinity();
     x[size_t(2 * K + 3)] = std::numeric_limits<float>::quiet_NaN();
@@ -466,7 +524,8 @@ TEST(QuantGemv, NonFiniteActivationsGiveNanRows) {
 TEST(QuantGemv, PartialLastGroupIgnoresTheNextRow) {
   PathGuard guard;
   std::mt19937 rng(11);
-  for (BlockFormat f : {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1})
+  for (BlockFormat f : {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1, BlockFormat::q5_0, BlockFormat::q5_1,
+                        BlockFormat::iq4_nl})
     for (int64_t M : {3, 16, 19})
       for (int64_t K : {64, 576, 4128}) { // 2 blocks (no whole group), 2 groups + 2, 16 groups + 1
         const int64_t N = 5, rowBytes = *q::rowBytes(f, K);
@@ -481,7 +540,7 @@ TEST(QuantGemv, PartialLastGroupIgnoresTheNextRow) {
             uint8_t *blk = w.data() + n * rowBytes + b * blockBytes;
             const uint16_t special = (n + b) % 2 ? 0x7c00 : 0x7e00;
             std::memcpy(blk, &special, 2);
-            if (f == BlockFormat::q4_1)
+            if (f == BlockFormat::q4_1 || f == BlockFormat::q5_1)
               std::memcpy(blk + 2, &special, 2);
           }
         const std::vector<float> reference = run(QuantPath::scalar, f, x, M, K, w, N, 1);
@@ -496,11 +555,13 @@ TEST(QuantGemv, PartialLastGroupIgnoresTheNextRow) {
             // Rows 1.. have infinite / NaN scales: their outputs are NaN or infinite, and which NaN
             // (its sign) depends on operand order, which the IEEE rules leave open; every other
             // output, row 0's included, must match in bits.
-            for (size_t i = 0; i < y.size(); ++i)
-              if (!(std::isnan(y[i]) && std::isnan(reference[i])))
+            for (size_t i = 0; i < y.size(); ++i) {
+              if (!(std::isnan(y[i]) && std::isnan(reference[i]))) {
                 EXPECT_EQ(std::memcmp(&y[i], &reference[i], sizeof(float)), 0)
                     << q::quantPathName(path) << " " << q::blockFormatInfo(f).name << " M = " << M << " K = " << K
                     << " index " << i << ": " << y[i] << " vs " << reference[i];
+              }
+            }
           }
         }
       }
@@ -585,6 +646,8 @@ TEST(QuantGemv, BadArgumentsAreOneLineErrors) {
   expectError(BlockFormat::q4_1, 1, -32, 2, "K = -32");
   expectError(BlockFormat::q4_k, 1, 288, 1, "K = 288 is not a multiple of the block size 256 (q4_k)");
   expectError(BlockFormat::q6_k, 1, 32, 1, "K = 32 is not a multiple of the block size 256 (q6_k)");
+  expectError(BlockFormat::iq4_xs, 1, 96, 1, "K = 96 is not a multiple of the block size 256 (iq4_xs)");
+  expectError(BlockFormat::q5_1, 1, 40, 1, "K = 40 is not a multiple of the block size 32 (q5_1)");
   expectError(BlockFormat::q8_0, -1, 32, 2, "negative size");
   std::string error;
   EXPECT_FALSE(q::quantLinear(BlockFormat::q8_0, nullptr, 1, 32, w.data(), 2, y.data(), &error));
