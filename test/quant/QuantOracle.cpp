@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   const std::string mode = argv[1], formatName = argv[2], inputPath = argv[3], outputPath = argv[4];
   const std::optional<q::BlockFormat> format = q::parseBlockFormat(formatName);
   if (!format)
-    return fail("unknown block format '" + formatName + "' (q8_0, q4_0, q4_1, q4_k, q5_k, q6_k)");
+    return fail("unknown block format '" + formatName + "'");
   const q::BlockFormatInfo &info = q::blockFormatInfo(*format);
 
   std::vector<uint8_t> input;

@@ -3,11 +3,13 @@
 
 For seeded random tensors (normal, uniform, heavy-tailed, negative-only, with an outlier, with zero
 blocks, tiny values; shapes such as 4x256 and 3x4096) and every format:
-  * q8_0, q4_0, q4_1: our bytes equal gguf.quants.quantize's, which reproduces ggml's reference
-    quantizers (quantize_row_*_ref) bit for bit;
+  * q8_0, q4_0, q4_1, q5_0, q5_1: our bytes equal gguf.quants.quantize's, which reproduces ggml's
+    reference quantizers (quantize_row_*_ref) bit for bit;
   * every format, the k-quants included: gguf.quants.dequantize(our bytes) equals our dequantizer's
     floats bit for bit, so ggml reads our blocks as we do;
-  * the float64 error of each weight is within its format's bound (BOUNDS below).
+  * the float64 error of each weight is within its format's bound (BOUNDS below);
+  * the formats HELM only reads (iq4_nl, iq4_xs): random blocks (every code, finite f16 scales of
+    either sign) decode to gguf.quants.dequantize's floats bit for bit.
 Exits 0 when all hold, 1 otherwise (one line per failure, then a summary).
 """
 
@@ -33,6 +35,14 @@ FORMATS = {
     "q4_k": (GGMLQuantizationType.Q4_K, 256, 144, False),
     "q5_k": (GGMLQuantizationType.Q5_K, 256, 176, False),
     "q6_k": (GGMLQuantizationType.Q6_K, 256, 210, False),
+    "q5_0": (GGMLQuantizationType.Q5_0, 32, 22, True),
+    "q5_1": (GGMLQuantizationType.Q5_1, 32, 24, True),
+}
+
+READ_ONLY = {
+    # name: (GGML type, weights per block, bytes per block, offsets of the f16 fields)
+    "iq4_nl": (GGMLQuantizationType.IQ4_NL, 32, 18, (0,)),
+    "iq4_xs": (GGMLQuantizationType.IQ4_XS, 256, 136, (0,)),
 }
 
 BOUNDS = """
@@ -45,6 +55,9 @@ Per-weight bounds on |x - x'| (derivation; the same as test/unit/kernels/quant/B
   q4_0  d = max/-8 (max: the value of largest magnitude); code min(15, trunc(x/d + 8.5)) is the nearest
         except at x/d > 7.5, clamped to x' = 7d:  (x/d > 7.5 ? |x - 7d| : |d|/2) + 8 |d - f16(d)| + slack
   q4_1  d = (max - min)/15, m = min; nearest code:  d/2 + 15 |d - f16(d)| + |m - f16(m)| + slack
+  q5_0  as q4_0 with d = max/-16, codes min(31, trunc(x/d + 16.5)), clamped above x/d > 15.5:
+        (x/d > 15.5 ? |x - 15d| : |d|/2) + 16 |d - f16(d)| + slack
+  q5_1  as q4_1 with d = (max - min)/31:  d/2 + 31 |d - f16(d)| + |m - f16(m)| + slack
   q4_k, q5_k (qmax 15, 31), sub-block of 32 with stored S = dh*sc, M = dminh*mc: the fit (s, m) reaches
         every weight within s/2, the 6-bit codes move s by Ds <= dh/2 + 64 half_error(dh) and m by
         Dm <= dminh/2 + 64 half_error(dminh), the final codes are the nearest for (S, M):
@@ -88,19 +101,21 @@ def error_bounds(name, x, blocks):
         d = (np.abs(x32).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float64)
         dh = f16_field(blocks, 0)[:, None]
         return d / 2 + 127 * np.abs(d - dh) + slack
-    if name == "q4_0":
+    if name in ("q4_0", "q5_0"):
+        half = 8 if name == "q4_0" else 16  # codes -half .. half - 1
         signed_max = np.take_along_axis(x32, np.abs(x32).argmax(axis=1)[:, None], axis=1)
-        d = (signed_max / np.float32(-8)).astype(np.float64)
+        d = (signed_max / np.float32(-half)).astype(np.float64)
         dh = f16_field(blocks, 0)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             steps = np.where(d != 0, x64 / d, 0.0)
-        nearest = np.where(steps > 7.5, np.abs(x64 - 7 * d), np.abs(d) / 2)
-        return nearest + 8 * np.abs(d - dh) + slack
-    if name == "q4_1":
+        nearest = np.where(steps > half - 0.5, np.abs(x64 - (half - 1) * d), np.abs(d) / 2)
+        return nearest + half * np.abs(d - dh) + slack
+    if name in ("q4_1", "q5_1"):
+        top = 15 if name == "q4_1" else 31
         lo = x32.min(axis=1, keepdims=True)
-        d = ((x32.max(axis=1, keepdims=True) - lo) / np.float32(15)).astype(np.float64)
+        d = ((x32.max(axis=1, keepdims=True) - lo) / np.float32(top)).astype(np.float64)
         dh, mh = f16_field(blocks, 0)[:, None], f16_field(blocks, 2)[:, None]
-        return d / 2 + 15 * np.abs(d - dh) + np.abs(lo.astype(np.float64) - mh) + slack
+        return d / 2 + top * np.abs(d - dh) + np.abs(lo.astype(np.float64) - mh) + slack
     if name in ("q4_k", "q5_k"):
         qmax = 15 if name == "q4_k" else 31
         dh, dminh = f16_field(blocks, 0)[:, None], f16_field(blocks, 2)[:, None]
@@ -145,10 +160,10 @@ def tensors():
 
 def near_ties():
     """Blocks whose scale d is fixed by one element and whose other weights sit at, and one or two
-    float ulps beside, the rounding boundaries (k + 1/2) d of q8_0, q4_0 and q4_1: the rows where
+    float ulps beside, the rounding boundaries (k + 1/2) d of q8_0, q4_0, q4_1, q5_0 and q5_1: the rows where
     roundf against ties-to-even, x * (1/d) against x / d, or truncation offsets change a code."""
     rng = np.random.default_rng(99)
-    blocks = {"q8_0": [], "q4_0": [], "q4_1": []}
+    blocks = {"q8_0": [], "q4_0": [], "q4_1": [], "q5_0": [], "q5_1": []}
     for _ in range(96):
         d = np.float32(rng.uniform(0.01, 3.0))
         for name in blocks:
@@ -156,8 +171,12 @@ def near_ties():
                 anchor, lo, hi = [np.float32(127) * d], -127, 126    # amax = 127 d
             elif name == "q4_0":
                 anchor, lo, hi = [np.float32(-8) * d], -8, 6         # max = -8 d
-            else:
+            elif name == "q5_0":
+                anchor, lo, hi = [np.float32(-16) * d], -16, 14      # max = -16 d
+            elif name == "q4_1":
                 anchor, lo, hi = [np.float32(0), np.float32(15) * d], 0, 14  # min 0, max 15 d
+            else:
+                anchor, lo, hi = [np.float32(0), np.float32(31) * d], 0, 30  # min 0, max 31 d
             ks = rng.integers(lo, hi + 1, size=32 - len(anchor))
             ties = ((ks + 0.5) * d).astype(np.float32)
             nudged = [np.nextafter(v, np.float32(np.inf * s)) if s else v
@@ -218,7 +237,36 @@ def check(oracle, workdir):
             table = worst_tiny if what.startswith("tiny") else worst
             table[name] = max(table[name], float(relative.max()))
             checked += 1
+    checked += check_read_only(oracle, workdir, failures)
     return failures, worst, worst_tiny, checked
+
+
+def check_read_only(oracle, workdir, failures):
+    """The read-only formats: random blocks through our dequantizer and gguf's, bit for bit."""
+    checked = 0
+    rng = np.random.default_rng(7)
+    for name, (qtype, block, type_size, halves) in READ_ONLY.items():
+        for rows in (1, 5, 64):
+            blocks = rng.integers(0, 256, size=(rows * 8, type_size), dtype=np.uint8)
+            # Finite f16 scales of either sign, 2^-10 .. 2^6 (every code byte stays random).
+            scale = (rng.integers(0, 2, size=len(blocks)) << 15) | (rng.integers(5, 22, size=len(blocks)) << 10) \
+                | rng.integers(0, 1024, size=len(blocks))
+            for offset in halves:
+                blocks[:, offset] = scale & 0xFF
+                blocks[:, offset + 1] = scale >> 8
+            blocks_path = os.path.join(workdir, f"r.{name}")
+            decoded_path = os.path.join(workdir, f"r.{name}.f32")
+            blocks.tofile(blocks_path)
+            run_oracle(oracle, "dequantize", name, blocks_path, decoded_path)
+            ours = np.fromfile(decoded_path, dtype="<f4")
+            theirs = gguf_quants.dequantize(blocks.reshape(rows, -1), qtype).astype(np.float32).reshape(-1)
+            if ours.size != theirs.size or not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)):
+                first = int(np.flatnonzero(ours.view(np.uint32) != theirs.view(np.uint32))[0]) \
+                    if ours.size == theirs.size else 0
+                failures.append(f"{name} random blocks ({rows} rows): dequantized weight {first} is "
+                                f"{ours[first]!r}, gguf.quants.dequantize gives {theirs[first]!r}")
+            checked += 1
+    return checked
 
 
 def main():
