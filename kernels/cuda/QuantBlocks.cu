@@ -1,8 +1,9 @@
 //===- QuantBlocks.cu - weights in ggml block formats: dequantize, GEMV, embedding --===//
 //
 // The formats are kernels/quant/BlockFormats.h's (ggml's byte layouts), given by the contract's
-// block dtype codes (HELM_DTYPE_Q8_0 ... HELM_DTYPE_Q6_K). A row of K weights is K / 32 blocks of
-// 32 (q8_0, q4_0, q4_1) or K / 256 super-blocks of 256 (q4_k, q5_k, q6_k); the kernels see a row
+// block dtype codes (the contract's HELM_BLOCK_FORMATS). A row of K weights is K / 32 blocks of
+// 32 (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl) or K / 256 super-blocks of 256 (q4_k, q5_k, q6_k,
+// iq4_xs); the kernels see a row
 // as K / 32 groups of 32 consecutive weights (a block, or one eighth of a super-block) and give
 // the 32 lanes of a warp one weight of a group each, so that neighbouring lanes read neighbouring
 // code bytes (the block's scales are one broadcast read).
@@ -53,6 +54,21 @@ using helm::quant::BlockQ4K;
 using helm::quant::BlockQ5K;
 using helm::quant::BlockQ6K;
 using helm::quant::BlockQ8_0;
+using helm::quant::BlockQ5_0;
+using helm::quant::BlockQ5_1;
+using helm::quant::BlockIq4Nl;
+using helm::quant::BlockIq4Xs;
+
+/// The iq4 grid (quant::kIq4Values) where device code can read it.
+__constant__ int8_t kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                    1,    13,   25,  38,  53,  69,  89,  113};
+static_assert([] {
+  constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  for (int i = 0; i < 16; ++i)
+    if (grid[i] != helm::quant::kIq4Values[i])
+      return false;
+  return true;
+}(), "kIq4Grid is quant::kIq4Values");
 
 __device__ __forceinline__ float halfAt(const uint8_t *p) {
   const unsigned short bits = (unsigned short)(p[0] | (p[1] << 8));
@@ -91,6 +107,29 @@ __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) 
     const uint8_t *b = row + g * sizeof(BlockQ4_1), *qs = b + offsetof(BlockQ4_1, qs);
     const int q = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
     return __fadd_rn(__fmul_rn(float(q), halfAt(b)), halfAt(b + offsetof(BlockQ4_1, m)));
+  } else if constexpr (F == HELM_DTYPE_Q5_0 || F == HELM_DTYPE_Q5_1) {
+    // Nibbles as q4_0; bit l of the little-endian qh word is weight l's fifth bit.
+    using Block = std::conditional_t<F == HELM_DTYPE_Q5_0, BlockQ5_0, BlockQ5_1>;
+    const uint8_t *b = row + g * sizeof(Block), *qs = b + offsetof(Block, qs);
+    const uint8_t high = b[offsetof(Block, qh) + l / 8];
+    const int q = (l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4)) | (((high >> (l % 8)) & 1) << 4);
+    if constexpr (F == HELM_DTYPE_Q5_0)
+      return __fmul_rn(float(q - 16), halfAt(b));
+    else
+      return __fadd_rn(__fmul_rn(float(q), halfAt(b)), halfAt(b + offsetof(BlockQ5_1, m)));
+  } else if constexpr (F == HELM_DTYPE_IQ4_NL) {
+    const uint8_t *b = row + g * sizeof(BlockIq4Nl), *qs = b + offsetof(BlockIq4Nl, qs);
+    const int nibble = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
+    return __fmul_rn(halfAt(b), float(kIq4Grid[nibble]));
+  } else if constexpr (F == HELM_DTYPE_IQ4_XS) {
+    // Sub-block g % 8 of super-block g / 8: scale d * (ls - 32), nibbles at qs[16 * sub ..].
+    const uint8_t *b = row + (g / 8) * sizeof(BlockIq4Xs);
+    const int sub = int(g % 8);
+    const int high = (b[offsetof(BlockIq4Xs, scalesHigh) + sub / 4] >> (2 * (sub % 4))) & 3;
+    const int ls = ((b[offsetof(BlockIq4Xs, scalesLow) + sub / 2] >> (4 * (sub % 2))) & 0xF) | (high << 4);
+    const uint8_t *qs = b + offsetof(BlockIq4Xs, qs) + 16 * sub;
+    const int nibble = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
+    return __fmul_rn(__fmul_rn(halfAt(b), float(ls - 32)), float(kIq4Grid[nibble]));
   } else if constexpr (F == HELM_DTYPE_Q4_K || F == HELM_DTYPE_Q5_K) {
     // Sub-block `sub` of super-block g / 8: qs bytes 32 * (sub / 2) .., low nibbles for even
     // sub-blocks, high nibbles for odd ones; q5_k adds bit `sub` of qh[l] as the fifth bit.
@@ -106,6 +145,7 @@ __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) 
       q |= ((b[offsetof(BlockQ5K, qh) + l] >> sub) & 1) << 4;
     return __fsub_rn(__fmul_rn(scale, float(q)), offset);
   } else {
+    static_assert(F == HELM_DTYPE_Q6_K, "a block format without a weightAt case");
     // q6_k: group t of the super-block is quarter t % 4 of half t / 4 (128 weights each): its
     // low 4 bits are ql's low (quarters 0, 1) or high (2, 3) nibbles of bytes l or l + 32, its
     // high 2 bits qh's bits 2 * quarter, its scale scales[8 * half + 2 * quarter + l / 16];
@@ -122,16 +162,19 @@ __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) 
   }
 }
 
-/// Runs FN<F>() for the block dtype code `format` (the host checked it).
-#define HELM_CUDA_FOR_FORMAT(format, CALL)                                                         \
-  switch (format) {                                                                                \
-  case HELM_DTYPE_Q8_0: CALL(HELM_DTYPE_Q8_0); break;                                              \
-  case HELM_DTYPE_Q4_0: CALL(HELM_DTYPE_Q4_0); break;                                              \
-  case HELM_DTYPE_Q4_1: CALL(HELM_DTYPE_Q4_1); break;                                              \
-  case HELM_DTYPE_Q4_K: CALL(HELM_DTYPE_Q4_K); break;                                              \
-  case HELM_DTYPE_Q5_K: CALL(HELM_DTYPE_Q5_K); break;                                              \
-  default: CALL(HELM_DTYPE_Q6_K); break;                                                           \
+/// Runs fn(std::integral_constant<int, F>{}) for the block dtype code `format`, one case per row
+/// of the contract's table (a code outside it runs nothing: the host checked it).
+template <class Fn> __device__ __forceinline__ void forFormat(int32_t format, Fn &&fn) {
+#define HELM_CUDA_FORMAT_CASE(NAME, CODE, name, ggml, weights, bytes, quantizable)               \
+  case CODE:                                                                                     \
+    fn(std::integral_constant<int, CODE>{});                                                     \
+    break;
+  switch (format) {
+    HELM_BLOCK_FORMATS(HELM_CUDA_FORMAT_CASE)
+  default: break;
   }
+#undef HELM_CUDA_FORMAT_CASE
+}
 
 /// One thread per weight, in order: neighbouring threads read neighbouring codes and write
 /// neighbouring floats.
@@ -295,34 +338,27 @@ __device__ void embedBlocksOf(const uint8_t *table, const int64_t *ids, T *y, in
 template <typename T>
 __device__ void embedBlocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
                             int64_t rows, int64_t vocab, int64_t width) {
-#define HELM_EMBED_BLOCKS_CALL(F) embedBlocksOf<T, F>(table, ids, y, rows, vocab, width)
-  HELM_CUDA_FOR_FORMAT(format, HELM_EMBED_BLOCKS_CALL)
-#undef HELM_EMBED_BLOCKS_CALL
+  forFormat(format, [&](auto f) { embedBlocksOf<T, decltype(f)::value>(table, ids, y, rows, vocab, width); });
 }
 
 } // namespace helm_cuda
 
 extern "C" __global__ void helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out,
                                                      int64_t rows, int64_t k) {
-#define HELM_DEQUANTIZE_CALL(F) helm_cuda::dequantizeRows<F>(w, out, rows, k)
-  HELM_CUDA_FOR_FORMAT(format, HELM_DEQUANTIZE_CALL)
-#undef HELM_DEQUANTIZE_CALL
+  helm_cuda::forFormat(format, [&](auto f) { helm_cuda::dequantizeRows<decltype(f)::value>(w, out, rows, k); });
 }
 
 extern "C" __global__ void helm_cuda_qgemv(const float *x, const uint8_t *w, int32_t format,
                                            float *y, int64_t m, int64_t k, int64_t n) {
-#define HELM_QGEMV_CALL(F) helm_cuda::qgemv<F>(x, w, y, m, k, n)
-  HELM_CUDA_FOR_FORMAT(format, HELM_QGEMV_CALL)
-#undef HELM_QGEMV_CALL
+  helm_cuda::forFormat(format, [&](auto f) { helm_cuda::qgemv<decltype(f)::value>(x, w, y, m, k, n); });
 }
 
 extern "C" __global__ void __launch_bounds__(helm_cuda::kQgemvStagedThreads)
     helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
                            int64_t k, int64_t n) {
   __shared__ helm_cuda::StagedShared shared;
-#define HELM_QGEMV_STAGED_CALL(F) helm_cuda::qgemvStaged<F>(x, w, y, m, k, n, shared)
-  HELM_CUDA_FOR_FORMAT(format, HELM_QGEMV_STAGED_CALL)
-#undef HELM_QGEMV_STAGED_CALL
+  helm_cuda::forFormat(format,
+                       [&](auto f) { helm_cuda::qgemvStaged<decltype(f)::value>(x, w, y, m, k, n, shared); });
 }
 
 #define HELM_EMBED_BLOCKS_PARAMS(T)                                                                \

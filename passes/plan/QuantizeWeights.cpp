@@ -8,6 +8,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include <limits>
+#include <vector>
 
 namespace helm {
 #define GEN_PASS_DEF_QUANTIZEWEIGHTS
@@ -100,12 +101,15 @@ Roles findRoles(ModuleOp module) {
 bool moreBitsInBlock(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 /// The format a row of `rowLength` weights takes instead of `format` when it is not a whole number
-/// of `format`'s blocks, or nullopt when no format fits.
+/// of `format`'s blocks (llama.cpp's llama-quantize rule: q4_k -> q5_0, q5_k -> q5_1, q6_k ->
+/// q8_0), or nullopt when no format fits.
 std::optional<BlockFormat> fitFormat(BlockFormat format, int64_t rowLength) {
   auto weightsOf = [](BlockFormat f) { return helm_dtype_block_weights(int32_t(f)); };
   if (rowLength % weightsOf(format) == 0)
     return format;
-  BlockFormat fallback = format == BlockFormat::q4_k ? BlockFormat::q4_1 : BlockFormat::q8_0;
+  BlockFormat fallback = format == BlockFormat::q4_k   ? BlockFormat::q5_0
+                         : format == BlockFormat::q5_k ? BlockFormat::q5_1
+                                                       : BlockFormat::q8_0;
   if (rowLength % weightsOf(fallback) == 0)
     return fallback;
   return std::nullopt;
@@ -118,9 +122,13 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
     ModuleOp module = getOperation();
     const bool mixed = format == "q4_k_m";
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
-    if (!mixed && !single) {
-      module.emitError() << "unknown quantization format '" << format << "' (known: "
-                         << llvm::join(quantizationSchemes(), ", ") << ")";
+    if (!llvm::is_contained(quantizationSchemes(), llvm::StringRef(format))) {
+      if (single)
+        module.emitError() << "block format '" << format << "' is read from GGUF files only; helmc quantizes to "
+                           << llvm::join(quantizationSchemes(), ", ");
+      else
+        module.emitError() << "unknown quantization format '" << format << "' (known: "
+                           << llvm::join(quantizationSchemes(), ", ") << ")";
       return signalPassFailure();
     }
     Roles roles;
@@ -176,9 +184,17 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
 } // namespace
 
 llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
-  // Every block format of the contract's table, then llama.cpp's mixed recipe.
-#define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable) name,
-  static constexpr llvm::StringLiteral kSchemes[] = {HELM_BLOCK_FORMATS(HELM_SCHEME_NAME) "q4_k_m"};
+  // Every block format of the contract's table that helmc quantizes to, then llama.cpp's mixed
+  // recipe.
+  static const std::vector<llvm::StringLiteral> kSchemes = [] {
+    std::vector<llvm::StringLiteral> schemes;
+#define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable)                                   \
+  if (quantizable)                                                                                             \
+    schemes.push_back(name);
+    HELM_BLOCK_FORMATS(HELM_SCHEME_NAME)
 #undef HELM_SCHEME_NAME
+    schemes.push_back("q4_k_m");
+    return schemes;
+  }();
   return kSchemes;
 }

@@ -10,7 +10,9 @@ on PyPI; scripts/test.sh runs that first):
    vocabulary (llama-spm) and three byte-level BPE ones (gpt-2, llama-bpe, qwen2).
 2. Models: llama, qwen2 and qwen3 files with random weights written by test/gguf/make_gguf_model.py
    (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it F16, Q8_0,
-   Q4_0, Q4_1 and Q4_K_M made by llama.cpp's llama-quantize, a tied Q8_0 table, and the default
+   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and Q4_K_M made by llama.cpp's llama-quantize, a Q4_K_M
+   file of a model 320 wide (its rows of 320 are not whole 256-weight blocks: llama-quantize falls
+   back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), a tied Q8_0 table, and the default
    model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). Both run with an f32 KV
    cache (llama-greedy's f32-kv, without flash attention; helm-rt --kv-type f32): their default f16
    caches round K and V, and llama.cpp's also rounds each query to f16 for the f16 dot products,
@@ -19,11 +21,12 @@ on PyPI; scripts/test.sh runs that first):
    for 32 tokens, or up to a step where the two part at a near-tie: helm's id must then be ranked
    by llama.cpp within twice the logits' measured difference at that step of its best (two sets of
    logits that close may rank the pair either way).
-   F32 files compute the same operations (only summation order differs): 1e-5. Q8_0, Q4_0 and Q4_1
-   files also do (HELM quantizes activations exactly as llama.cpp's q8_0 / q8_1 blocks), but a
+   F32 files compute the same operations (only summation order differs): 1e-5. Q8_0, Q4_0, Q4_1,
+   Q5_0, Q5_1 and IQ4_NL files also do (HELM quantizes activations exactly as llama.cpp's q8_0 / q8_1 blocks), but a
    last-bit difference that moves an activation across a rounding boundary changes its 8-bit code,
    and random-weight models amplify that: 6e-2, the bound the ONNX tests use for 8-bit activations.
-   Q4_K_M: llama.cpp quantizes activations in blocks of 256 for k-quants (q8_K), HELM in 32s: 6e-2.
+   Q4_K_M and IQ4_XS: llama.cpp quantizes activations in blocks of 256 for them (q8_K), HELM in
+   32s: 6e-2.
    F16: llama.cpp rounds activations to f16 for F16 weights, HELM keeps f32: 1e-2.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
 """
@@ -42,7 +45,8 @@ import gguf
 HERE = Path(__file__).resolve().parent
 TOKENS = 32
 # Relative first-step logit tolerance per weight type (why: the docstring, 2.).
-TOLERANCE = {"F32": 1e-5, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q4_K_M": 6e-2, "default": 6e-2}
+TOLERANCE = {"F32": 1e-5, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q5_0": 6e-2, "Q5_1": 6e-2,
+             "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "default": 6e-2}
 
 
 def run(cmd, **kw):
@@ -194,12 +198,23 @@ def main():
             run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", arch, "--out", f32,
                  "--vocab", vocab_dir / f"ggml-vocab-{vocab}.gguf", "--untied", "--seed", "1"])
             compare(a, f"{arch} F32", f32, prompt, TOLERANCE["F32"], failures)
-            for qtype in ["F16", "Q8_0", "Q4_0", "Q4_1", "Q4_K_M"]:
+            for qtype in ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "Q4_K_M"]:
                 q = tmp / f"{arch}-{qtype}.gguf"
                 run([quantize, f32, q, qtype], env=env)
                 compare(a, f"{arch} {qtype}", q, prompt, TOLERANCE[qtype], failures)
                 q.unlink()
             f32.unlink()
+        # Q4_K_M of a model whose rows of 320 are not whole super-blocks: Q5_0 and Q8_0 fallbacks.
+        narrow = tmp / "llama-320-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", narrow,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "3", "--hidden", "320",
+             "--heads", "5", "--kv-heads", "1", "--ffn", "768"])
+        q = tmp / "llama-320-Q4_K_M.gguf"
+        run([quantize, narrow, q, "Q4_K_M"], env=env)
+        types = {gguf.GGMLQuantizationType(t.tensor_type).name for t in gguf.GGUFReader(q).tensors}
+        if not {"Q5_0", "Q4_K"} <= types:
+            failures.append(f"llama 320 Q4_K_M: expected Q5_0 fallbacks beside Q4_K, the file has {sorted(types)}")
+        compare(a, "llama 320 Q4_K_M", q, cases[0][2], TOLERANCE["Q4_K_M"], failures)
         # A tied table in blocks (the LM head reads the token table) at one bit width.
         tied = tmp / "llama-tied.gguf"
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,

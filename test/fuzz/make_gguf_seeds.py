@@ -10,6 +10,8 @@
                                           special ids, chat template) and one block of Q8_0 / Q4_1 /
                                           Q4_K / F32 tensors
   no-tensors.gguf                         metadata only (like llama.cpp's vocabulary files)
+  llama-q5-iq4.gguf                       a whole one-block llama model (test/gguf/make_gguf_model.py)
+                                          in Q5_0, with Q5_1, IQ4_NL and IQ4_XS tensors
 
   .venv/bin/python test/fuzz/make_gguf_seeds.py
 """
@@ -77,6 +79,12 @@ def main():
     check_gguf_reader.write_synthetic(str(OUT / "synthetic-a64.gguf"), 64)
     llama_tiny(OUT / "llama-tiny.gguf")
     llama_tiny(OUT / "no-tensors.gguf", tensors=False)
+    import subprocess
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "llama",
+                    "--out", str(OUT / "llama-q5-iq4.gguf"), "--type", "q5_0", "--hidden", "64", "--ffn", "256",
+                    "--heads", "2", "--kv-heads", "1", "--layers", "1",
+                    "--tensor-type", "blk.0.attn_k.weight=q5_1", "--tensor-type", "blk.0.attn_v.weight=iq4_nl",
+                    "--tensor-type", "blk.0.ffn_down.weight=iq4_xs"], check=True)
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size // 1024} KiB")
 

@@ -66,7 +66,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "gemma2"])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--type", default="f32", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0"])
+    ap.add_argument("--type", default="f32",
+                    choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "q2_k"])
     ap.add_argument("--vocab")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--ffn", type=int, default=512)
@@ -117,6 +118,8 @@ def main():
     forced = dict(kv.split("=", 1) for kv in a.tensor_type)
     qtypes = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
               "q4_1": gguf.GGMLQuantizationType.Q4_1, "q5_0": gguf.GGMLQuantizationType.Q5_0,
+              "q5_1": gguf.GGMLQuantizationType.Q5_1, "q2_k": gguf.GGMLQuantizationType.Q2_K,
+              "iq4_nl": gguf.GGMLQuantizationType.IQ4_NL, "iq4_xs": gguf.GGMLQuantizationType.IQ4_XS,
               "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16}
 
     def add(name, shape, scale, kind="matrix"):
@@ -132,6 +135,18 @@ def main():
             writer.add_tensor(name, data)
         elif t == "f16":
             writer.add_tensor(name, data.astype(np.float16))
+        elif t in ("q2_k", "iq4_nl", "iq4_xs"):
+            # The gguf package has no quantizer for these: random blocks. iq4's f16 d (at the start
+            # of each block) is set so that the weights have about `scale`'s size (the grid's
+            # values average 55 in magnitude, iq4_xs' sub-block scales 16); Q2_K is refused, and the
+            # refusal tests never read its values.
+            block, size = gguf.GGML_QUANT_SIZES[qtypes[t]]
+            q = rng.integers(0, 256, size=(shape[0], shape[1] // block, size), dtype=np.uint8)
+            if t != "q2_k":
+                d = np.float16(scale / (55.0 if t == "iq4_nl" else 55.0 * 16)).reshape(1).view(np.uint8)
+                q[:, :, 0:2] = d
+            q = q.reshape(shape[0], -1)
+            writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtypes[t])
         else:
             q = gguf.quants.quantize(data, qtypes[t])
             writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtypes[t])

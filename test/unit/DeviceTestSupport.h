@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,13 +66,26 @@ inline int32_t blockDtypeCode(quant::BlockFormat format) {
 /// their values decoded by dequantizeRow, the format's definition.
 inline void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, uint32_t seed,
                       std::vector<char> &blocks, std::vector<float> &values) {
+  const quant::BlockFormatInfo &info = quant::blockFormatInfo(format);
   const int64_t rowBytes = *quant::rowBytes(format, width);
   blocks.assign(size_t(rows * rowBytes), 0);
   values.assign(size_t(rows * width), 0.0f);
+  std::mt19937 rng(seed);
   for (int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
     auto *dst = reinterpret_cast<uint8_t *>(blocks.data()) + r * rowBytes;
-    ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, dst).ok());
+    if (info.quantizable) {
+      std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
+      ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, dst).ok());
+    } else {
+      // A format HELM only reads (iq4_nl, iq4_xs: one f16 scale d at the start of each block):
+      // random codes and sub-block scales, d of either sign in [2^-10, 2^-9).
+      for (int64_t i = 0; i < rowBytes; ++i)
+        dst[i] = uint8_t(rng());
+      for (int64_t b = 0; b < width / info.weightsPerBlock; ++b) {
+        const uint16_t d = uint16_t((rng() & 0x8000u) | 0x1400u | (rng() & 0x3ffu));
+        std::memcpy(dst + b * info.bytesPerBlock, &d, 2);
+      }
+    }
     ASSERT_TRUE(quant::dequantizeRow(format, dst, width, values.data() + r * width).ok());
   }
 }

@@ -1,14 +1,20 @@
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_0 | FileCheck %s
 // RUN: not helm-opt %s --helm-quantize-weights=format=q9_9 2>&1 | FileCheck %s --check-prefix=BAD
-// Rows of 64 are not whole k-quant super-blocks (256): q4_k falls back to q4_1, q5_k and q6_k to
-// q8_0; rows of 16 fit no format.
+// A format helmc only reads (iq4_nl: no quantizer) is refused, naming what it quantizes to.
+// RUN: not helm-opt %s --helm-quantize-weights=format=iq4_nl 2>&1 | FileCheck %s --check-prefix=READONLY
+// Rows of 64 are not whole k-quant super-blocks (256): as llama-quantize, q4_k falls back to q5_0,
+// q5_k to q5_1 and q6_k to q8_0; rows of 16 fit no format.
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_k | FileCheck %s --check-prefix=Q4K
-// RUN: helm-opt %s --helm-quantize-weights=format=q5_k | FileCheck %s --check-prefix=Q8
+// RUN: helm-opt %s --helm-quantize-weights=format=q5_k | FileCheck %s --check-prefix=Q5K
 // RUN: helm-opt %s --helm-quantize-weights=format=q6_k | FileCheck %s --check-prefix=Q8
-// Q4K: helm.weight_decl @kn : tensor<64x16xf32> {blocks = #helm.blocks<format = q4_1, row_dim = 1>
-// Q4K: helm.weight_decl @nk : tensor<16x64xf32> {blocks = #helm.blocks<format = q4_1, row_dim = 0>
-// Q4K: helm.weight_decl @table : tensor<32x64xf32> {blocks = #helm.blocks<format = q4_1, row_dim = 0>
+// RUN: helm-opt %s --helm-quantize-weights=format=q5_1 | FileCheck %s --check-prefix=Q51
+// Q4K: helm.weight_decl @kn : tensor<64x16xf32> {blocks = #helm.blocks<format = q5_0, row_dim = 1>
+// Q4K: helm.weight_decl @nk : tensor<16x64xf32> {blocks = #helm.blocks<format = q5_0, row_dim = 0>
+// Q4K: helm.weight_decl @table : tensor<32x64xf32> {blocks = #helm.blocks<format = q5_0, row_dim = 0>
 // Q4K: helm.weight_decl @short : tensor<16x16xf32> {length
+// Q5K: helm.weight_decl @kn : tensor<64x16xf32> {blocks = #helm.blocks<format = q5_1, row_dim = 1>
+// Q5K: helm.weight_decl @table : tensor<32x64xf32> {blocks = #helm.blocks<format = q5_1, row_dim = 0>
+// Q51: helm.weight_decl @nk : tensor<16x64xf32> {blocks = #helm.blocks<format = q5_1, row_dim = 0>
 // Q8: helm.weight_decl @kn : tensor<64x16xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 1>
 // Q8: helm.weight_decl @table : tensor<32x64xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 0>
 // Q8: helm.weight_decl @short : tensor<16x16xf32> {length
@@ -28,7 +34,8 @@
 // CHECK: helm.weight_decl @short : tensor<16x16xf32> {length
 // Read as [K, N] by one linear and as [N, K] by another: no single row dimension.
 // CHECK: helm.weight_decl @both : tensor<64x64xf32> {length
-// BAD: error: unknown quantization format 'q9_9' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q4_k_m)
+// BAD: error: unknown quantization format 'q9_9' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q4_k_m)
+// READONLY: error: block format 'iq4_nl' is read from GGUF files only; helmc quantizes to q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q4_k_m
 module {
   helm.weight_decl @kn : tensor<64x16xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "kn"}
   helm.weight_decl @nk : tensor<16x64xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "nk"}

@@ -75,7 +75,7 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
           << info.name;
       // The CPU quantizes x per block of 32 as llama.cpp's q8_0 (QuantGemvImpl.h: codes
       // nearbyint(clamp(x * (127 / amax), -127, 127)), d = amax / 127 rounded to f16), re-done here.
-      // The min terms of q4_1 / q4_k / q5_k use the block's s = f16(amax / 127 * sum of codes)
+      // The min terms of q4_1 / q5_1 / q4_k / q5_k use the block's s = f16(amax / 127 * sum of codes)
       // (ggml's q8_1 s) instead of d times the codes: minDelta is s - d * sum, per block.
       std::vector<double> xq(x.begin(), x.end()), minDelta(x.size() / 32);
       for (size_t b = 0; b < xq.size() / 32; ++b) {
@@ -93,11 +93,17 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
         }
         minDelta[b] = toHalf(amax / 127.0f * float(sum)) - d * sum;
       }
-      // The weight row's min per block of 32 (w = q d + min): q4_1's m, the k-quants' -dmin mc.
+      // The weight row's min per block of 32 (w = q d + min): q4_1's and q5_1's m, the k-quants'
+      // -dmin mc.
       const auto blockMin = [&](int64_t row, int64_t b) -> double {
         const char *r = w.data() + row * (k / info.weightsPerBlock) * info.bytesPerBlock;
         if (info.format == quant::BlockFormat::q4_1) {
           quant::BlockQ4_1 blk;
+          std::memcpy(&blk, r + b * info.bytesPerBlock, sizeof blk);
+          return helm::kernels::halfToFloat(blk.m);
+        }
+        if (info.format == quant::BlockFormat::q5_1) {
+          quant::BlockQ5_1 blk;
           std::memcpy(&blk, r + b * info.bytesPerBlock, sizeof blk);
           return helm::kernels::halfToFloat(blk.m);
         }
