@@ -52,7 +52,9 @@ def Helm_BlockFormat : I32EnumAttr<"BlockFormat", "block format of a quantized w
     I32EnumAttrCase<"q5_0", 9>,
     I32EnumAttrCase<"q5_1", 10>,
     I32EnumAttrCase<"iq4_nl", 11>,
-    I32EnumAttrCase<"iq4_xs", 12>]> {
+    I32EnumAttrCase<"iq4_xs", 12>,
+    I32EnumAttrCase<"q2_k", 13>,
+    I32EnumAttrCase<"q3_k", 14>]> {
   let cppNamespace = "::helm";
   let genSpecializedAttr = 0;
 }
@@ -198,6 +200,8 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
     | q5_1 | 5 | 32 | f16 scale, f16 min | min |
     | iq4_nl | 4 | 32 | f16; codes index a 16-value non-linear table | symmetric |
     | iq4_xs | 4 | 256 (8 x 32) | 6-bit scales, f16 super-scale; iq4_nl's table | symmetric |
+    | q2_k | 2 | 256 (16 x 16) | 4-bit scales and mins, f16 super-scales | min |
+    | q3_k | 3 | 256 (16 x 16) | 6-bit scales, f16 super-scale | symmetric (offset 4) |
   }];
   let parameters = (ins "::helm::BlockFormat":$format, "int64_t":$row_dim);
   let extraClassDeclaration = [{

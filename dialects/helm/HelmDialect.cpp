@@ -55,7 +55,8 @@ static_assert(int(BlockFormat::q8_0) == HELM_DTYPE_Q8_0 && int(BlockFormat::q4_0
                   int(BlockFormat::q5_k) == HELM_DTYPE_Q5_K && int(BlockFormat::q6_k) == HELM_DTYPE_Q6_K &&
                   int(BlockFormat::q5_0) == HELM_DTYPE_Q5_0 && int(BlockFormat::q5_1) == HELM_DTYPE_Q5_1 &&
                   int(BlockFormat::iq4_nl) == HELM_DTYPE_IQ4_NL && int(BlockFormat::iq4_xs) == HELM_DTYPE_IQ4_XS &&
-                  getMaxEnumValForBlockFormat() == HELM_DTYPE_IQ4_XS,
+                  int(BlockFormat::q2_k) == HELM_DTYPE_Q2_K && int(BlockFormat::q3_k) == HELM_DTYPE_Q3_K &&
+                  getMaxEnumValForBlockFormat() == HELM_DTYPE_Q3_K,
               "BlockFormat codes are the contract's helm_dtype codes");
 
 void HelmDialect::initialize() {

@@ -2,8 +2,8 @@
 //
 // The formats are kernels/quant/BlockFormats.h's (ggml's byte layouts), given by the contract's
 // block dtype codes (the contract's HELM_BLOCK_FORMATS). A row of K weights is K / 32 blocks of
-// 32 (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl) or K / 256 super-blocks of 256 (q4_k, q5_k, q6_k,
-// iq4_xs); the kernels see a row
+// 32 (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl) or K / 256 super-blocks of 256 (q2_k, q3_k, q4_k,
+// q5_k, q6_k, iq4_xs); the kernels see a row
 // as K / 32 groups of 32 consecutive weights (a block, or one eighth of a super-block) and give
 // the 32 lanes of a warp one weight of a group each, so that neighbouring lanes read neighbouring
 // code bytes (the block's scales are one broadcast read).
@@ -58,6 +58,8 @@ using helm::quant::BlockQ5_0;
 using helm::quant::BlockQ5_1;
 using helm::quant::BlockIq4Nl;
 using helm::quant::BlockIq4Xs;
+using helm::quant::BlockQ2K;
+using helm::quant::BlockQ3K;
 
 /// The iq4 grid (quant::kIq4Values) where device code can read it.
 __constant__ int8_t kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -130,6 +132,25 @@ __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) 
     const uint8_t *qs = b + offsetof(BlockIq4Xs, qs) + 16 * sub;
     const int nibble = l < 16 ? (qs[l] & 0xF) : (qs[l - 16] >> 4);
     return __fmul_rn(__fmul_rn(halfAt(b), float(ls - 32)), float(kIq4Grid[nibble]));
+  } else if constexpr (F == HELM_DTYPE_Q2_K || F == HELM_DTYPE_Q3_K) {
+    // Group t of super-block g / 8 = sub-blocks 2t (l < 16) and 2t + 1: half n = t / 4 of the
+    // super-block, bits 2 (t % 4) of qs[32n + l] (q3_k: hmask[l] bit 4n + t % 4 as the third).
+    using Block = std::conditional_t<F == HELM_DTYPE_Q2_K, BlockQ2K, BlockQ3K>;
+    const uint8_t *b = row + (g / 8) * sizeof(Block);
+    const int t = int(g % 8), n = t / 4, s = 2 * t + l / 16;
+    const int low = (b[offsetof(Block, qs) + 32 * n + l] >> (2 * (t % 4))) & 3;
+    if constexpr (F == HELM_DTYPE_Q2_K) {
+      const int sc = b[offsetof(BlockQ2K, scales) + s];
+      const float dl = __fmul_rn(halfAt(b + offsetof(BlockQ2K, d)), float(sc & 0xF));
+      const float ml = __fmul_rn(halfAt(b + offsetof(BlockQ2K, dmin)), float(sc >> 4));
+      return __fsub_rn(__fmul_rn(dl, float(low)), ml);
+    } else {
+      const uint8_t *scales = b + offsetof(BlockQ3K, scales);
+      const int code = ((scales[s % 8] >> (4 * (s / 8))) & 0xF) | (((scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4);
+      const int high = (b[offsetof(BlockQ3K, hmask) + l] >> (4 * n + t % 4)) & 1;
+      const float dl = __fmul_rn(halfAt(b + offsetof(BlockQ3K, d)), float(code - 32));
+      return __fmul_rn(dl, float(low - (high ? 0 : 4)));
+    }
   } else if constexpr (F == HELM_DTYPE_Q4_K || F == HELM_DTYPE_Q5_K) {
     // Sub-block `sub` of super-block g / 8: qs bytes 32 * (sub / 2) .., low nibbles for even
     // sub-blocks, high nibbles for odd ones; q5_k adds bit `sub` of qh[l] as the fifth bit.

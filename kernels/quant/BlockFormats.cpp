@@ -23,13 +23,14 @@ namespace {
   {BlockFormat(CODE - HELM_DTYPE_Q8_0), name, ggml, weights, bytes, quantizable != 0},
 constexpr BlockFormatInfo kFormats[] = {HELM_BLOCK_FORMATS(HELM_QUANT_FORMAT_ROW)};
 #undef HELM_QUANT_FORMAT_ROW
-static_assert(std::size(kFormats) == size_t(BlockFormat::iq4_xs) + 1, "one row per BlockFormat");
+static_assert(std::size(kFormats) == size_t(BlockFormat::q3_k) + 1, "one row per BlockFormat");
 static_assert(kFormats[int(BlockFormat::q8_0)].name == "q8_0" && kFormats[int(BlockFormat::q4_0)].name == "q4_0" &&
                   kFormats[int(BlockFormat::q4_1)].name == "q4_1" && kFormats[int(BlockFormat::q4_k)].name == "q4_k" &&
                   kFormats[int(BlockFormat::q5_k)].name == "q5_k" && kFormats[int(BlockFormat::q6_k)].name == "q6_k" &&
                   kFormats[int(BlockFormat::q5_0)].name == "q5_0" && kFormats[int(BlockFormat::q5_1)].name == "q5_1" &&
                   kFormats[int(BlockFormat::iq4_nl)].name == "iq4_nl" &&
-                  kFormats[int(BlockFormat::iq4_xs)].name == "iq4_xs",
+                  kFormats[int(BlockFormat::iq4_xs)].name == "iq4_xs" &&
+                  kFormats[int(BlockFormat::q2_k)].name == "q2_k" && kFormats[int(BlockFormat::q3_k)].name == "q3_k",
               "BlockFormat's order is the contract table's");
 static_assert([] {
   for (size_t i = 0; i < std::size(kFormats); ++i)
@@ -46,7 +47,9 @@ static_assert(sizeof(BlockQ8_0) == kFormats[int(BlockFormat::q8_0)].bytesPerBloc
               sizeof(BlockQ5_0) == kFormats[int(BlockFormat::q5_0)].bytesPerBlock &&
               sizeof(BlockQ5_1) == kFormats[int(BlockFormat::q5_1)].bytesPerBlock &&
               sizeof(BlockIq4Nl) == kFormats[int(BlockFormat::iq4_nl)].bytesPerBlock &&
-              sizeof(BlockIq4Xs) == kFormats[int(BlockFormat::iq4_xs)].bytesPerBlock,
+              sizeof(BlockIq4Xs) == kFormats[int(BlockFormat::iq4_xs)].bytesPerBlock &&
+              sizeof(BlockQ2K) == kFormats[int(BlockFormat::q2_k)].bytesPerBlock &&
+              sizeof(BlockQ3K) == kFormats[int(BlockFormat::q3_k)].bytesPerBlock,
               "the layouts have the contract table's sizes");
 
 constexpr int kSuperBlock = 256;
@@ -553,6 +556,32 @@ void dequantizeIq4Xs(const uint8_t *in, float *y) {
     dequantizeIq4Nibbles(in + offsetof(BlockIq4Xs, qs) + 16 * j, d * float(iq4XsScale(in, j) - 32), y + 32 * j);
 }
 
+void dequantizeQ2K(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ2K>(in);
+  const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
+  for (int s = 0; s < 16; ++s) {
+    const int n = s / 8, t = s % 8 / 2, h = s % 2;
+    // ggml: dl * q - ml with dl = d * sc, ml = dmin * m.
+    const float dl = d * float(b.scales[s] & 0xF), ml = dmin * float(b.scales[s] >> 4);
+    for (int l = 0; l < 16; ++l)
+      y[16 * s + l] = dl * float((b.qs[32 * n + 16 * h + l] >> (2 * t)) & 3) - ml;
+  }
+}
+
+void dequantizeQ3K(const uint8_t *in, float *y) {
+  const auto b = loadBlock<BlockQ3K>(in);
+  const float d = fromHalf(b.d);
+  for (int s = 0; s < 16; ++s) {
+    const int n = s / 8, t = s % 8 / 2, h = s % 2;
+    const float dl = d * float(q3KScale(b.scales, s) - 32);
+    for (int l = 0; l < 16; ++l) {
+      const int low = (b.qs[32 * n + 16 * h + l] >> (2 * t)) & 3;
+      const int high = (b.hmask[16 * h + l] >> (4 * n + t)) & 1;
+      y[16 * s + l] = dl * float(low - (high ? 0 : 4));
+    }
+  }
+}
+
 void dequantizeQ4K(const uint8_t *in, float *y) {
   const auto b = loadBlock<BlockQ4K>(in);
   const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
@@ -623,7 +652,9 @@ QuantizeBlockFn quantizer(BlockFormat format) {
   case BlockFormat::q5_0: return quantizeQ5_0;
   case BlockFormat::q5_1: return quantizeQ5_1;
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs: return nullptr; // read only (the table's quantizable column)
+  case BlockFormat::iq4_xs:
+  case BlockFormat::q2_k:
+  case BlockFormat::q3_k: return nullptr; // read only (the table's quantizable column)
   }
   return nullptr;
 }
@@ -640,6 +671,8 @@ DequantizeBlockFn dequantizer(BlockFormat format) {
   case BlockFormat::q5_1: return dequantizeQ5_1;
   case BlockFormat::iq4_nl: return dequantizeIq4Nl;
   case BlockFormat::iq4_xs: return dequantizeIq4Xs;
+  case BlockFormat::q2_k: return dequantizeQ2K;
+  case BlockFormat::q3_k: return dequantizeQ3K;
   }
   return nullptr;
 }

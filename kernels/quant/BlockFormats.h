@@ -8,7 +8,8 @@
 // quantizers (quantize_row_*_ref). The k-quants (q4_k, q5_k, q6_k) use ggml's scale search in spirit but never
 // clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's; every
 // format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow. iq4_nl and
-// iq4_xs are read only (the table's quantizable column is 0): quantizeRow refuses them.
+// iq4_xs, q2_k and q3_k are read only (the table's quantizable column is 0): quantizeRow refuses
+// them.
 //===------------------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_QUANT_BLOCKFORMATS_H
 #define HELM_KERNELS_QUANT_BLOCKFORMATS_H
@@ -27,7 +28,7 @@ namespace helm::quant {
 static_assert(std::endian::native == std::endian::little, "block layouts assume a little-endian host");
 
 /// The contract's table (HELM_BLOCK_FORMATS) in its order: BlockFormat(code - HELM_DTYPE_Q8_0).
-enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, iq4_nl, iq4_xs };
+enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, iq4_nl, iq4_xs, q2_k, q3_k };
 
 /// One row of the format table.
 struct BlockFormatInfo {
@@ -126,6 +127,30 @@ struct BlockIq4Xs {
   uint8_t scalesLow[4];
   uint8_t qs[128];
 };
+
+/// 256 weights in 16 sub-blocks of 16; scales[s] holds sub-block s's 4-bit scale (low nibble) and
+/// 4-bit min (high); x = d * sc * q - dmin * m with q in [0, 3]. Sub-block s = 8n + 2t + h (n: half
+/// of 128 weights, t: 0..3, h: 0..1) takes bits 2t, 2t + 1 of qs[32n + 16h + l], l < 16.
+struct BlockQ2K {
+  uint8_t scales[16];
+  uint8_t qs[64];
+  uint16_t d;
+  uint16_t dmin;
+};
+/// 256 weights in 16 sub-blocks of 16 with 6-bit scales (q3KScale); x = d * (sc - 32) * q with
+/// q = (2 low bits as Q2_K's) - (hmask[16h + l] bit 4n + t ? 0 : 4), in [-4, 3].
+struct BlockQ3K {
+  uint8_t hmask[32];
+  uint8_t qs[64];
+  uint8_t scales[12];
+  uint16_t d;
+};
+
+/// Q3_K sub-block s's 6-bit scale code (the scale is the code - 32): its low 4 bits are nibble
+/// s / 8 of scales[s % 8], its top 2 bits bits 2 (s / 4), + 1 of scales[8 + s % 4].
+inline int q3KScale(const uint8_t scales[12], int s) {
+  return ((scales[s % 8] >> (4 * (s / 8))) & 0xF) | (((scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4);
+}
 
 /// The 16 values an iq4 nibble stands for (ggml's kvalues_iq4nl): a non-linear grid, denser near 0.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};

@@ -23,6 +23,13 @@
 //     lane = lane - dmn * scaledSum. q6_k, activation block j over sub-blocks 2j, 2j + 1 (16 weights
 //     each, int8 scales): isum = sc[2j] * sum (q - 32) c + sc[2j+1] * sum (q - 32) c exactly;
 //     lane = lane + float(isum) * (d * dx).
+//   q2_k, q3_k (sub-blocks of 16, as q6_k: activation block j spans sub-blocks 2j, 2j + 1):
+//     q3_k (6-bit scale codes, sc = code - 32; q in -4..3): isum = sc[2j] * sum q c (first 16) +
+//     sc[2j+1] * sum q c (second 16) exactly; lane = lane + float(isum) * (d * dx). q2_k (4-bit
+//     scales sc and mins mn; q in 0..3): isum as q3_k's, msum = mn[2j] * (sum of the first 16
+//     codes) + mn[2j+1] * (sum of the second 16) exactly; lane = lane + float(isum) * (d * dx),
+//     then lane = lane - float(msum) * (dmin * dx) (llama.cpp's q2_K uses q8_K's per-16 sums the
+//     same way).
 //   q5_0, q5_1, iq4_nl, iq4_xs (the "decoded" formats: every path decodes a group of 256 weights to
 //     int8 codes and one f32 scale, and for q5_1 one f32 min, per block of 32, then runs one
 //     kernel for all of them): q5_0's code is q - 16, q5_1's q (0..31), iq4's kIq4Values[nibble];
@@ -66,11 +73,15 @@ constexpr bool isKQuant(BlockFormat f) {
 constexpr bool isDecoded(BlockFormat f) {
   return f == BlockFormat::q5_0 || f == BlockFormat::q5_1 || f == BlockFormat::iq4_nl || f == BlockFormat::iq4_xs;
 }
+/// The k-quants of sub-blocks of 16 whose codes fit 3 bits: one kernel for both on every path.
+constexpr bool isLowBitKQuant(BlockFormat f) { return f == BlockFormat::q2_k || f == BlockFormat::q3_k; }
 /// Formats of 256-weight blocks: a row is whole groups, never a partial last one.
-constexpr bool hasSuperBlocks(BlockFormat f) { return isKQuant(f) || f == BlockFormat::iq4_xs; }
+constexpr bool hasSuperBlocks(BlockFormat f) {
+  return isKQuant(f) || isLowBitKQuant(f) || f == BlockFormat::iq4_xs;
+}
 /// The formats the AVX-512 path has a 16-row kernel for (pathRows16); the others take at most
 /// kMaxRowsOfX rows of x a call on every path.
-constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f); }
+constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f) && !isLowBitKQuant(f); }
 
 /// Bytes per weight block of the 32-weight formats, from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {
@@ -92,6 +103,8 @@ constexpr int64_t groupBytes(BlockFormat f) {
   case BlockFormat::q5_k: return sizeof(BlockQ5K);
   case BlockFormat::q6_k: return sizeof(BlockQ6K);
   case BlockFormat::iq4_xs: return sizeof(BlockIq4Xs);
+  case BlockFormat::q2_k: return sizeof(BlockQ2K);
+  case BlockFormat::q3_k: return sizeof(BlockQ3K);
   default: return 8 * blockBytes(f);
   }
 }
@@ -110,6 +123,8 @@ template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
   case BlockFormat::q5_1: return fn(std::integral_constant<BlockFormat, BlockFormat::q5_1>{});
   case BlockFormat::iq4_nl: return fn(std::integral_constant<BlockFormat, BlockFormat::iq4_nl>{});
   case BlockFormat::iq4_xs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq4_xs>{});
+  case BlockFormat::q2_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q2_k>{});
+  case BlockFormat::q3_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q3_k>{});
   }
 }
 

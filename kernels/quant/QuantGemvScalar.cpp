@@ -110,16 +110,45 @@ void rowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, 
 }
 
 /// One k-quant super-block decoded: the 256 weight codes as the integer dot product uses them
-/// (q4_k / q5_k: q; q6_k: q - 32), the sub-block scales, and for q4_k / q5_k the min codes.
+/// (q4_k / q5_k / q2_k: q; q6_k: q - 32; q3_k: q in -4..3), the sub-block scales (q3_k: code - 32),
+/// and for q4_k / q5_k / q2_k the min codes.
 struct SuperBlock {
   int8_t q[256];
   int32_t scale[16];
-  int32_t min[8];
+  int32_t min[16];
   float d, dmin;
 };
 
+/// Sub-blocks of 16 weights (q6_k, q2_k, q3_k) rather than 32.
+constexpr bool hasSubBlocksOf16(BlockFormat f) { return f == BlockFormat::q6_k || isLowBitKQuant(f); }
+
 template <BlockFormat F> void decodeSuperBlock(const uint8_t *blk, SuperBlock &sb) {
-  if constexpr (F == BlockFormat::q6_k) {
+  if constexpr (isLowBitKQuant(F)) {
+    // Sub-block s = 8n + 2t + h: bits 2t of qs[32n + 16h + l] (q3_k: hmask[16h + l] bit 4n + t).
+    const uint8_t *qs = blk + (F == BlockFormat::q2_k ? offsetof(BlockQ2K, qs) : offsetof(BlockQ3K, qs));
+    for (int s = 0; s < 16; ++s) {
+      const int n = s / 8, t = s % 8 / 2, h = s % 2;
+      for (int l = 0; l < 16; ++l) {
+        int q = (qs[32 * n + 16 * h + l] >> (2 * t)) & 3;
+        if constexpr (F == BlockFormat::q3_k)
+          q -= (blk[offsetof(BlockQ3K, hmask) + 16 * h + l] >> (4 * n + t)) & 1 ? 0 : 4;
+        sb.q[16 * s + l] = int8_t(q);
+      }
+      if constexpr (F == BlockFormat::q2_k) {
+        sb.scale[s] = blk[offsetof(BlockQ2K, scales) + s] & 0xF;
+        sb.min[s] = blk[offsetof(BlockQ2K, scales) + s] >> 4;
+      } else {
+        sb.scale[s] = q3KScale(blk + offsetof(BlockQ3K, scales), s) - 32;
+      }
+    }
+    if constexpr (F == BlockFormat::q2_k) {
+      sb.d = halfAt(blk + offsetof(BlockQ2K, d));
+      sb.dmin = halfAt(blk + offsetof(BlockQ2K, dmin));
+    } else {
+      sb.d = halfAt(blk + offsetof(BlockQ3K, d));
+      sb.dmin = 0.0f;
+    }
+  } else if constexpr (F == BlockFormat::q6_k) {
     const uint8_t *ql = blk, *qh = blk + kQ6KQhOffset;
     for (int half = 0; half < 2; ++half)
       for (int l = 0; l < 32; ++l) {
@@ -172,14 +201,20 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
           const int8_t *c = q.codes + (first + j) * kBlock;
           const int8_t *qv = sb.q + 32 * j;
           float &lane = lanes[m][j];
-          if constexpr (F == BlockFormat::q6_k) {
-            int32_t lo = 0, hi = 0;
+          if constexpr (hasSubBlocksOf16(F)) {
+            int32_t lo = 0, hi = 0, loCodes = 0, hiCodes = 0;
             for (int l = 0; l < 16; ++l) {
               lo += int32_t(qv[l]) * c[l];
               hi += int32_t(qv[16 + l]) * c[16 + l];
+              loCodes += c[l];
+              hiCodes += c[16 + l];
             }
             const int32_t isum = sb.scale[2 * j] * lo + sb.scale[2 * j + 1] * hi;
             lane = lane + float(isum) * (sb.d * q.scale[first + j]);
+            if constexpr (F == BlockFormat::q2_k) {
+              const int32_t msum = sb.min[2 * j] * loCodes + sb.min[2 * j + 1] * hiCodes;
+              lane = lane - float(msum) * (sb.dmin * q.scale[first + j]);
+            }
           } else {
             int32_t isum = 0;
             for (int l = 0; l < 32; ++l)
@@ -237,7 +272,7 @@ void decodedRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8
 void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
                 float *y, int64_t N) {
   withFormat(f, [&](auto format) {
-    if constexpr (isKQuant(format))
+    if constexpr (isKQuant(format) || isLowBitKQuant(format))
       kRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
     else if constexpr (isDecoded(format))
       decodedRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);

@@ -329,6 +329,68 @@ HELM_QTARGET inline void decodedGroup(const uint8_t *p, const XRows &x, PathAcc<
   }
 }
 
+/// Adds a q2_k / q3_k super-block (at p) to the MB rows of x (QuantGemvImpl.h's arithmetic): the
+/// codes unsigned in registers (q2_k: q, 0..3; q3_k: q + 4, 0..7), u8 x s8 pairs times the int16
+/// sub-block scales (sub-block 2j in the low 128 bits, 2j + 1 in the high), q3_k's offset of 4
+/// and q2_k's mins through the per-16 sums of the codes (halfSum).
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void lowBitKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  const __m256i three = _mm256_set1_epi8(3);
+  __m256i wv[8];
+  alignas(32) int16_t scale[16], min[16] = {};
+  float d, dmin = 0.0f;
+  if constexpr (F == BlockFormat::q2_k) {
+    for (int n = 0; n < 2; ++n) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockQ2K, qs) + 32 * n));
+      for (int t = 0; t < 4; ++t)
+        wv[4 * n + t] = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * t), three);
+    }
+    for (int s = 0; s < 16; ++s) {
+      scale[s] = int16_t(p[offsetof(BlockQ2K, scales) + s] & 0xF);
+      min[s] = int16_t(p[offsetof(BlockQ2K, scales) + s] >> 4);
+    }
+    d = halfAt(p + offsetof(BlockQ2K, d));
+    dmin = halfAt(p + offsetof(BlockQ2K, dmin));
+  } else {
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockQ3K, hmask)));
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int n = 0; n < 2; ++n) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockQ3K, qs) + 32 * n));
+      for (int t = 0; t < 4; ++t) {
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + t), one); // 0 or 1 a byte
+        wv[4 * n + t] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * t), three), _mm256_slli_epi16(high, 2));
+      }
+    }
+    for (int s = 0; s < 16; ++s)
+      scale[s] = int16_t(q3KScale(p + offsetof(BlockQ3K, scales), s) - 32);
+    d = halfAt(p + offsetof(BlockQ3K, d));
+  }
+  __m256i scale16[8];
+  for (int j = 0; j < 8; ++j)
+    scale16[j] = _mm256_set_m128i(_mm_set1_epi16(scale[2 * j + 1]), _mm_set1_epi16(scale[2 * j]));
+  const __m256i scales = _mm256_load_si256(reinterpret_cast<const __m256i *>(scale));
+  const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i *>(min));
+  const __m256 dv = _mm256_set1_ps(d), dminv = _mm256_set1_ps(dmin);
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    __m256i prod[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) // |pair| <= 2 * 7 * 127 in int16; times a scale of |s| <= 32: int32
+      prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), j)), scale16[j]);
+    __m256i isum = reduce8x8(prod);
+    const __m256i halfSums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m)));
+    if constexpr (F == BlockFormat::q3_k) // the codes are q + 4: lane j loses 4 * (sc . per-16 sums)
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(scales, halfSums), 2));
+    const __m256 dx = _mm256_loadu_ps(x.dx(m));
+    acc.add(m, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dv, dx)));
+    if constexpr (F == BlockFormat::q2_k) { // lane - t is lane + (-t), bit for bit
+      const __m256i msum = _mm256_madd_epi16(mins, halfSums);
+      const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dminv, dx));
+      acc.add(m, _mm256_xor_ps(t, _mm256_set1_ps(-0.0f)));
+    }
+  }
+}
+
 template <BlockFormat F, int MB>
 HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64_t n0, int64_t n1, float *y,
                         int64_t N) {
@@ -353,6 +415,8 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         pathKQuantGroup<F, MB>(gp, x, acc);
       else if constexpr (isDecoded(F))
         decodedGroup<F, MB>(gp, x, acc);
+      else if constexpr (isLowBitKQuant(F))
+        lowBitKQuantGroup<F, MB>(gp, x, acc);
       else
         legacyGroup<F, MB>(gp, x, acc);
     }

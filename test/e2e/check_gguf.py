@@ -10,7 +10,7 @@ on PyPI; scripts/test.sh runs that first):
    vocabulary (llama-spm) and three byte-level BPE ones (gpt-2, llama-bpe, qwen2).
 2. Models: llama, qwen2 and qwen3 files with random weights written by test/gguf/make_gguf_model.py
    (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it F16, Q8_0,
-   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and Q4_K_M made by llama.cpp's llama-quantize, a Q4_K_M
+   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K_M, Q3_K_M and Q2_K made by llama.cpp's llama-quantize, a Q4_K_M
    file of a model 320 wide (its rows of 320 are not whole 256-weight blocks: llama-quantize falls
    back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), a tied Q8_0 table, and the default
    model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). Both run with an f32 KV
@@ -25,8 +25,8 @@ on PyPI; scripts/test.sh runs that first):
    Q5_0, Q5_1 and IQ4_NL files also do (HELM quantizes activations exactly as llama.cpp's q8_0 / q8_1 blocks), but a
    last-bit difference that moves an activation across a rounding boundary changes its 8-bit code,
    and random-weight models amplify that: 6e-2, the bound the ONNX tests use for 8-bit activations.
-   Q4_K_M and IQ4_XS: llama.cpp quantizes activations in blocks of 256 for them (q8_K), HELM in
-   32s: 6e-2.
+   Q4_K_M, Q3_K_M, Q2_K and IQ4_XS: llama.cpp quantizes activations in blocks of 256 for them
+   (q8_K), HELM in 32s: 6e-2.
    F16: llama.cpp rounds activations to f16 for F16 weights, HELM keeps f32: 1e-2.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
 """
@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 TOKENS = 32
 # Relative first-step logit tolerance per weight type (why: the docstring, 2.).
 TOLERANCE = {"F32": 1e-5, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q5_0": 6e-2, "Q5_1": 6e-2,
-             "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "default": 6e-2}
+             "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "Q3_K_M": 6e-2, "Q2_K": 6e-2, "default": 6e-2}
 
 
 def run(cmd, **kw):
@@ -198,7 +198,7 @@ def main():
             run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", arch, "--out", f32,
                  "--vocab", vocab_dir / f"ggml-vocab-{vocab}.gguf", "--untied", "--seed", "1"])
             compare(a, f"{arch} F32", f32, prompt, TOLERANCE["F32"], failures)
-            for qtype in ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "Q4_K_M"]:
+            for qtype in ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "Q4_K_M", "Q3_K_M", "Q2_K"]:
                 q = tmp / f"{arch}-{qtype}.gguf"
                 run([quantize, f32, q, qtype], env=env)
                 compare(a, f"{arch} {qtype}", q, prompt, TOLERANCE[qtype], failures)

@@ -8,7 +8,7 @@ blocks, tiny values; shapes such as 4x256 and 3x4096) and every format:
   * every format, the k-quants included: gguf.quants.dequantize(our bytes) equals our dequantizer's
     floats bit for bit, so ggml reads our blocks as we do;
   * the float64 error of each weight is within its format's bound (BOUNDS below);
-  * the formats HELM only reads (iq4_nl, iq4_xs): random blocks (every code, finite f16 scales of
+  * the formats HELM only reads (iq4_nl, iq4_xs, q2_k, q3_k): random blocks (every code, finite f16 scales of
     either sign) decode to gguf.quants.dequantize's floats bit for bit.
 Exits 0 when all hold, 1 otherwise (one line per failure, then a summary).
 """
@@ -43,6 +43,8 @@ READ_ONLY = {
     # name: (GGML type, weights per block, bytes per block, offsets of the f16 fields)
     "iq4_nl": (GGMLQuantizationType.IQ4_NL, 32, 18, (0,)),
     "iq4_xs": (GGMLQuantizationType.IQ4_XS, 256, 136, (0,)),
+    "q2_k": (GGMLQuantizationType.Q2_K, 256, 84, (80, 82)),
+    "q3_k": (GGMLQuantizationType.Q3_K, 256, 110, (108,)),
 }
 
 BOUNDS = """

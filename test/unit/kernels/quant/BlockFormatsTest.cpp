@@ -133,6 +133,8 @@ std::vector<double> errorBounds(BlockFormat format, const std::vector<float> &x,
     }
     case BlockFormat::iq4_nl:
     case BlockFormat::iq4_xs:
+    case BlockFormat::q2_k:
+    case BlockFormat::q3_k:
       ADD_FAILURE() << "HELM does not quantize to " << info.name;
       break;
     case BlockFormat::q4_k:
@@ -242,7 +244,9 @@ std::pair<float, float> largestRange(BlockFormat format) {
   case BlockFormat::q5_0: return {-65504.0f * 16, 65504.0f * 15};
   case BlockFormat::q5_1: return {-65504.0f, 65504.0f * 30};
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs: break; // not quantizable
+  case BlockFormat::iq4_xs:
+  case BlockFormat::q2_k:
+  case BlockFormat::q3_k: break; // not quantizable
   }
   return {0, 0};
 }
@@ -276,6 +280,8 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
       {BlockFormat::q5_1, "q5_1", 7, 32, 24, sizeof(q::BlockQ5_1), true},
       {BlockFormat::iq4_nl, "iq4_nl", 20, 32, 18, sizeof(q::BlockIq4Nl), false},
       {BlockFormat::iq4_xs, "iq4_xs", 23, 256, 136, sizeof(q::BlockIq4Xs), false},
+      {BlockFormat::q2_k, "q2_k", 10, 256, 84, sizeof(q::BlockQ2K), false},
+      {BlockFormat::q3_k, "q3_k", 11, 256, 110, sizeof(q::BlockQ3K), false},
   };
   ASSERT_EQ(q::allBlockFormats().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
@@ -305,6 +311,11 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
   EXPECT_EQ(offsetof(q::BlockIq4Nl, qs), 2u);
   EXPECT_EQ(offsetof(q::BlockIq4Xs, scalesLow), 4u);
   EXPECT_EQ(offsetof(q::BlockIq4Xs, qs), 8u);
+  EXPECT_EQ(offsetof(q::BlockQ2K, qs), 16u);
+  EXPECT_EQ(offsetof(q::BlockQ2K, d), 80u);
+  EXPECT_EQ(offsetof(q::BlockQ3K, qs), 32u);
+  EXPECT_EQ(offsetof(q::BlockQ3K, scales), 96u);
+  EXPECT_EQ(offsetof(q::BlockQ3K, d), 108u);
   for (const char *bad : {"", "Q8_0", "q8", "q4_K", "q8_0 ", "f16"})
     EXPECT_FALSE(q::parseBlockFormat(bad).has_value()) << bad;
 }
@@ -419,6 +430,34 @@ TEST(BlockFormats, HandBuiltBlocksDecodeAsGgml) {
     EXPECT_EQ(y[5 * 32 + 20], float((0x6 | 0x2 << 4) - 32) * 89.0f);
     EXPECT_EQ(y[4 * 32 + 0], float(0xF - 32) * -127.0f); // sub-block 4: scalesLow[2]'s low nibble
     EXPECT_EQ(y[0], -32.0f * -127.0f);
+  }
+  { // Q2_K: sub-block 11 = half 1, t = 1, second 16: bits 2-3 of qs[32 + 16 + l]; scales[11] =
+    // scale 5 (low nibble), min 3 (high); d = 1, dmin = 0.5.
+    q::BlockQ2K b{};
+    b.d = 0x3c00;
+    b.dmin = 0x3800;
+    b.scales[11] = uint8_t(5 | 3 << 4);
+    b.qs[48 + 4] = uint8_t(2 << 2);
+    std::vector<float> y(256);
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::q2_k, reinterpret_cast<const uint8_t *>(&b), 256, y.data()).ok());
+    EXPECT_EQ(y[11 * 16 + 4], 5.0f * 2.0f - 1.5f);
+    EXPECT_EQ(y[11 * 16 + 5], -1.5f);
+    EXPECT_EQ(y[10 * 16 + 4], 0.0f); // sub-block 10: scale and min 0
+  }
+  { // Q3_K: sub-block 13 = half 1, t = 2, second 16: bits 4-5 of qs[32 + 16 + l], the third bit
+    // hmask[16 + l] bit 6; scale code 13: low nibble = high nibble of scales[5], top bits = bits
+    // 6-7 of scales[9].
+    q::BlockQ3K b{};
+    b.d = 0x3c00;
+    b.scales[5] = uint8_t(0x9 << 4);
+    b.scales[9] = uint8_t(0x2 << 6);
+    b.qs[48 + 7] = uint8_t(3 << 4);
+    b.hmask[16 + 7] = uint8_t(1 << 6);
+    std::vector<float> y(256);
+    ASSERT_TRUE(q::dequantizeRow(BlockFormat::q3_k, reinterpret_cast<const uint8_t *>(&b), 256, y.data()).ok());
+    EXPECT_EQ(y[13 * 16 + 7], float((0x9 | 0x2 << 4) - 32) * 3.0f);       // third bit set: q = 3
+    EXPECT_EQ(y[13 * 16 + 8], float((0x9 | 0x2 << 4) - 32) * -4.0f);      // clear: q = 0 - 4
+    EXPECT_EQ(y[0], -32.0f * -4.0f);                                       // scale code 0, q = -4
   }
   { // Q5_K: bit 4 of sub-block 3's element 10 is qh[10] bit 3.
     q::BlockQ5K b{};

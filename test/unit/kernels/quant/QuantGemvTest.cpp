@@ -46,11 +46,12 @@ namespace {
 
 constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1,  BlockFormat::q4_k,
                                     BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1,
-                                    BlockFormat::iq4_nl, BlockFormat::iq4_xs};
+                                    BlockFormat::iq4_nl, BlockFormat::iq4_xs, BlockFormat::q2_k, BlockFormat::q3_k};
 
 /// The k-quants, whose weights are w = a - b per sub-block (kQuantParts).
 bool isKQuant(BlockFormat f) {
-  return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k;
+  return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k || f == BlockFormat::q2_k ||
+         f == BlockFormat::q3_k;
 }
 bool quantizable(BlockFormat f) { return q::blockFormatInfo(f).quantizable; }
 /// Whether rows of K weights are whole blocks of f.
@@ -77,11 +78,15 @@ std::vector<uint8_t> randomWeights(BlockFormat f, int64_t N, int64_t K, std::mt1
     uint8_t *p = w.data() + b * bs;
     for (int64_t i = 0; i < bs; ++i)
       p[i] = uint8_t(byte(rng));
+    // The f16 fields: d (q6_k at byte 208, q2_k at 80, q3_k at 108, the others first) and a min
+    // after it (q4_1, q5_1, q4_k, q5_k, q2_k).
+    const int dAt = f == BlockFormat::q6_k ? 208 : f == BlockFormat::q2_k ? 80 : f == BlockFormat::q3_k ? 108 : 0;
     const uint16_t d = randomHalf();
-    std::memcpy(p + (f == BlockFormat::q6_k ? 208 : 0), &d, 2);
-    if (f == BlockFormat::q4_1 || f == BlockFormat::q5_1 || f == BlockFormat::q4_k || f == BlockFormat::q5_k) {
+    std::memcpy(p + dAt, &d, 2);
+    if (f == BlockFormat::q4_1 || f == BlockFormat::q5_1 || f == BlockFormat::q4_k || f == BlockFormat::q5_k ||
+        f == BlockFormat::q2_k) {
       const uint16_t m = randomHalf();
-      std::memcpy(p + 2, &m, 2);
+      std::memcpy(p + dAt + 2, &m, 2);
     }
   }
   return w;
@@ -217,6 +222,34 @@ void kQuantParts(BlockFormat f, const uint8_t *row, int64_t K, std::vector<doubl
     const uint8_t *blk = row + s * bs;
     double *as = a.data() + s * 256, *bsub = b.data() + s * 256;
     uint16_t dh, mh;
+    if (f == BlockFormat::q2_k || f == BlockFormat::q3_k) {
+      // Sub-block s = 8n + 2t + h of 16: bits 2t of qs[32n + 16h + l]; q3_k's third bit is
+      // hmask[16h + l] bit 4n + t (set: +0, clear: -4) and its 6-bit scale code is split over
+      // nibble s / 8 of byte s % 8 and bits 2 (s / 4) of byte 8 + s % 4 of its 12 scale bytes.
+      const bool q2 = f == BlockFormat::q2_k;
+      std::memcpy(&dh, blk + (q2 ? 80 : 108), 2);
+      const double d = halfValue(dh);
+      double dmin = 0;
+      if (q2) {
+        std::memcpy(&mh, blk + 82, 2);
+        dmin = halfValue(mh);
+      }
+      for (int e = 0; e < 256; ++e) {
+        const int sub = e / 16, n = sub / 8, t = sub % 8 / 2, h = sub % 2, l = e % 16;
+        int code = (blk[(q2 ? 16 : 32) + 32 * n + 16 * h + l] >> (2 * t)) & 3;
+        if (q2) {
+          as[e] = d * double(blk[sub] & 0xF) * double(code);
+          bsub[e] = dmin * double(blk[sub] >> 4);
+        } else {
+          if (!((blk[16 * h + l] >> (4 * n + t)) & 1))
+            code -= 4;
+          const uint8_t *sc = blk + 96;
+          const int scale = ((sc[sub % 8] >> (4 * (sub / 8))) & 0xF) | (((sc[8 + sub % 4] >> (2 * (sub / 4))) & 3) << 4);
+          as[e] = d * double(scale - 32) * double(code);
+        }
+      }
+      continue;
+    }
     if (f == BlockFormat::q6_k) {
       std::memcpy(&dh, blk + 208, 2);
       const double d = halfValue(dh);
@@ -311,7 +344,9 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
     std::vector<double> a, b;
     kQuantParts(f, row, K, a, b);
     const int64_t blocks = K / 32;
-    const double depth = double((f == BlockFormat::q6_k ? 1 : 2) * ((blocks + 7) / 8) + 3);
+    const double depth = double((f == BlockFormat::q6_k || f == BlockFormat::q3_k ? 1 : 2) * ((blocks + 7) / 8) + 3);
+    // q2_k's mins take the exact code sums (times d_x), not the block's f16(d * sum).
+    const bool minFromCodes = f == BlockFormat::q2_k;
     double y = 0, termBound = 0, plainY = 0, activationError = 0;
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const QuantizedBlock qb = quantizeHere(x + blk * 32);
@@ -322,13 +357,14 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
         ASSERT_LE(std::fabs(double(wdeq[e]) - (a[e] - b[e])), 4 * u * (std::fabs(a[e]) + std::fabs(b[e])))
             << q::blockFormatInfo(f).name << " element " << e;
         const double w = a[e] - b[e];
-        // The min term uses the block's f16(d * sum), not d times the codes (ggml's q8_1 / q8_K s).
-        y += double(qb.codes[j]) * qb.d * a[e];
+        // The min term uses the block's f16(d * sum), not d times the codes (ggml's q8_1 / q8_K s),
+        // but for q2_k.
+        y += double(qb.codes[j]) * qb.d * (minFromCodes ? a[e] - b[e] : a[e]);
         termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(a[e]) + std::fabs(b[e]));
         plainY += double(x[blk * 32 + j]) * w;
         absW += std::fabs(w);
       }
-      const double bBlock = b[size_t(blk * 32)]; // one min per sub-block of 32 (q6_k: none)
+      const double bBlock = minFromCodes ? 0.0 : b[size_t(blk * 32)]; // one min per sub-block of 32 (q6_k: none)
       y -= bBlock * qb.s;
       activationError += (qb.dRaw * (0.5 + std::ldexp(1.0, -17)) + scaleRoundingError(qb)) * absW +
                          std::fabs(bBlock) * std::fabs(qb.s - qb.dRaw * qb.sum);
