@@ -12,7 +12,9 @@ on PyPI; scripts/test.sh runs that first):
    (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it F16, Q8_0,
    Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K_M, Q3_K_M and Q2_K made by llama.cpp's llama-quantize, a Q4_K_M
    file of a model 320 wide (its rows of 320 are not whole 256-weight blocks: llama-quantize falls
-   back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), a tied Q8_0 table, and the default
+   back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), F32 files with Llama 3.1's
+   rope_freqs.weight (all-CPU, and split on the emulated GPU in both code forms) and with linear
+   rope scaling, a tied Q8_0 table, and the default
    model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). Both run with an f32 KV
    cache (llama-greedy's f32-kv, without flash attention; helm-rt --kv-type f32): their default f16
    caches round K and V, and llama.cpp's also rounds each query to f16 for the f16 dot products,
@@ -109,11 +111,11 @@ def check_bytes(label, gguf_path, package, failures):
     return checked
 
 
-def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None):
+def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=()):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         package = tmp / "model.helmpkg"
-        run([a.helmc, path, "-o", package, "-q"])
+        run([a.helmc, path, "-o", package, "-q", *helmc_args])
         blocks = check_bytes(label, path, package, failures)
         helm_logits = tmp / "helm.f32"
         out = run([a.helm_rt, package, "--prompt-ids", ",".join(map(str, prompt)), "-n", TOKENS,
@@ -215,6 +217,20 @@ def main():
         if not {"Q5_0", "Q4_K"} <= types:
             failures.append(f"llama 320 Q4_K_M: expected Q5_0 fallbacks beside Q4_K, the file has {sorted(types)}")
         compare(a, "llama 320 Q4_K_M", q, cases[0][2], TOLERANCE["Q4_K_M"], failures)
+        # Llama 3.1's rope_freqs.weight, and linear position scaling: all-CPU, and split on the
+        # emulated GPU (layer 0 on the CPU, the rest on emu) in both forms of the GPU stage's code.
+        scaled = tmp / "llama-rope-freqs.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", scaled,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "4", "--rope-freqs"])
+        for form in ([], ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=host"],
+                     ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=kernels"]):
+            compare(a, "llama rope_freqs F32 " + (" ".join(form) or "cpu"), scaled, cases[0][2], TOLERANCE["F32"],
+                    failures, helmc_args=form)
+        linear = tmp / "llama-linear.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", linear,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "5",
+             "--set", "llama.rope.scaling.type=str:linear", "--set", "llama.rope.scaling.factor=4.0"])
+        compare(a, "llama linear rope scaling F32", linear, cases[0][2], TOLERANCE["F32"], failures)
         # A tied table in blocks (the LM head reads the token table) at one bit width.
         tied = tmp / "llama-tied.gguf"
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,

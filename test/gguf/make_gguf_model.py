@@ -67,7 +67,7 @@ def main():
     ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "gemma2"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--type", default="f32",
-                    choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "q2_k"])
+                    choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "iq3_s"])
     ap.add_argument("--vocab")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--ffn", type=int, default=512)
@@ -81,6 +81,9 @@ def main():
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--extra-tensor", action="append", default=[])
     ap.add_argument("--tensor-type", action="append", default=[])
+    ap.add_argument("--rope-freqs", action="store_true",
+                    help="add rope_freqs.weight: Llama 3.1's frequency factors (factor 8, low 1, high 4, "
+                         "original context 8192), as llama.cpp's converter writes them")
     a = ap.parse_args()
 
     rng = np.random.default_rng(a.seed)
@@ -118,7 +121,7 @@ def main():
     forced = dict(kv.split("=", 1) for kv in a.tensor_type)
     qtypes = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
               "q4_1": gguf.GGMLQuantizationType.Q4_1, "q5_0": gguf.GGMLQuantizationType.Q5_0,
-              "q5_1": gguf.GGMLQuantizationType.Q5_1, "q2_k": gguf.GGMLQuantizationType.Q2_K,
+              "q5_1": gguf.GGMLQuantizationType.Q5_1, "iq3_s": gguf.GGMLQuantizationType.IQ3_S,
               "iq4_nl": gguf.GGMLQuantizationType.IQ4_NL, "iq4_xs": gguf.GGMLQuantizationType.IQ4_XS,
               "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16}
 
@@ -135,14 +138,14 @@ def main():
             writer.add_tensor(name, data)
         elif t == "f16":
             writer.add_tensor(name, data.astype(np.float16))
-        elif t in ("q2_k", "iq4_nl", "iq4_xs"):
+        elif t in ("iq3_s", "iq4_nl", "iq4_xs"):
             # The gguf package has no quantizer for these: random blocks. iq4's f16 d (at the start
             # of each block) is set so that the weights have about `scale`'s size (the grid's
-            # values average 55 in magnitude, iq4_xs' sub-block scales 16); Q2_K is refused, and the
+            # values average 55 in magnitude, iq4_xs' sub-block scales 16); IQ3_S is refused, and the
             # refusal tests never read its values.
             block, size = gguf.GGML_QUANT_SIZES[qtypes[t]]
             q = rng.integers(0, 256, size=(shape[0], shape[1] // block, size), dtype=np.uint8)
-            if t != "q2_k":
+            if t != "iq3_s":
                 d = np.float16(scale / (55.0 if t == "iq4_nl" else 55.0 * 16)).reshape(1).view(np.uint8)
                 q[:, :, 0:2] = d
             q = q.reshape(shape[0], -1)
@@ -171,6 +174,23 @@ def main():
         add(p + "ffn_gate.weight", (F, H), 1.0 / np.sqrt(H))
         add(p + "ffn_up.weight", (F, H), 1.0 / np.sqrt(H))
         add(p + "ffn_down.weight", (H, F), 4.0 / np.sqrt(F))
+    if a.rope_freqs:
+        # Llama 3.1's rule (transformers' _compute_llama3_parameters): wavelengths below
+        # original / high_freq_factor keep their frequency, those above original / low_freq_factor
+        # are divided by factor, and the band between is interpolated smoothly.
+        factor, low, high, original = 8.0, 1.0, 4.0, 8192
+        base = 10000.0 if a.arch == "llama" else 1000000.0
+        factors = []
+        for i in range(0, hd, 2):
+            wavelen = 2 * np.pi / (1.0 / base ** (i / hd))
+            if wavelen < original / high:
+                factors.append(1.0)
+            elif wavelen > original / low:
+                factors.append(factor)
+            else:
+                smooth = (original / wavelen - low) / (high - low)
+                factors.append(1 / ((1 - smooth) / factor + smooth))
+        writer.add_tensor("rope_freqs.weight", np.array(factors, dtype=np.float32))
     add("output_norm.weight", (H,), 0.1, "norm")
     if a.untied:
         add("output.weight", (vocab, H), 1.0 / np.sqrt(H) * 4)
