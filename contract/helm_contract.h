@@ -176,9 +176,11 @@ void helm_dev_linear(void *ctx, const void *x, int32_t xdtype, const void *w, in
                      int64_t k, int64_t n);
 void helm_dev_copy_columns(void *ctx, const void *x, void *y, int32_t dtype, int64_t rows,
                            int64_t width, int64_t offset, int64_t count);
+/* freq_factors: null, or rotary_dim / 2 divisors of the pairs' frequencies (Llama 3's rope_freqs,
+ * linear scaling) in device memory (a helm_dev_constant copy). */
 void helm_dev_rope(void *ctx, const void *x, const int64_t *positions, void *y, int32_t dtype,
                    int64_t rows, int64_t heads, int64_t head_dim, int64_t rotary_dim,
-                   double theta, int32_t interleaved);
+                   double theta, const float *freq_factors, int32_t interleaved);
 void helm_dev_swiglu(void *ctx, const void *gate, const void *up, void *y, int32_t dtype,
                      int64_t n);
 void helm_dev_add(void *ctx, const void *a, const void *b, void *y, int32_t dtype, int64_t n);

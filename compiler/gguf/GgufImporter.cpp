@@ -116,6 +116,7 @@ private:
   /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
+  llvm::Expected<DenseF32ArrayAttr> ropeFrequencyFactors(int64_t rotaryDim);
 
   /// Declares tensor `name` (GGUF dims reversed: [rows, row length]) after checking its shape is
   /// `shape` and its type one HELM computes with; returns a `helm.weight` of it at the builder.
@@ -147,6 +148,50 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
       return fail(llvm::formatv("'{0}' is {1}, outside 1..2^30", full, *v).str());
     return *v;
   });
+}
+
+/// The rope's frequency divisors (RopeOp's freq_factors), or a null attribute for plain rotary
+/// positions: Llama 3's `rope_freqs.weight` (one F32 divisor per rotary pair), times the factor of
+/// linear position scaling (`rope.scaling.type` linear). Other scaling types are refused.
+llvm::Expected<DenseF32ArrayAttr> Importer::ropeFrequencyFactors(int64_t rotaryDim) {
+  const int64_t pairs = rotaryDim / 2;
+  std::vector<float> factors;
+  if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
+    used.insert(t->name);
+    if (t->type != 0 || t->dims.size() != 1 || t->elements != uint64_t(pairs) ||
+        t->data.size() != size_t(pairs) * sizeof(float))
+      return fail(llvm::formatv("tensor 'rope_freqs.weight' must be F32 with {0} values (rope.dimension_count / 2)",
+                                pairs)
+                      .str());
+    factors.resize(size_t(pairs));
+    std::memcpy(factors.data(), t->data.data(), t->data.size());
+    for (size_t i = 0; i < factors.size(); ++i)
+      if (!(factors[i] > 0.0f) || !std::isfinite(factors[i]))
+        return fail(llvm::formatv("tensor 'rope_freqs.weight' value {0} is {1}, not a positive finite number", i,
+                                  factors[i])
+                        .str());
+  }
+  if (const gguf::Value *scaling = archFind("rope.scaling.type")) {
+    llvm::StringRef kind = scaling->asString().value_or("?");
+    double factor = 1.0;
+    if (const gguf::Value *f = archFind("rope.scaling.factor"))
+      factor = f->asFloat().value_or(0.0);
+    if (kind == "linear" && factor != 1.0) {
+      if (!(factor > 0.0) || !std::isfinite(factor))
+        return fail(llvm::formatv("rope.scaling.factor {0} is not a positive finite number", factor).str());
+      // llama.cpp scales the positions by 1 / factor: the same as every divisor times factor.
+      if (factors.empty())
+        factors.assign(size_t(pairs), 1.0f);
+      for (float &f : factors)
+        f = float(double(f) * factor);
+    } else if (kind != "none" && kind != "linear" && factor != 1.0) {
+      return fail("rope scaling " + gguf::quoted(kind) +
+                  " is not supported (unscaled, linear and Llama 3 rope_freqs positions are)");
+    }
+  }
+  if (factors.empty())
+    return DenseF32ArrayAttr();
+  return DenseF32ArrayAttr::get(&ctx, factors);
 }
 
 llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<double> fallback) {
@@ -262,16 +307,9 @@ llvm::Error Importer::run(ModuleOp module) {
   if (const gguf::Value *experts = archFind("expert_count"))
     if (experts->asInt().value_or(1) > 0)
       return fail("'" + archKey("expert_count") + "' is set: mixture-of-experts models are not supported");
-  if (const gguf::Value *scaling = archFind("rope.scaling.type")) {
-    llvm::StringRef kind = scaling->asString().value_or("?");
-    double factor = 1.0;
-    if (const gguf::Value *f = archFind("rope.scaling.factor"))
-      factor = f->asFloat().value_or(0.0);
-    if (kind != "none" && factor != 1.0)
-      return fail("rope scaling " + gguf::quoted(kind) + " is not supported (only unscaled rotary positions)");
-  }
-  if (file.findTensor("rope_freqs.weight"))
-    return fail("tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not supported");
+  auto factors = ropeFrequencyFactors(*rotaryDim);
+  if (!factors)
+    return factors.takeError();
 
   const int64_t H = *hidden, F = *ffn, hd = *headDim, nh = *heads, nkv = *kvHeads;
   const int64_t qWidth = nh * hd, kvWidth = nkv * hd;
@@ -353,9 +391,9 @@ llvm::Error Importer::run(ModuleOp module) {
       kv = *kn;
     }
     qv = RopeOp::create(b, loc, qv.getType(), qv, positions, b.getI64IntegerAttr(hd),
-                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style);
+                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style, *factors);
     kv = RopeOp::create(b, loc, kv.getType(), kv, positions, b.getI64IntegerAttr(hd),
-                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style);
+                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style, *factors);
     auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
                                          b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
                                          b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale), IntegerAttr());

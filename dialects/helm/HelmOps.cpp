@@ -304,6 +304,13 @@ LogicalResult RopeOp::verify() {
     return emitOpError("rotary_dim ") << rotaryDim << " must be even and in (0, " << headDim << "]";
   if (auto theta = getThetaAttr(); theta && theta.getValueAsDouble() <= 1.0)
     return emitOpError("theta must be > 1, got ") << theta.getValueAsDouble();
+  if (std::optional<llvm::ArrayRef<float>> factors = getFreqFactors()) {
+    if (int64_t(factors->size()) != rotaryDim / 2)
+      return emitOpError("freq_factors has ") << factors->size() << " values, rotary_dim / 2 is " << rotaryDim / 2;
+    for (float f : *factors)
+      if (!(f > 0.0f) || !std::isfinite(f))
+        return emitOpError("freq_factors must be positive and finite, got ") << f;
+  }
   if (getInput().getType() != getResult().getType())
     return emitOpError("result type must equal input type");
   return success();

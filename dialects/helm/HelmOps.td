@@ -170,13 +170,15 @@ def Helm_RopeOp : Helm_Op<"rope", [Pure]> {
   let summary = "Rotary position embedding applied per head";
   let description = [{
     The input's last dimension is heads × `head_dim`; the first `rotary_dim` channels of every head
-    rotate with frequencies `theta^(-2i/rotary_dim)`. `positions` ([batch, seq] integers) gives each
+    rotate with frequencies `theta^(-2i/rotary_dim) / freq_factors[i]`. `freq_factors`
+    (rotary_dim / 2 positive values; absent: all 1) stretch the wavelengths: Llama 3's
+    `rope_freqs` and linear position scaling. `positions` ([batch, seq] integers) gives each
     token's position; when absent a token's position is its index after the cached tokens. `theta`
     is absent only in a shape-only import, where the frequencies live in weight data not read.
   }];
   let arguments = (ins AnyTensor:$input, Optional<TensorOf<[AnySignlessInteger]>>:$positions,
                    I64Attr:$head_dim, I64Attr:$rotary_dim, OptionalAttr<F64Attr>:$theta,
-                   Helm_RopeStyleAttr:$style);
+                   Helm_RopeStyleAttr:$style, OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
   let results = (outs AnyTensor:$result);
   let assemblyFormat = [{
     $input (`positions` $positions^)? attr-dict `:` functional-type(operands, results)

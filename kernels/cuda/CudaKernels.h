@@ -9,7 +9,8 @@
 //   helm_cuda_swiglu(const T *gate, const T *up, T *y, int64_t n)
 //   helm_cuda_add_bias(T *y, const T *bias, int64_t rows, int64_t cols)
 //   helm_cuda_rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
-//                  int32_t head_dim, int32_t rotary_dim, double theta, int32_t interleaved)
+//                  int32_t head_dim, int32_t rotary_dim, double theta, const float *freq_factors,
+//                  int32_t interleaved)
 //   helm_cuda_embed(const T *table, const int64_t *ids, T *y, int64_t rows, int64_t vocab,
 //                   int32_t width)
 //   helm_cuda_kv_append(const T *k, const T *v, KvAppendBatch batch, int32_t width)

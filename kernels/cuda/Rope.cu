@@ -4,7 +4,10 @@
 // position p = positions[r]. In every head the first `rotary_dim` channels rotate in pairs
 // (i0, i1) = (c, c + rotary_dim / 2) (Hugging Face `rotate_half`, "neox"), or (2c, 2c + 1) when
 // `interleaved` (GPT-J), for c in [0, rotary_dim / 2):
-//   f = float(1 / theta^(2c / rotary_dim))   the ratio 2c / rotary_dim in f32, the power in f64
+//   f = float(1 / (theta^(2c / rotary_dim) * factor_c))
+//                                            the ratio 2c / rotary_dim in f32, the power and the
+//                                            product in f64; factor_c = freq_factors[c], or 1 when
+//                                            freq_factors is null
 //   a = float(p) * f                          in f32
 //   C = round(cos a), S = round(sin a)        cos and sin in f32, rounded to the storage type
 //   y[i0] = round(round(x[i0] * C) - round(x[i1] * S))
@@ -20,7 +23,8 @@
 // head_dim.
 //
 // helm_cuda_rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
-//                int32_t head_dim, int32_t rotary_dim, double theta, int32_t interleaved)
+//                int32_t head_dim, int32_t rotary_dim, double theta, const float *freq_factors,
+//                int32_t interleaved)
 // T = float; _f16 / _bf16 variants take __half / __nv_bfloat16 for x and y.
 //
 //===----------------------------------------------------------------------===//
@@ -30,12 +34,14 @@ namespace helm_cuda {
 
 template <typename T>
 __device__ void rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
-                     int32_t headDim, int32_t rotaryDim, double theta, int32_t interleaved) {
+                     int32_t headDim, int32_t rotaryDim, double theta, const float *freqFactors,
+                     int32_t interleaved) {
   const int32_t half = rotaryDim / 2;
   const int64_t rowWidth = int64_t(heads) * headDim;
   for (int32_t c = threadIdx.x; c < half; c += blockDim.x) {
     const float ratio = float(2 * c) / float(rotaryDim);
-    const float freq = float(1.0 / pow(theta, double(ratio)));
+    const float freq =
+        float(1.0 / (pow(theta, double(ratio)) * (freqFactors ? double(freqFactors[c]) : 1.0)));
     const int32_t i0 = interleaved ? 2 * c : c, i1 = interleaved ? 2 * c + 1 : c + half;
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
       const float angle = __fmul_rn(float(positions[row]), freq);
@@ -69,6 +75,7 @@ __device__ void rope(const T *x, T *y, const int64_t *positions, int64_t rows, i
 
 #define HELM_ROPE_PARAMS(T)                                                                        \
   (const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads, int32_t head_dim,      \
-   int32_t rotary_dim, double theta, int32_t interleaved)
+   int32_t rotary_dim, double theta, const float *freq_factors, int32_t interleaved)
 HELM_CUDA_TYPED_KERNELS(helm_cuda_rope, helm_cuda::rope, HELM_ROPE_PARAMS,
-                        (x, y, positions, rows, heads, head_dim, rotary_dim, theta, interleaved))
+                        (x, y, positions, rows, heads, head_dim, rotary_dim, theta, freq_factors,
+                         interleaved))

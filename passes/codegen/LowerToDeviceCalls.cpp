@@ -361,11 +361,19 @@ private:
     Value pos = r.getPositions();
     if (!cast<RankedTensorType>(pos.getType()).getElementType().isInteger(64))
       return r.emitError() << "device stage: rope positions must be i64";
+    // The frequency factors: a device copy of the constant (helm_dev_constant, made once), or null.
+    Value factors = LLVM::ZeroOp::create(b, loc, ptrType);
+    if (std::optional<ArrayRef<float>> f = r.getFreqFactors()) {
+      auto factorType = RankedTensorType::get({int64_t(f->size())}, b.getF32Type());
+      Value host = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(factorType, *f));
+      factors = callValue(HELM_CONTRACT_SYMBOL(helm_dev_constant),
+                          {rawPointer(host), i64(int64_t(f->size() * sizeof(float)))}, ptrType);
+    }
     Value out = allocOutput(type, x);
     call(HELM_CONTRACT_SYMBOL(helm_dev_rope),
          {rawPointer(x), rawPointer(pos), pointerOf(out), dtypeOf(x), rows(x),
           i64(width / headDim), i64(headDim), i64(r.getRotaryDim()),
-          arith::ConstantOp::create(b, loc, b.getF64FloatAttr(r.getTheta()->convertToDouble())),
+          arith::ConstantOp::create(b, loc, b.getF64FloatAttr(r.getTheta()->convertToDouble())), factors,
           i32(r.getStyle() == RopeStyle::interleaved ? 1 : 0)});
     return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }

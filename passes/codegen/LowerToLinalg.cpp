@@ -26,10 +26,19 @@ using namespace helm;
 
 namespace {
 
+/// What a rope's pair frequencies derive from: theta and the optional per-pair divisors
+/// (RopeOp's freq_factors; null: all 1). Equal values give equal tables.
+struct RopeFrequencies {
+  double theta;
+  DenseF32ArrayAttr factors;
+  bool operator==(const RopeFrequencies &o) const { return theta == o.theta && factors == o.factors; }
+  static RopeFrequencies of(RopeOp r) { return {r.getTheta()->convertToDouble(), r.getFreqFactorsAttr()}; }
+};
+
 /// Rope tables a unit function takes as arguments instead of computing them: its caller computes
 /// them once per stage call for all the calls (as for the ropes of the stage itself).
 struct TableArguments {
-  double theta;
+  RopeFrequencies freq;
   int64_t rotary;
   Type elem;
   RankedTensorType type; // [B, S, rotary / 2] f32
@@ -302,8 +311,7 @@ private:
       Value g = tensor::ExtractOp::create(nb, l, gamma, ValueRange{i});
       return headNormalise(nb, l, v, inverseRms(nb, l, ss, headDim, eps), g, elem);
     };
-    double theta = r.getTheta()->convertToDouble();
-    auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, theta, r.getRotaryDim(), elem);
+    auto [cosT, sinT] = ropeTables(r.getPositions(), x, type, RopeFrequencies::of(r), r.getRotaryDim(), elem);
     bool interleaved = r.getStyle() == RopeStyle::interleaved;
     Value rotated =
         halvesRotatable(type, headDim, r.getRotaryDim(), interleaved)
@@ -467,7 +475,7 @@ private:
 
   struct RopeTables {
     Value positions;
-    double theta;
+    RopeFrequencies freq;
     int64_t rotary;
     Type elem;
     Value cos, sin;
@@ -484,7 +492,7 @@ private:
     // The unit function's positions: its argument 1 (helm-stage-split's signature).
     Value pos = call.getOperand(1);
     for (const TableArguments &t : it->second) {
-      auto [cosT, sinT] = ropeTables(pos, pos, t.type, t.theta, t.rotary, t.elem);
+      auto [cosT, sinT] = ropeTables(pos, pos, t.type, t.freq, t.rotary, t.elem);
       call.getOperandsMutable().append(ValueRange{cosT, sinT});
     }
   }
@@ -492,10 +500,10 @@ private:
   /// The [B, S, rotary/2] cos and sin tables for `pos` (f32, rounded to `elem`), built at the
   /// first rope that needs them; `x` (that rope's input) gives B and S. All ops of the stage are
   /// in one block, so the first rope's tables dominate every later rope.
-  std::pair<Value, Value> ropeTables(Value pos, Value x, RankedTensorType type, double theta,
+  std::pair<Value, Value> ropeTables(Value pos, Value x, RankedTensorType type, RopeFrequencies freq,
                                      int64_t rotary, Type elem) {
     for (const RopeTables &t : ropeTableCache)
-      if (t.positions == pos && t.theta == theta && t.rotary == rotary && t.elem == elem)
+      if (t.positions == pos && t.freq == freq && t.rotary == rotary && t.elem == elem)
         return {t.cos, t.sin};
     int64_t half = rotary / 2;
     if (isUnitFunction() && pos == stage.getArgument(1)) {
@@ -507,16 +515,17 @@ private:
       if (failed(stage.insertArguments({index, index}, {tableType, tableType}, {nullptr, nullptr},
                                        {loc, loc})))
         llvm::report_fatal_error("cannot add the rope table arguments to a unit function");
-      hoisted[stage].push_back({theta, rotary, elem, tableType});
+      hoisted[stage].push_back({freq, rotary, elem, tableType});
       Value cosT = stage.getArgument(index), sinT = stage.getArgument(index + 1);
-      ropeTableCache.push_back({pos, theta, rotary, elem, cosT, sinT});
+      ropeTableCache.push_back({pos, freq, rotary, elem, cosT, sinT});
       return {cosT, sinT};
     }
-    // inv_freq[j] = theta^(-2j/rotary), as the reference computes it in f32.
+    // inv_freq[j] = 1 / (theta^(2j/rotary) * factor_j): the exponent's ratio in f32, the power and
+    // the product in f64 (runtime/device/DeviceOps.h, rope: the device stages compute the same).
     SmallVector<float> invFreq;
     for (int64_t j = 0; j < half; ++j)
-      invFreq.push_back(
-          float(1.0 / std::pow(theta, double(float(2 * j) / float(rotary)))));
+      invFreq.push_back(float(1.0 / (std::pow(freq.theta, double(float(2 * j) / float(rotary))) *
+                                     (freq.factors ? double(freq.factors[j]) : 1.0))));
     auto freqType = RankedTensorType::get({half}, b.getF32Type());
     Value freqs = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(invFreq)));
@@ -544,7 +553,7 @@ private:
           Value s = roundTo(nb, l, math::SinOp::create(nb, l, angle), elem);
           linalg::YieldOp::create(nb, l, ValueRange{c, s});
         });
-    ropeTableCache.push_back({pos, theta, rotary, elem, tables.getResult(0), tables.getResult(1)});
+    ropeTableCache.push_back({pos, freq, rotary, elem, tables.getResult(0), tables.getResult(1)});
     return {tables.getResult(0), tables.getResult(1)};
   }
 
@@ -561,7 +570,6 @@ private:
       return SmallVector<Value>{fused};
     int64_t headDim = r.getHeadDim(), rotary = r.getRotaryDim();
     bool interleaved = r.getStyle() == RopeStyle::interleaved;
-    double theta = r.getTheta()->convertToDouble();
     Type elem = type.getElementType();
 
     // cos/sin tables [B, S, half] in f32 (rounded to the model dtype like the reference). Every
@@ -569,7 +577,7 @@ private:
     // tables: computed once per call of the stage instead of twice per layer (q and k), which
     // removes 2 * layers - 1 passes of cos/sin over [B, S, half].
     Value pos = r.getPositions();
-    auto [cosT, sinT] = ropeTables(pos, x, type, theta, rotary, elem);
+    auto [cosT, sinT] = ropeTables(pos, x, type, RopeFrequencies::of(r), rotary, elem);
     if (halvesRotatable(type, headDim, rotary, interleaved))
       return SmallVector<Value>{buildHalfRotation(x, type, headDim, elem, cosT, sinT, {})};
     return SmallVector<Value>{

@@ -171,13 +171,13 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
       else if (auto rope = dyn_cast<RopeOp>(op))
         x = RopeOp::create(b, rope.getLoc(), x.getType(), x, rope.getPositions(),
                              b.getI64IntegerAttr(headDim), rope.getRotaryDimAttr(),
-                             rope.getThetaAttr(), rope.getStyleAttr());
+                             rope.getThetaAttr(), rope.getStyleAttr(), rope.getFreqFactorsAttr());
     }
     if (rotate && core.rotary)
       x = RopeOp::create(b, core.anchor->getLoc(), x.getType(), x, Value(),
                            b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(2 * core.rotaryHalf),
                            core.rotaryTheta ? b.getF64FloatAttr(*core.rotaryTheta) : FloatAttr(),
-                           RopeStyleAttr::get(b.getContext(), core.rotaryStyle));
+                           RopeStyleAttr::get(b.getContext(), core.rotaryStyle), DenseF32ArrayAttr());
     return x;
   }
 

@@ -174,7 +174,7 @@ struct RaiseRopePass : helm::impl::RaiseRopeBase<RaiseRopePass> {
     auto rope = RopeOp::create(b, at.getLoc(), x.getType(), x, positions,
                                  b.getI64IntegerAttr(headDim), b.getI64IntegerAttr(rotaryDim),
                                  theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
-                                 RopeStyleAttr::get(b.getContext(), style));
+                                 RopeStyleAttr::get(b.getContext(), style), DenseF32ArrayAttr());
     replaceValue(at.getResult(0), rope.getResult());
     return rope;
   }

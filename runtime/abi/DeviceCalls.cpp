@@ -112,10 +112,10 @@ void helm_dev_copy_columns(void *ctx, const void *x, void *y, int32_t dtype, int
 
 void helm_dev_rope(void *ctx, const void *x, const int64_t *positions, void *y, int32_t dtype,
                    int64_t rows, int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
-                   int32_t interleaved) {
+                   const float *freqFactors, int32_t interleaved) {
   if (StageContext *c = live(ctx); c && dtypes(c, {dtype}))
     refuse(c, c->ops->rope(x, positions, y, DType(dtype), rows, heads, headDim, rotaryDim, theta,
-                           interleaved != 0));
+                           freqFactors, interleaved != 0));
 }
 
 void helm_dev_swiglu(void *ctx, const void *gate, const void *up, void *y, int32_t dtype,

@@ -130,14 +130,15 @@ public:
 
   /// Rotary embedding of x [rows, heads * headDim] (row r at position positions[r], device
   /// int64): per head the first rotaryDim channels rotate in pairs (c, c + rotaryDim / 2), or
-  /// (2c, 2c + 1) when `interleaved`; the rest are copied. With f = float(1 / theta^(2c /
-  /// rotaryDim)) (the exponent's ratio in f32, the power in f64), a = float(p) * f in f32,
-  /// C = round(cos a), S = round(sin a):
+  /// (2c, 2c + 1) when `interleaved`; the rest are copied. With f = float(1 / (theta^(2c /
+  /// rotaryDim) * factor_c)) (the exponent's ratio in f32, the power and the product in f64;
+  /// factor_c = freqFactors[c], a device array of rotaryDim / 2 floats, or 1 when freqFactors is
+  /// null), a = float(p) * f in f32, C = round(cos a), S = round(sin a):
   ///   first  = round(round(x * C) - round(x_partner * S))
   ///   second = round(round(x * C) + round(x_partner * S))
   virtual llvm::Error rope(const void *x, const int64_t *positions, void *y, kernels::DType dtype,
                            int64_t rows, int64_t heads, int64_t headDim, int64_t rotaryDim,
-                           double theta, bool interleaved) = 0;
+                           double theta, const float *freqFactors, bool interleaved) = 0;
 
   /// y = round(round(g / (1 + exp(-g))) * up), elementwise over n elements.
   virtual llvm::Error swiglu(const void *gate, const void *up, void *y, kernels::DType dtype,

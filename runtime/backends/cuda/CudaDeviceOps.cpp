@@ -142,7 +142,7 @@ public:
                           int64_t offset, int64_t count) override;
   llvm::Error rope(const void *x, const int64_t *positions, void *y, DType dtype, int64_t rows,
                    int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
-                   bool interleaved) override;
+                   const float *freqFactors, bool interleaved) override;
   llvm::Error swiglu(const void *gate, const void *up, void *y, DType dtype, int64_t n) override;
   llvm::Error add(const void *a, const void *b, void *y, DType dtype, int64_t n) override;
   llvm::Error convert(const void *x, DType xdtype, void *y, DType ydtype, int64_t n) override;
@@ -323,7 +323,7 @@ llvm::Error CudaDeviceOpsImpl::rmsNorm(const void *x, const void *gamma, void *y
 
 llvm::Error CudaDeviceOpsImpl::rope(const void *x, const int64_t *positions, void *y, DType dtype,
                                     int64_t rows, int64_t heads, int64_t headDim, int64_t rotaryDim,
-                                    double theta, bool interleaved) {
+                                    double theta, const float *freqFactors, bool interleaved) {
   static constexpr llvm::StringLiteral op = "rope";
   if (!validDType(dtype))
     return badDType(op, dtype);
@@ -349,7 +349,8 @@ llvm::Error CudaDeviceOpsImpl::rope(const void *x, const int64_t *positions, voi
   // a few thousand blocks at most keep that cost small for long prompts.
   return launch(
       op, rope_[dtype], {uint32_t(std::min<int64_t>(rows, 2048))}, rowBlock(rotaryDim / 2),
-      {&x, &y, &positions, &rows, &heads32, &headDim32, &rotary32, &theta, &interleaved32});
+      {&x, &y, &positions, &rows, &heads32, &headDim32, &rotary32, &theta, &freqFactors,
+       &interleaved32});
 }
 
 llvm::Error CudaDeviceOpsImpl::swiglu(const void *gate, const void *up, void *y, DType dtype,

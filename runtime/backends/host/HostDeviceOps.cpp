@@ -121,21 +121,22 @@ public:
 
   llvm::Error rope(const void *x, const int64_t *positions, void *y, DType dt, int64_t rows,
                    int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
-                   bool interleaved) override {
+                   const float *freqFactors, bool interleaved) override {
     if (rows < 0 || heads <= 0 || headDim <= 0 || rotaryDim < 0 || rotaryDim > headDim ||
         rotaryDim % 2 != 0)
       return fail("rope: bad sizes (rotary_dim " + llvm::Twine(rotaryDim) + ", head_dim " +
                   llvm::Twine(headDim) + ")");
     int64_t half = rotaryDim / 2;
-    // inv_freq[j] = theta^(-2j/rotary), the exponent's ratio in f32 as the reference computes it.
+    // inv_freq[j] = 1 / (theta^(2j/rotary) * factor_j), the exponent's ratio in f32 as the
+    // reference computes it (DeviceOps.h).
     // Per-thread tables that only grow: rope runs twice per layer per token.
     thread_local std::vector<float> invFreq, cosT, sinT;
     invFreq.resize(size_t(half));
     cosT.resize(size_t(half));
     sinT.resize(size_t(half));
     for (int64_t j = 0; j < half; ++j)
-      invFreq[size_t(j)] =
-          float(1.0 / std::pow(theta, double(float(2 * j) / float(rotaryDim))));
+      invFreq[size_t(j)] = float(1.0 / (std::pow(theta, double(float(2 * j) / float(rotaryDim))) *
+                                        (freqFactors ? double(freqFactors[j]) : 1.0)));
     int64_t width = heads * headDim;
     for (int64_t r = 0; r < rows; ++r) {
       float p = float(positions[r]);

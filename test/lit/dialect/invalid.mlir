@@ -69,6 +69,22 @@ func.func @rope(%x: tensor<?x?x64xf32>) {
 
 // -----
 
+func.func @rope_factors(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{freq_factors has 3 values, rotary_dim / 2 is 8}}
+  %y = helm.rope %x {freq_factors = array<f32: 1.0, 2.0, 4.0>, head_dim = 16 : i64, rotary_dim = 16 : i64, style = #helm.rope_style<half>, theta = 1.0e4 : f64} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_factor_zero(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{freq_factors must be positive and finite, got 0}}
+  %y = helm.rope %x {freq_factors = array<f32: 1.0, 0.0>, head_dim = 16 : i64, rotary_dim = 4 : i64, style = #helm.rope_style<half>, theta = 1.0e4 : f64} : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
 func.func @embed(%ids: tensor<?x?xi64>, %t: tensor<256x64xf32>) {
   // expected-error @+1 {{result hidden size 32 differs from the table's 64}}
   %e = helm.embed %ids, %t : (tensor<?x?xi64>, tensor<256x64xf32>) -> tensor<?x?x32xf32>

@@ -123,7 +123,12 @@ TEST_F(Driver, PhasesRefuseWhatTheyCannotDoInOneLine) {
   ASSERT_FALSE(bool(badScheme));
   std::string message = llvm::toString(badScheme.takeError());
   EXPECT_EQ(message.find('\n'), std::string::npos);
-  EXPECT_NE(message.find("unknown quantization format 'q3_k'"), std::string::npos) << message;
+  EXPECT_NE(message.find("block format 'q3_k' is read from GGUF files only"), std::string::npos) << message;
+  options.quantize = "q9_k";
+  auto unknown = compile(options, helm::CompilePhase::Raise);
+  ASSERT_FALSE(bool(unknown));
+  message = llvm::toString(unknown.takeError());
+  EXPECT_NE(message.find("unknown quantization format 'q9_k'"), std::string::npos) << message;
 }
 
 TEST_F(Driver, WritesAPackageTheReaderOpensAndNothingOnFailure) {

@@ -19,8 +19,10 @@
 // CHECK: call @helm_dev_copy_columns(%arg0, %[[QKV:[^,]*]], %{{.*}}, %c1_i32, %[[ROWS:[^,]*]], %c32_i64, %c0_i64, %c16_i64)
 // CHECK: call @helm_dev_copy_columns(%arg0, %[[QKV]], %{{.*}}, %c1_i32, %[[ROWS]], %c32_i64, %c16_i64, %c8_i64)
 // CHECK: call @helm_dev_copy_columns(%arg0, %[[QKV]], %{{.*}}, %c1_i32, %[[ROWS]], %c32_i64, %c24_i64, %c8_i64)
-// CHECK: call @helm_dev_rope(%arg0, %{{.*}}, %[[POS:[^,]*]], %{{.*}}, %c1_i32, %{{.*}}, %c2_i64, %c8_i64, %c8_i64, %{{.*}}, %c1_i32)
-// CHECK: call @helm_dev_rope(%arg0, %{{.*}}, %[[POS]], %{{.*}}, %c1_i32, %{{.*}}, %c1_i64, %c8_i64, %c4_i64, %{{.*}}, %c0_i32)
+// CHECK: call @helm_dev_rope(%arg0, %{{.*}}, %[[POS:[^,]*]], %{{.*}}, %c1_i32, %{{.*}}, %c2_i64, %c8_i64, %c8_i64, %{{[^,]*}}, %{{[^,]*}}, %c1_i32)
+// The k rope's frequency divisors: a device copy of the constant (2 floats), made once.
+// CHECK: %[[FACTORS:.*]] = call @helm_dev_constant(%arg0, %{{.*}}, %c8_i64)
+// CHECK: call @helm_dev_rope(%arg0, %{{.*}}, %[[POS]], %{{.*}}, %c1_i32, %{{.*}}, %c1_i64, %c8_i64, %c4_i64, %{{[^,]*}}, %[[FACTORS]], %c0_i32)
 // CHECK: call @helm_dev_attention(%arg0, %c3_i64, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %{{.*}}, %{{.*}}, %c2_i64, %c1_i64, %c8_i64, %{{.*}}, %c64_i64)
 // CHECK: call @helm_dev_linear(%arg0, %{{.*}}, %c1_i32, %{{.*}}, %c1_i32, %c0_i32, %[[NULL:[^,]*]], %{{.*}}, %c1_i32, %{{.*}}, %c16_i64, %c64_i64)
 // CHECK: call @helm_dev_copy_columns(%arg0, %{{.*}}, %{{.*}}, %c1_i32, %{{.*}}, %c64_i64, %c0_i64, %c32_i64)
@@ -61,7 +63,7 @@ module {
     %qkv = helm.linear %n, %w bias %bias {transpose_weight = false} : (tensor<?x?x16xf16>, tensor<16x32xf16>, tensor<32xf16>) -> tensor<?x?x32xf16>
     %q, %k, %v = helm.split %qkv {sizes = array<i64: 16, 8, 8>} : tensor<?x?x32xf16> -> tensor<?x?x16xf16>, tensor<?x?x8xf16>, tensor<?x?x8xf16>
     %qr = helm.rope %q positions %pos {head_dim = 8 : i64, rotary_dim = 8 : i64, style = #helm.rope_style<interleaved>, theta = 1.0e+04 : f64} : (tensor<?x?x16xf16>, tensor<?x?xi64>) -> tensor<?x?x16xf16>
-    %kr = helm.rope %k positions %pos {head_dim = 8 : i64, rotary_dim = 4 : i64, style = #helm.rope_style<half>, theta = 1.0e+04 : f64} : (tensor<?x?x8xf16>, tensor<?x?xi64>) -> tensor<?x?x8xf16>
+    %kr = helm.rope %k positions %pos {freq_factors = array<f32: 1.0, 8.0>, head_dim = 8 : i64, rotary_dim = 4 : i64, style = #helm.rope_style<half>, theta = 1.0e+04 : f64} : (tensor<?x?x8xf16>, tensor<?x?xi64>) -> tensor<?x?x8xf16>
     %a = helm.attention %qr, %kr, %v {head_dim = 8 : i64, helm.kv_layer = 3 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, scale = 0.35355339059327373 : f64, sliding_window = 64 : i64} : (tensor<?x?x16xf16>, tensor<?x?x8xf16>, tensor<?x?x8xf16>) -> tensor<?x?x16xf16>
     %wu = helm.weight @wup : tensor<16x64xf16>
     %gu = helm.linear %a, %wu {transpose_weight = false} : (tensor<?x?x16xf16>, tensor<16x64xf16>) -> tensor<?x?x64xf16>

@@ -361,7 +361,8 @@ TEST_F(CudaDeviceOpsTest, CopyColumns) {
 /// The rope of DeviceOps.h on the host: x [rows, heads * headDim] at `positions`.
 void ropeReference(const std::vector<float> &x, const std::vector<int64_t> &positions, DType dt,
                    int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
-                   bool interleaved, std::vector<double> &want, std::vector<double> &allowed) {
+                   const std::vector<float> &factors, bool interleaved, std::vector<double> &want,
+                   std::vector<double> &allowed) {
   const int64_t width = heads * headDim, half = rotaryDim / 2;
   want.assign(x.size(), 0.0);
   allowed.assign(x.size(), 0.0);
@@ -373,7 +374,9 @@ void ropeReference(const std::vector<float> &x, const std::vector<int64_t> &posi
         allowed[base + size_t(i)] = 0.0;
       }
       for (int64_t c = 0; c < half; ++c) {
-        const float freq = float(1.0 / std::pow(theta, double(float(2 * c) / float(rotaryDim))));
+        const double factor = factors.empty() ? 1.0 : double(factors[size_t(c)]);
+        const float freq =
+            float(1.0 / (std::pow(theta, double(float(2 * c) / float(rotaryDim))) * factor));
         const float angle = float(positions[r]) * freq;
         const float co = roundTo(float(std::cos(double(angle))), dt);
         const float si = roundTo(float(std::sin(double(angle))), dt);
@@ -394,6 +397,7 @@ TEST_F(CudaDeviceOpsTest, RopeNeoxInterleavedAndPartial) {
     int64_t heads, headDim, rotaryDim;
     double theta;
     bool interleaved;
+    bool factors = false; // Llama 3-like frequency divisors, 1 .. 8
   };
   const std::vector<int64_t> positions = {0, 1, 17, 4095, 40000, 131071, 3};
   const int64_t rows = int64_t(positions.size());
@@ -401,22 +405,29 @@ TEST_F(CudaDeviceOpsTest, RopeNeoxInterleavedAndPartial) {
   for (DType dt : kAllTypes) {
     for (Case c : {Case{4, 64, 64, 10000.0, false}, Case{3, 128, 32, 1e6, false},
                    Case{2, 80, 40, 500000.0, false}, Case{2, 64, 64, 10000.0, true},
-                   Case{3, 96, 48, 10000.0, true}, Case{2, 16, 0, 10000.0, false}}) {
+                   Case{3, 96, 48, 10000.0, true}, Case{2, 16, 0, 10000.0, false},
+                   Case{4, 64, 64, 500000.0, true, true}, Case{2, 128, 128, 500000.0, false, true}}) {
       for (bool inPlace : {false, true}) {
         const std::string what =
             std::string("rope ") + dtypeName(dt) + " heads=" + std::to_string(c.heads) +
             " head_dim=" + std::to_string(c.headDim) +
             " rotary_dim=" + std::to_string(c.rotaryDim) +
-            (c.interleaved ? " interleaved" : " neox") + (inPlace ? " in place" : "");
+            (c.interleaved ? " interleaved" : " neox") + (c.factors ? " factors" : "") +
+            (inPlace ? " in place" : "");
         const size_t n = size_t(rows * c.heads * c.headDim);
         std::vector<float> x = rounded(dt, randomFloats(n, -2, 2, uint32_t(9 + c.headDim)));
+        std::vector<float> factors;
+        for (int64_t p = 0; c.factors && p < c.rotaryDim / 2; ++p)
+          factors.push_back(1.0f + 7.0f * float(p) / float(c.rotaryDim / 2));
+        const auto *dfactors = factors.empty() ? nullptr
+                                               : static_cast<const float *>(upload(factors.data(), factors.size() * 4));
         std::vector<double> want, allowed;
-        ropeReference(x, positions, dt, c.heads, c.headDim, c.rotaryDim, c.theta, c.interleaved,
-                      want, allowed);
+        ropeReference(x, positions, dt, c.heads, c.headDim, c.rotaryDim, c.theta, factors,
+                      c.interleaved, want, allowed);
         void *dx = upload(dt, x);
         void *dy = inPlace ? dx : garbage(n * 4);
         ASSERT_OK(ops_->rope(dx, dpos, dy, dt, rows, c.heads, c.headDim, c.rotaryDim, c.theta,
-                             c.interleaved));
+                             dfactors, c.interleaved));
         expectClose(fetch(dt, dy, n), want, allowed, what);
       }
     }
@@ -631,9 +642,9 @@ TEST_F(CudaDeviceOpsTest, ConstantsAreCopiedOnceAndPositionsPerCall) {
        {std::vector<int64_t>{3, 1000, 7}, std::vector<int64_t>{50000, 0, 12}}) {
     ASSERT_VALUE(dpos, ops_->stagePositions(positions.data(), int64_t(positions.size())));
     EXPECT_NE(dpos, positions.data());
-    ASSERT_OK(ops_->rope(dx, dpos, dy, DType::f32, 3, heads, headDim, headDim, 10000.0, false));
+    ASSERT_OK(ops_->rope(dx, dpos, dy, DType::f32, 3, heads, headDim, headDim, 10000.0, nullptr, false));
     std::vector<double> want, allowed;
-    ropeReference(x, positions, DType::f32, heads, headDim, headDim, 10000.0, false, want, allowed);
+    ropeReference(x, positions, DType::f32, heads, headDim, headDim, 10000.0, {}, false, want, allowed);
     std::fill(positions.begin(), positions.end(), -1); // the copy was made at the call
     expectClose(fetch(DType::f32, dy, x.size()), want, allowed, "rope at stage positions");
   }
@@ -977,9 +988,9 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   expectRefusal(ops_->rmsNorm(buf, buf, buf, DType::f16, -2, 4, 1e-6f), "negative size");
   expectRefusal(ops_->embed(ids, buf, buf, DType::f32, 2, 0, 4), "vocab 0");
   expectRefusal(ops_->copyColumns(buf, buf, DType::f32, 2, 10, 8, 3), "outside");
-  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 15, 10000.0, false), "even");
-  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 32, 10000.0, false), "even");
-  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 16, -1.0, false), "theta");
+  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 15, 10000.0, nullptr, false), "even");
+  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 32, 10000.0, nullptr, false), "even");
+  expectRefusal(ops_->rope(buf, ids, buf, DType::f32, 1, 2, 16, 16, -1.0, nullptr, false), "theta");
   expectRefusal(ops_->convert(buf, DType::f32, buf, DType::f16, 8), "in place");
   expectRefusal(
       ops_->linear(buf, DType::f32, buf, DType(3), false, nullptr, buf, DType::f32, 1, 1, 1),
@@ -992,7 +1003,7 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   ASSERT_OK(ops_->rmsNorm(nullptr, nullptr, nullptr, DType::f32, 0, 64, 1e-6f));
   ASSERT_OK(ops_->embed(nullptr, nullptr, nullptr, DType::f32, 0, 10, 8));
   ASSERT_OK(ops_->copyColumns(nullptr, nullptr, DType::f32, 0, 8, 0, 8));
-  ASSERT_OK(ops_->rope(nullptr, nullptr, nullptr, DType::f32, 0, 2, 16, 16, 10000.0, false));
+  ASSERT_OK(ops_->rope(nullptr, nullptr, nullptr, DType::f32, 0, 2, 16, 16, 10000.0, nullptr, false));
   ASSERT_OK(ops_->linear(nullptr, DType::f32, nullptr, DType::f32, false, nullptr, nullptr,
                          DType::f32, 0, 8, 8));
 

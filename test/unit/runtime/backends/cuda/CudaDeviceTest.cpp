@@ -640,9 +640,11 @@ TEST_F(CudaKernelTest, RopeNeoxAndInterleaved) {
         int64_t rowsArg = rows;
         int32_t heads = c.heads, headDim = c.headDim, rotaryDim = c.rotaryDim;
         double theta = c.theta;
+        const float *factors = nullptr; // no frequency divisors (CudaDeviceOpsTest has them)
         int32_t interleaved = c.interleaved ? 1 : 0;
         launch(std::string("helm_cuda_rope") + t.suffix, {uint32_t(rows)}, {64},
-               {&dx, &dy, &dpos, &rowsArg, &heads, &headDim, &rotaryDim, &theta, &interleaved});
+               {&dx, &dy, &dpos, &rowsArg, &heads, &headDim, &rotaryDim, &theta, &factors,
+                &interleaved});
         expectClose(decode(t, download(dy, n * t.size)), want, scale, t.tolerance, t.slack, what);
       }
     }

@@ -134,6 +134,44 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
     }
 }
 
+// The rope's frequency divisors (Llama 3's rope_freqs): f = float(1 / (theta^(2c/d) * factor_c)),
+// a = float(p) * f, each pair rotated by cos a and sin a (DeviceOps.h). Factors of 1 are no factors.
+TEST(HostDeviceOps, RopeFrequencyFactorsDivideEachPairsFrequency) {
+  auto ops = createHostDeviceOps();
+  const int64_t heads = 2, headDim = 16, half = headDim / 2, rows = 3;
+  const std::vector<int64_t> positions = {0, 7, 5000};
+  const std::vector<float> x = randomFloats(size_t(rows * heads * headDim), -2, 2, 21);
+  std::vector<float> factors, ones(size_t(half), 1.0f);
+  for (int64_t c = 0; c < half; ++c)
+    factors.push_back(c < 2 ? 1.0f : c < 6 ? 1.0f + float(c) : 8.0f);
+  for (bool interleaved : {false, true}) {
+    std::vector<float> plain(x.size()), unit(x.size()), scaled(x.size());
+    ASSERT_FALSE(bool(ops->rope(x.data(), positions.data(), plain.data(), DType::f32, rows, heads, headDim,
+                                headDim, 500000.0, nullptr, interleaved)));
+    ASSERT_FALSE(bool(ops->rope(x.data(), positions.data(), unit.data(), DType::f32, rows, heads, headDim,
+                                headDim, 500000.0, ones.data(), interleaved)));
+    ASSERT_FALSE(bool(ops->rope(x.data(), positions.data(), scaled.data(), DType::f32, rows, heads, headDim,
+                                headDim, 500000.0, factors.data(), interleaved)));
+    EXPECT_EQ(std::memcmp(plain.data(), unit.data(), plain.size() * 4), 0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < half; ++c) {
+          const double f = double(float(1.0 / (std::pow(500000.0, double(float(2 * c) / float(headDim))) *
+                                               double(factors[size_t(c)]))));
+          const double a = double(float(positions[size_t(r)]) * float(f));
+          const size_t base = size_t((r * heads + h) * headDim);
+          const size_t i0 = base + size_t(interleaved ? 2 * c : c);
+          const size_t i1 = base + size_t(interleaved ? 2 * c + 1 : c + half);
+          const double want0 = x[i0] * std::cos(a) - x[i1] * std::sin(a);
+          const double want1 = x[i1] * std::cos(a) + x[i0] * std::sin(a);
+          EXPECT_NEAR(scaled[i0], want0, 1e-5) << "row " << r << " pair " << c;
+          EXPECT_NEAR(scaled[i1], want1, 1e-5) << "row " << r << " pair " << c;
+        }
+    // Position 5000's lowest frequencies differ with their factor of 8.
+    EXPECT_NE(std::memcmp(plain.data(), scaled.data(), plain.size() * 4), 0);
+  }
+}
+
 TEST(HostDeviceOps, BlockCallsRefuseWhatIsNotBlocks) {
   auto ops = createHostDeviceOps();
   std::vector<char> buf(1 << 16);
