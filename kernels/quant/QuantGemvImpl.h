@@ -79,8 +79,8 @@ constexpr bool isLowBitKQuant(BlockFormat f) { return f == BlockFormat::q2_k || 
 constexpr bool hasSuperBlocks(BlockFormat f) {
   return isKQuant(f) || isLowBitKQuant(f) || f == BlockFormat::iq4_xs;
 }
-/// The formats the AVX-512 path has a 16-row kernel for (pathRows16); the others take at most
-/// kMaxRowsOfX rows of x a call on every path.
+/// The formats the AVX-512 path has a 16-row kernel of its own for (pathRows16, reading x stored
+/// in quads); the others take 16 rows through the path's row loop.
 constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f) && !isLowBitKQuant(f); }
 
 /// Bytes per weight block of the 32-weight formats, from the layouts.

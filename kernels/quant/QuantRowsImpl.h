@@ -450,9 +450,15 @@ void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_
   case 8: return rowsT<F, 8>(q, m0, w, n0, n1, y, N);
   default:
     // 9..15 rows: 8, then the rest (only 16 has its own instance, a server's usual batch).
-    if constexpr (kPathMaxRows >= 16 && hasWideKernel(F)) {
-      if (mb == 16)
-        return pathRows16<F>(q, m0, w, n0, n1, y, N);
+    if constexpr (kPathMaxRows >= 16) {
+      if (mb == 16) {
+        // The formats without a 16-row kernel of their own take 16 rows through the row loop:
+        // each group's weights decoded once for all 16 (AVX-512 has the registers for it).
+        if constexpr (hasWideKernel(F))
+          return pathRows16<F>(q, m0, w, n0, n1, y, N);
+        else
+          return rowsT<F, 16>(q, m0, w, n0, n1, y, N);
+      }
       rowsT<F, 8>(q, m0, w, n0, n1, y, N);
       return rowsF<F>(q, m0 + 8, mb - 8, w, n0, n1, y, N);
     }
