@@ -26,29 +26,46 @@ namespace helm {
 
 namespace {
 
+/// Rows of a fused GGUF tensor the importer declared as a weight of their own ("name#part"): the
+/// tensor and the byte range.
+struct TensorPart {
+  std::string tensor;
+  uint64_t offset = 0, bytes = 0;
+};
+
 /// The GGUF tensors' bytes: views of the mapped file.
 class GgufWeightSource : public WeightSource {
 public:
   explicit GgufWeightSource(std::unique_ptr<gguf::File> file) : file(std::move(file)) {}
   const gguf::File &gguf() const { return *file; }
+  llvm::StringMap<TensorPart> &parts() { return tensorParts; }
 
   llvm::Expected<llvm::ArrayRef<char>> bytes(llvm::StringRef name, std::vector<char> &) const override {
-    const gguf::TensorInfo *tensor = file->findTensor(name);
+    auto part = tensorParts.find(name);
+    const gguf::TensorInfo *tensor = file->findTensor(part == tensorParts.end() ? name : part->second.tensor);
     if (!tensor)
       return llvm::createStringError("no tensor named '" + name + "'");
-    return llvm::ArrayRef<char>(reinterpret_cast<const char *>(tensor->data.data()), tensor->data.size());
+    llvm::ArrayRef<uint8_t> data = tensor->data;
+    if (part != tensorParts.end())
+      data = data.slice(part->second.offset, part->second.bytes);
+    return llvm::ArrayRef<char>(reinterpret_cast<const char *>(data.data()), data.size());
   }
   void release(llvm::StringRef name) const override {
-    if (const gguf::TensorInfo *tensor = file->findTensor(name))
+    // A part's tensor is given back with its last part (the rows are written in order; a tensor
+    // read again faults its pages back in).
+    auto part = tensorParts.find(name);
+    if (const gguf::TensorInfo *tensor = file->findTensor(part == tensorParts.end() ? name : part->second.tensor))
       file->releasePages(*tensor);
   }
 
 private:
   std::unique_ptr<gguf::File> file;
+  llvm::StringMap<TensorPart> tensorParts;
 };
 
 /// What differs between the architectures HELM imports: all are Llama-shaped decoders (RMSNorm,
-/// grouped-query attention with rotary positions, SwiGLU MLP).
+/// grouped-query attention with rotary positions, SwiGLU MLP). Phi-3 fuses q/k/v into attn_qkv and
+/// gate/up into ffn_up; the importer declares their rows as separate weights.
 struct Architecture {
   llvm::StringRef name;
   /// llama.cpp's converter permutes the q/k rows of `llama` so that its rope pairs adjacent
@@ -63,6 +80,7 @@ constexpr Architecture kArchitectures[] = {
     {"llama", RopeStyle::interleaved, false},
     {"qwen2", RopeStyle::half, false},
     {"qwen3", RopeStyle::half, true},
+    {"phi3", RopeStyle::half, false},
 };
 
 /// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
@@ -90,7 +108,8 @@ std::string supportedTypes() {
 
 class Importer {
 public:
-  Importer(MLIRContext &ctx, const gguf::File &file) : ctx(ctx), file(file), b(&ctx) {}
+  Importer(MLIRContext &ctx, const gguf::File &file, llvm::StringMap<TensorPart> &parts)
+      : ctx(ctx), file(file), parts(parts), b(&ctx) {}
 
   llvm::Error run(ModuleOp module);
 
@@ -120,7 +139,15 @@ private:
 
   /// Declares tensor `name` (GGUF dims reversed: [rows, row length]) after checking its shape is
   /// `shape` and its type one HELM computes with; returns a `helm.weight` of it at the builder.
-  llvm::Expected<Value> weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// The weight `name` of `shape` ([rows, columns]; a norm's [n]). With `rows`, the rows
+  /// [rows->first, rows->first + rows->count) of it only, declared as a weight of their own
+  /// (source name "name#part") over their bytes in the file: a fused tensor split at import.
+  struct Rows {
+    int64_t first, count;
+    llvm::StringRef part;
+  };
+  llvm::Expected<Value> weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                               std::optional<Rows> rows = std::nullopt);
   /// The same for an optional tensor: a null Value when absent.
   llvm::Expected<Value> optionalWeight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {
     if (!file.findTensor(name))
@@ -130,10 +157,11 @@ private:
 
   MLIRContext &ctx;
   const gguf::File &file;
+  llvm::StringMap<TensorPart> &parts; // the weight source's: the fused tensors' rows declared apart
   OpBuilder b;
   const Architecture *arch = nullptr;
   Block *declarations = nullptr;
-  llvm::StringMap<Value> weights; // per GGUF tensor, the helm.weight made for it
+  llvm::StringMap<Value> weights; // per GGUF tensor (or part of one), the helm.weight made for it
   llvm::StringSet<> used;
 };
 
@@ -205,8 +233,10 @@ llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<dou
   });
 }
 
-llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape) {
-  auto known = weights.find(name);
+llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                                       std::optional<Rows> rows) {
+  const std::string key = rows ? (name + "#" + rows->part).str() : name.str();
+  auto known = weights.find(key);
   const gguf::TensorInfo *tensor = file.findTensor(name);
   if (!tensor)
     return fail("the required tensor '" + name + "' is missing");
@@ -244,14 +274,24 @@ llvm::Expected<Value> Importer::weight(llvm::StringRef name, llvm::ArrayRef<int6
   }
 
   std::string symbol;
-  for (char c : name)
+  for (char c : key)
     symbol += llvm::isAlnum(c) ? c : '_';
-  auto type = RankedTensorType::get(shape, element);
+  llvm::SmallVector<int64_t> declared(shape);
+  int64_t offset = int64_t(tensor->fileOffset), bytes = int64_t(tensor->bytes);
+  if (rows) {
+    // Rows are contiguous in every type (a row of blocks, or of elements): a byte range.
+    const int64_t rowBytes = bytes / shape[0];
+    declared[0] = rows->count;
+    offset += rows->first * rowBytes;
+    bytes = rows->count * rowBytes;
+    parts[key] = TensorPart{name.str(), uint64_t(rows->first * rowBytes), uint64_t(bytes)};
+  }
+  auto type = RankedTensorType::get(declared, element);
   OpBuilder declBuilder = OpBuilder::atBlockEnd(declarations);
-  WeightDeclOp::create(declBuilder, b.getUnknownLoc(), symbol, type, name, llvm::sys::path::filename(file.name()),
-                       int64_t(tensor->fileOffset), int64_t(tensor->bytes), blocks, OnnxBlocksAttr(), bool(blocks));
+  WeightDeclOp::create(declBuilder, b.getUnknownLoc(), symbol, type, key, llvm::sys::path::filename(file.name()),
+                       offset, bytes, blocks, OnnxBlocksAttr(), bool(blocks));
   Value value = WeightOp::create(b, b.getUnknownLoc(), type, FlatSymbolRefAttr::get(&ctx, symbol));
-  weights[name] = value;
+  weights[key] = value;
   used.insert(name);
   return value;
 }
@@ -267,7 +307,7 @@ llvm::Error Importer::run(ModuleOp module) {
     if (a.name == *archName)
       arch = &a;
   if (!arch)
-    return fail("architecture " + gguf::quoted(*archName) + " is not supported (llama, qwen2, qwen3)");
+    return fail("architecture " + gguf::quoted(*archName) + " is not supported (llama, qwen2, qwen3, phi3)");
 
   // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
   auto layers = intKey("block_count");
@@ -310,6 +350,20 @@ llvm::Error Importer::run(ModuleOp module) {
   auto factors = ropeFrequencyFactors(*rotaryDim);
   if (!factors)
     return factors.takeError();
+  // Phi-3's LongRoPE picks one of two factor tables by the context length (and scales the
+  // attention): not built.
+  for (llvm::StringRef longRope : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (file.findTensor(longRope))
+      return fail("tensor " + gguf::quoted(longRope) + " (LongRoPE scaling) is not supported");
+  // A sliding window over the keys (Phi-3; llama.cpp's loader also accepts it on llama files).
+  IntegerAttr slidingWindow;
+  if (const gguf::Value *w = archFind("attention.sliding_window"); w && w->asInt() != std::optional<int64_t>(0)) {
+    auto window = intKey("attention.sliding_window");
+    if (!window)
+      return window.takeError();
+    if (*window > 0)
+      slidingWindow = b.getI64IntegerAttr(*window);
+  }
 
   const int64_t H = *hidden, F = *ffn, hd = *headDim, nh = *heads, nkv = *kvHeads;
   const int64_t qWidth = nh * hd, kvWidth = nkv * hd;
@@ -361,6 +415,15 @@ llvm::Error Importer::run(ModuleOp module) {
       return bias.takeError();
     return LinearOp::create(b, loc, act(out), x, *w, *bias, b.getBoolAttr(true)).getResult();
   };
+  // Rows [first, first + out) of a fused [total, in] projection (Phi-3's attn_qkv, its gate-up
+  // ffn_up), as a linear of their own; fused tensors have no biases.
+  auto linearRows = [&](Value x, llvm::StringRef name, int64_t in, int64_t total, int64_t first, int64_t out,
+                        llvm::StringRef part) -> llvm::Expected<Value> {
+    auto w = weight((name + ".weight").str(), {total, in}, Rows{first, out, part});
+    if (!w)
+      return w.takeError();
+    return LinearOp::create(b, loc, act(out), x, *w, Value(), b.getBoolAttr(true)).getResult();
+  };
   auto norm = [&](Value x, llvm::StringRef name, int64_t size) -> llvm::Expected<Value> {
     auto gamma = weight((name + ".weight").str(), {size});
     if (!gamma)
@@ -376,9 +439,16 @@ llvm::Error Importer::run(ModuleOp module) {
     auto x = norm(h, p + "attn_norm", H);
     if (!x)
       return x.takeError();
-    auto q = linear(*x, p + "attn_q", H, qWidth);
-    auto k = q ? linear(*x, p + "attn_k", H, kvWidth) : q.takeError();
-    auto v = k ? linear(*x, p + "attn_v", H, kvWidth) : k.takeError();
+    // q, k and v: three tensors, or the rows of one fused attn_qkv (Phi-3).
+    const bool fusedQkv = file.findTensor(p + "attn_qkv.weight") != nullptr;
+    const int64_t qkv = qWidth + 2 * kvWidth;
+    auto q = fusedQkv ? linearRows(*x, p + "attn_qkv", H, qkv, 0, qWidth, "q") : linear(*x, p + "attn_q", H, qWidth);
+    auto k = !q        ? q.takeError()
+             : fusedQkv ? linearRows(*x, p + "attn_qkv", H, qkv, qWidth, kvWidth, "k")
+                        : linear(*x, p + "attn_k", H, kvWidth);
+    auto v = !k        ? k.takeError()
+             : fusedQkv ? linearRows(*x, p + "attn_qkv", H, qkv, qWidth + kvWidth, kvWidth, "v")
+                        : linear(*x, p + "attn_v", H, kvWidth);
     if (!v)
       return v.takeError();
     Value qv = *q, kv = *k;
@@ -396,7 +466,7 @@ llvm::Error Importer::run(ModuleOp module) {
                         b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style, *factors);
     auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
                                          b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
-                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale), IntegerAttr());
+                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale), slidingWindow);
     auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);
     if (!o)
       return o.takeError();
@@ -404,8 +474,12 @@ llvm::Error Importer::run(ModuleOp module) {
     auto y = norm(h, p + "ffn_norm", H);
     if (!y)
       return y.takeError();
-    auto gate = linear(*y, p + "ffn_gate", H, F);
-    auto up = gate ? linear(*y, p + "ffn_up", H, F) : gate.takeError();
+    // Gate and up: two tensors, or Phi-3's ffn_up holding the gate's rows, then the up rows.
+    const bool fusedGateUp = arch->name == "phi3";
+    auto gate = fusedGateUp ? linearRows(*y, p + "ffn_up", H, 2 * F, 0, F, "gate") : linear(*y, p + "ffn_gate", H, F);
+    auto up = !gate         ? gate.takeError()
+              : fusedGateUp ? linearRows(*y, p + "ffn_up", H, 2 * F, F, F, "up")
+                            : linear(*y, p + "ffn_up", H, F);
     if (!up)
       return up.takeError();
     Value s = SwigluOp::create(b, loc, *gate, *up);
@@ -456,7 +530,7 @@ llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::un
 
   GgufImport result;
   result.model.module = ModuleOp::create(UnknownLoc::get(&ctx));
-  Importer importer(ctx, file);
+  Importer importer(ctx, file, source->parts());
   if (llvm::Error e = importer.run(*result.model.module))
     return std::move(e);
   {

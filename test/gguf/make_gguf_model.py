@@ -64,7 +64,7 @@ def small_tokenizer(writer, n=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "gemma2"])
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "phi3", "gemma2"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--type", default="f32",
                     choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "iq3_s"])
@@ -99,6 +99,8 @@ def main():
         f"{a.arch}.rope.freq_base": ("f32", 10000.0 if a.arch == "llama" else 1000000.0),
         f"{a.arch}.attention.layer_norm_rms_epsilon": ("f32", 1e-6 if a.arch != "llama" else 1e-5),
     }
+    if a.arch == "phi3":
+        meta["phi3.rope.dimension_count"] = ("u32", hd)
     if a.head_dim:
         meta[f"{a.arch}.attention.key_length"] = ("u32", hd)
         meta[f"{a.arch}.attention.value_length"] = ("u32", hd)
@@ -111,7 +113,9 @@ def main():
         else:
             meta[key] = ("u32", int(value))
     writer.add_type("model")
-    writer.add_name(f"helm-test-{a.arch}")
+    # llama.cpp gives a model named "...phi3..." Phi-3's special-token attributes, which need
+    # Phi-3's own vocabulary: the name avoids it so that any --vocab loads.
+    writer.add_name(f"helm-test-{a.arch}" if a.arch != "phi3" else "helm-test-p-3")
     for key, (kind, value) in meta.items():
         if key in a.drop:
             continue
@@ -159,9 +163,12 @@ def main():
     for layer in range(a.layers):
         p = f"blk.{layer}."
         add(p + "attn_norm.weight", (H,), 0.1, "norm")
-        add(p + "attn_q.weight", (nh * hd, H), 1.0 / np.sqrt(H))
-        add(p + "attn_k.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
-        add(p + "attn_v.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
+        if a.arch == "phi3":  # q, k and v fused (llama.cpp's LLM_TENSOR_ATTN_QKV)
+            add(p + "attn_qkv.weight", ((nh + 2 * nkv) * hd, H), 1.0 / np.sqrt(H))
+        else:
+            add(p + "attn_q.weight", (nh * hd, H), 1.0 / np.sqrt(H))
+            add(p + "attn_k.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
+            add(p + "attn_v.weight", (nkv * hd, H), 1.0 / np.sqrt(H))
         if a.arch == "qwen2":
             add(p + "attn_q.bias", (nh * hd,), 0.5, "bias")
             add(p + "attn_k.bias", (nkv * hd,), 0.5, "bias")
@@ -171,8 +178,11 @@ def main():
             add(p + "attn_k_norm.weight", (hd,), 0.1, "norm")
         add(p + "attn_output.weight", (H, nh * hd), 4.0 / np.sqrt(nh * hd))
         add(p + "ffn_norm.weight", (H,), 0.1, "norm")
-        add(p + "ffn_gate.weight", (F, H), 1.0 / np.sqrt(H))
-        add(p + "ffn_up.weight", (F, H), 1.0 / np.sqrt(H))
+        if a.arch == "phi3":  # gate rows then up rows in one ffn_up
+            add(p + "ffn_up.weight", (2 * F, H), 1.0 / np.sqrt(H))
+        else:
+            add(p + "ffn_gate.weight", (F, H), 1.0 / np.sqrt(H))
+            add(p + "ffn_up.weight", (F, H), 1.0 / np.sqrt(H))
         add(p + "ffn_down.weight", (H, F), 4.0 / np.sqrt(F))
     if a.rope_freqs:
         # Llama 3.1's rule (transformers' _compute_llama3_parameters): wavelengths below
