@@ -62,7 +62,7 @@ from tally import Tally  # noqa: E402
 N_NEW = 32
 FORMATS = ("q8_0", "q4_0", "q4_1", "q4_k_m")
 # The format a row that is not a whole number of blocks falls back to (helm-quantize-weights).
-FALLBACK = {"q4_k": "q4_1", "q5_k": "q8_0", "q6_k": "q8_0"}
+FALLBACK = {"q4_k": "q5_0", "q5_k": "q5_1", "q6_k": "q8_0"}
 K_QUANTS = ("q4_k", "q5_k", "q6_k")
 DECL = re.compile(r'helm\.weight_decl @\S+ : tensor<[^>]*> \{([^\n]*)\}')
 
