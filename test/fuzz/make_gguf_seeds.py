@@ -12,6 +12,10 @@
   no-tensors.gguf                         metadata only (like llama.cpp's vocabulary files)
   llama-q5-iq4.gguf                       a whole one-block llama model (test/gguf/make_gguf_model.py)
                                           in Q5_0, with Q5_1, IQ4_NL and IQ4_XS tensors
+  phi3-q8.gguf                            a one-block phi3 model in Q8_0 (fused attn_qkv and ffn_up,
+                                          a sliding window)
+  llama31-rope-freqs.gguf                 a one-block llama model in Q4_0 with Llama 3.1's
+                                          rope_freqs.weight
 
   .venv/bin/python test/fuzz/make_gguf_seeds.py
 """
@@ -85,6 +89,13 @@ def main():
                     "--heads", "2", "--kv-heads", "1", "--layers", "1",
                     "--tensor-type", "blk.0.attn_k.weight=q5_1", "--tensor-type", "blk.0.attn_v.weight=iq4_nl",
                     "--tensor-type", "blk.0.ffn_down.weight=iq4_xs"], check=True)
+    small = ["--hidden", "64", "--ffn", "128", "--heads", "2", "--kv-heads", "1", "--layers", "1"]
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "phi3",
+                    "--out", str(OUT / "phi3-q8.gguf"), "--type", "q8_0", *small,
+                    "--set", "phi3.attention.sliding_window=2047"], check=True)
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "llama",
+                    "--out", str(OUT / "llama31-rope-freqs.gguf"), "--type", "q4_0", *small, "--rope-freqs"],
+                   check=True)
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size // 1024} KiB")
 
