@@ -86,7 +86,6 @@ int truncatedCode(float v, int top) {
     return top;
   return int(v);
 }
-int truncatedNibble(float v) { return truncatedCode(v, 15); }
 
 /// ggml's roundf for Q8_0 (half away from zero), clamped to the int8 codes ±127.
 int roundedQ8(float v) {
@@ -135,8 +134,10 @@ bool quantizeQ8_0(const float *x, uint8_t *out) {
   return halfIsFinite(b.d);
 }
 
-bool quantizeQ4_0(const float *x, uint8_t *out) {
-  // The signed value of largest magnitude (the first one on ties) maps to code 0, i.e. -8 * d.
+/// ggml's q4_0 / q5_0 reference codes (levels 16 / 32): the signed value of largest magnitude (the
+/// first one on ties) maps to code 0, i.e. d = max / -(levels / 2); code = min(levels - 1,
+/// trunc(x / d + levels / 2 + 0.5)).
+float symmetricCodes(const float *x, int levels, int codes[32]) {
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < 32; ++j) {
     if (amax < std::fabs(x[j])) {
@@ -144,37 +145,34 @@ bool quantizeQ4_0(const float *x, uint8_t *out) {
       max = x[j];
     }
   }
-  const float d = max / -8.0f;
+  const float d = max / -float(levels / 2);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  BlockQ4_0 b;
-  b.d = toHalf(d);
-  for (int j = 0; j < 16; ++j) {
-    const int lowCode = truncatedNibble(x[j] * id + 8.5f);
-    const int highCode = truncatedNibble(x[j + 16] * id + 8.5f);
-    b.qs[j] = uint8_t(lowCode | (highCode << 4));
-  }
-  storeBlock(b, out);
-  return halfIsFinite(b.d);
+  const float offset = float(levels / 2) + 0.5f; // 8.5 / 16.5, exact
+  for (int j = 0; j < 32; ++j)
+    codes[j] = truncatedCode(x[j] * id + offset, levels - 1);
+  return d;
 }
 
-bool quantizeQ4_1(const float *x, uint8_t *out) {
-  float min = FLT_MAX, max = -FLT_MAX;
+/// ggml's q4_1 / q5_1 reference codes (levels 16 / 32): d = (max - min) / (levels - 1), m = min,
+/// code = trunc((x - min) / d + 0.5), capped at levels - 1 (q5_1's reference has no cap: the codes
+/// stay below 32 for x <= max).
+void affineCodes(const float *x, int levels, int codes[32], float &d, float &min) {
+  float max = -FLT_MAX;
+  min = FLT_MAX;
   for (int j = 0; j < 32; ++j) {
     min = std::min(min, x[j]);
     max = std::max(max, x[j]);
   }
-  const float d = (max - min) / 15.0f;
+  d = (max - min) / float(levels - 1);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  BlockQ4_1 b;
-  b.d = toHalf(d);
-  b.m = toHalf(min);
-  for (int j = 0; j < 16; ++j) {
-    const int lowCode = truncatedNibble((x[j] - min) * id + 0.5f);
-    const int highCode = truncatedNibble((x[j + 16] - min) * id + 0.5f);
-    b.qs[j] = uint8_t(lowCode | (highCode << 4));
-  }
-  storeBlock(b, out);
-  return halfIsFinite(b.d) && halfIsFinite(b.m);
+  for (int j = 0; j < 32; ++j)
+    codes[j] = truncatedCode((x[j] - min) * id + 0.5f, levels - 1);
+}
+
+/// Q4_0 / Q4_1: byte j holds code j (low nibble) and code j + 16 (high nibble).
+void packNibbles(const int codes[32], uint8_t qs[16]) {
+  for (int j = 0; j < 16; ++j)
+    qs[j] = uint8_t(codes[j] | (codes[j + 16] << 4));
 }
 
 /// Q5_0 / Q5_1: the 32 five-bit codes into the nibbles and the qh word.
@@ -188,42 +186,43 @@ void packFiveBitCodes(const int codes[32], uint8_t qs[16], uint8_t qh[4]) {
   std::memcpy(qh, &high, sizeof high);
 }
 
-bool quantizeQ5_0(const float *x, uint8_t *out) {
-  // As Q4_0 with 32 levels: the value of largest magnitude (the first on ties) maps to -16 * d.
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < 32; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  const float d = max / -16.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  BlockQ5_0 b;
-  b.d = toHalf(d);
+bool quantizeQ4_0(const float *x, uint8_t *out) {
   int codes[32];
-  for (int j = 0; j < 32; ++j)
-    codes[j] = truncatedCode(x[j] * id + 16.5f, 31);
+  BlockQ4_0 b;
+  b.d = toHalf(symmetricCodes(x, 16, codes));
+  packNibbles(codes, b.qs);
+  storeBlock(b, out);
+  return halfIsFinite(b.d);
+}
+
+bool quantizeQ5_0(const float *x, uint8_t *out) {
+  int codes[32];
+  BlockQ5_0 b;
+  b.d = toHalf(symmetricCodes(x, 32, codes));
   packFiveBitCodes(codes, b.qs, b.qh);
   storeBlock(b, out);
   return halfIsFinite(b.d);
 }
 
+bool quantizeQ4_1(const float *x, uint8_t *out) {
+  int codes[32];
+  float d, min;
+  affineCodes(x, 16, codes, d, min);
+  BlockQ4_1 b;
+  b.d = toHalf(d);
+  b.m = toHalf(min);
+  packNibbles(codes, b.qs);
+  storeBlock(b, out);
+  return halfIsFinite(b.d) && halfIsFinite(b.m);
+}
+
 bool quantizeQ5_1(const float *x, uint8_t *out) {
-  float min = FLT_MAX, max = -FLT_MAX;
-  for (int j = 0; j < 32; ++j) {
-    min = std::min(min, x[j]);
-    max = std::max(max, x[j]);
-  }
-  const float d = (max - min) / 31.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  int codes[32];
+  float d, min;
+  affineCodes(x, 32, codes, d, min);
   BlockQ5_1 b;
   b.d = toHalf(d);
   b.m = toHalf(min);
-  int codes[32];
-  // ggml truncates to uint8_t without a cap: (x - min) * id + 0.5 stays below 32 for x <= max.
-  for (int j = 0; j < 32; ++j)
-    codes[j] = truncatedCode((x[j] - min) * id + 0.5f, 31);
   packFiveBitCodes(codes, b.qs, b.qh);
   storeBlock(b, out);
   return halfIsFinite(b.d) && halfIsFinite(b.m);
