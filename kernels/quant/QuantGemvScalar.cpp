@@ -233,6 +233,53 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
   }
 }
 
+/// A decoded format's group of 8 blocks (QuantGemvImpl.h's arithmetic): the 256 codes in block order, the
+/// blocks' scales and (q5_1) mins. `valid` < 8 for a row's partial last group: the other blocks'
+/// scales and mins are 0. (The vector paths decode in registers instead: QuantRowsImpl.h.)
+template <BlockFormat F> inline void decodedScales(const uint8_t *p, int valid, float dw[8], float mw[8]) {
+  for (int j = 0; j < 8; ++j) {
+    dw[j] = mw[j] = 0.0f;
+    if (j >= valid)
+      continue;
+    if constexpr (F == BlockFormat::iq4_xs) {
+      dw[j] = kernels::halfToFloat(uint16_t(p[0] | (p[1] << 8))) * float(iq4XsScale(p, j) - 32);
+    } else {
+      const uint8_t *b = p + j * blockBytes(F);
+      dw[j] = kernels::halfToFloat(uint16_t(b[0] | (b[1] << 8)));
+      if constexpr (F == BlockFormat::q5_1)
+        mw[j] = kernels::halfToFloat(uint16_t(b[2] | (b[3] << 8)));
+    }
+  }
+}
+template <BlockFormat F> inline void decodedCodes(const uint8_t *p, int valid, int8_t codes[256]) {
+  for (int j = 0; j < 8; ++j) {
+    int8_t *c = codes + 32 * j;
+    if (j >= valid) {
+      for (int l = 0; l < 32; ++l)
+        c[l] = 0;
+      continue;
+    }
+    if constexpr (F == BlockFormat::iq4_xs || F == BlockFormat::iq4_nl) {
+      const uint8_t *qs = F == BlockFormat::iq4_xs ? p + offsetof(BlockIq4Xs, qs) + 16 * j
+                                                   : p + j * blockBytes(F) + offsetof(BlockIq4Nl, qs);
+      for (int l = 0; l < 16; ++l) {
+        c[l] = kIq4Values[qs[l] & 0xF];
+        c[l + 16] = kIq4Values[qs[l] >> 4];
+      }
+    } else {
+      using Block = std::conditional_t<F == BlockFormat::q5_0, BlockQ5_0, BlockQ5_1>;
+      const uint8_t *b = p + j * blockBytes(F), *qs = b + offsetof(Block, qs);
+      const uint32_t high = uint32_t(b[offsetof(Block, qh)]) | uint32_t(b[offsetof(Block, qh) + 1]) << 8 |
+                            uint32_t(b[offsetof(Block, qh) + 2]) << 16 | uint32_t(b[offsetof(Block, qh) + 3]) << 24;
+      for (int l = 0; l < 32; ++l) {
+        const int low = l < 16 ? qs[l] & 0xF : qs[l - 16] >> 4;
+        const int q = low | int(((high >> l) & 1) << 4);
+        c[l] = int8_t(F == BlockFormat::q5_0 ? q - 16 : q);
+      }
+    }
+  }
+}
+
 /// The decoded formats (q5_0, q5_1, iq4_nl, iq4_xs): each group of 8 blocks decoded once for the
 /// mb rows of x, then the 32-weight arithmetic per block.
 template <BlockFormat F>
