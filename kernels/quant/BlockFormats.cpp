@@ -170,13 +170,13 @@ void affineCodes(const float *x, int levels, int codes[32], float &d, float &min
 }
 
 /// Q4_0 / Q4_1: byte j holds code j (low nibble) and code j + 16 (high nibble).
-void packNibbles(const int codes[32], uint8_t qs[16]) {
+void packCodes(const int codes[32], uint8_t qs[16]) {
   for (int j = 0; j < 16; ++j)
     qs[j] = uint8_t(codes[j] | (codes[j + 16] << 4));
 }
 
 /// Q5_0 / Q5_1: the 32 five-bit codes into the nibbles and the qh word.
-void packFiveBitCodes(const int codes[32], uint8_t qs[16], uint8_t qh[4]) {
+void packCodes(const int codes[32], uint8_t qs[16], uint8_t qh[4]) {
   uint32_t high = 0;
   for (int j = 0; j < 16; ++j) {
     qs[j] = uint8_t((codes[j] & 0xF) | ((codes[j + 16] & 0xF) << 4));
@@ -185,45 +185,30 @@ void packFiveBitCodes(const int codes[32], uint8_t qs[16], uint8_t qh[4]) {
   }
   std::memcpy(qh, &high, sizeof high);
 }
+void packCodes(const int codes[32], BlockQ4_0 &b) { packCodes(codes, b.qs); }
+void packCodes(const int codes[32], BlockQ4_1 &b) { packCodes(codes, b.qs); }
+void packCodes(const int codes[32], BlockQ5_0 &b) { packCodes(codes, b.qs, b.qh); }
+void packCodes(const int codes[32], BlockQ5_1 &b) { packCodes(codes, b.qs, b.qh); }
 
-bool quantizeQ4_0(const float *x, uint8_t *out) {
+/// q4_0 (16 levels) and q5_0 (32 levels).
+template <typename Block, int Levels> bool quantizeSymmetric(const float *x, uint8_t *out) {
   int codes[32];
-  BlockQ4_0 b;
-  b.d = toHalf(symmetricCodes(x, 16, codes));
-  packNibbles(codes, b.qs);
+  Block b;
+  b.d = toHalf(symmetricCodes(x, Levels, codes));
+  packCodes(codes, b);
   storeBlock(b, out);
   return halfIsFinite(b.d);
 }
 
-bool quantizeQ5_0(const float *x, uint8_t *out) {
-  int codes[32];
-  BlockQ5_0 b;
-  b.d = toHalf(symmetricCodes(x, 32, codes));
-  packFiveBitCodes(codes, b.qs, b.qh);
-  storeBlock(b, out);
-  return halfIsFinite(b.d);
-}
-
-bool quantizeQ4_1(const float *x, uint8_t *out) {
+/// q4_1 (16 levels) and q5_1 (32 levels).
+template <typename Block, int Levels> bool quantizeAffine(const float *x, uint8_t *out) {
   int codes[32];
   float d, min;
-  affineCodes(x, 16, codes, d, min);
-  BlockQ4_1 b;
+  affineCodes(x, Levels, codes, d, min);
+  Block b;
   b.d = toHalf(d);
   b.m = toHalf(min);
-  packNibbles(codes, b.qs);
-  storeBlock(b, out);
-  return halfIsFinite(b.d) && halfIsFinite(b.m);
-}
-
-bool quantizeQ5_1(const float *x, uint8_t *out) {
-  int codes[32];
-  float d, min;
-  affineCodes(x, 32, codes, d, min);
-  BlockQ5_1 b;
-  b.d = toHalf(d);
-  b.m = toHalf(min);
-  packFiveBitCodes(codes, b.qs, b.qh);
+  packCodes(codes, b);
   storeBlock(b, out);
   return halfIsFinite(b.d) && halfIsFinite(b.m);
 }
@@ -643,13 +628,13 @@ using DequantizeBlockFn = void (*)(const uint8_t *, float *);
 QuantizeBlockFn quantizer(BlockFormat format) {
   switch (format) {
   case BlockFormat::q8_0: return quantizeQ8_0;
-  case BlockFormat::q4_0: return quantizeQ4_0;
-  case BlockFormat::q4_1: return quantizeQ4_1;
+  case BlockFormat::q4_0: return quantizeSymmetric<BlockQ4_0, 16>;
+  case BlockFormat::q4_1: return quantizeAffine<BlockQ4_1, 16>;
   case BlockFormat::q4_k: return quantizeQ4K;
   case BlockFormat::q5_k: return quantizeQ5K;
   case BlockFormat::q6_k: return quantizeQ6K;
-  case BlockFormat::q5_0: return quantizeQ5_0;
-  case BlockFormat::q5_1: return quantizeQ5_1;
+  case BlockFormat::q5_0: return quantizeSymmetric<BlockQ5_0, 32>;
+  case BlockFormat::q5_1: return quantizeAffine<BlockQ5_1, 32>;
   case BlockFormat::iq4_nl:
   case BlockFormat::iq4_xs:
   case BlockFormat::q2_k:
