@@ -78,17 +78,16 @@ inline void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, ui
       ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, dst).ok());
     } else {
       // A format HELM only reads: random codes and sub-block scales, the f16 fields (iq4: d at
-      // the start of each block; q2_k: d and dmin at 80 and 82; q3_k: d at 108) of either sign in
-      // [2^-10, 2^-9).
-      std::vector<int> halves = {0};
+      // the start of each block; q2_k: d and dmin; q3_k: d) of either sign in [2^-10, 2^-9).
+      std::vector<size_t> halves = {0};
       if (format == quant::BlockFormat::q2_k)
-        halves = {80, 82};
+        halves = {offsetof(quant::BlockQ2K, d), offsetof(quant::BlockQ2K, dmin)};
       else if (format == quant::BlockFormat::q3_k)
-        halves = {108};
+        halves = {offsetof(quant::BlockQ3K, d)};
       for (int64_t i = 0; i < rowBytes; ++i)
         dst[i] = uint8_t(rng());
       for (int64_t b = 0; b < width / info.weightsPerBlock; ++b)
-        for (int at : halves) {
+        for (size_t at : halves) {
           const uint16_t d = uint16_t((rng() & 0x8000u) | 0x1400u | (rng() & 0x3ffu));
           std::memcpy(dst + b * info.bytesPerBlock + at, &d, 2);
         }
