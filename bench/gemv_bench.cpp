@@ -13,7 +13,7 @@
 //   helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] [--isa scalar|avx2|avx512]
 //                   [--quant q8_0,q4_0,...] [--min-time SECONDS] [--json]
 //
-// Quantized rows (kernels/quant's quantLinear, --quant any of q8_0,q4_0,q4_1,q4_k,q5_k,q6_k, or none): the same K x N as
+// Quantized rows (kernels/quant's quantLinear, --quant any block format of the contract's table, or none): the same K x N as
 // the f16 row of each size (so "8 MB" is the 2048 x 2048 f16 shape), f32 x and y, W as ggml blocks;
 // GB/s counts the block bytes actually read (codes and scales), which is what bounds decode.
 //
@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -207,17 +208,25 @@ Result gemvGBs(DType wd, bool transposed, int64_t bytes, int64_t M, int threads,
   return {b / dram, b / hot};
 }
 
-/// Random blocks of `format` for an N x K matrix: codes uniform, scales (and q4_1 mins) random
-/// finite f16 values of moderate size. The kernel's speed does not depend on the values.
+/// Random blocks of `format` for an N x K matrix: codes uniform, scales (and mins) random finite
+/// f16 values of moderate size. The kernel's speed does not depend on the values.
 std::vector<unsigned char> randomBlocks(helm::quant::BlockFormat format, int64_t N, int64_t K, std::mt19937 &rng) {
-  const helm::quant::BlockFormatInfo &info = helm::quant::blockFormatInfo(format);
-  std::vector<unsigned char> out(size_t(*helm::quant::rowBytes(format, K) * N));
+  namespace q = helm::quant;
+  const q::BlockFormatInfo &info = q::blockFormatInfo(format);
+  std::vector<unsigned char> out(size_t(*q::rowBytes(format, K) * N));
   std::uniform_int_distribution<int> byte(0, 255);
   for (unsigned char &b : out)
     b = static_cast<unsigned char>(byte(rng));
-  using helm::quant::BlockFormat;
-  const int fields = format == BlockFormat::q4_1 || format == BlockFormat::q4_k || format == BlockFormat::q5_k ? 2 : 1;
-  const size_t first = format == BlockFormat::q6_k ? 208 : 0; // q6_k keeps d at the end
+  // Where each format keeps its f16 fields: d first, or at the end of the block, then a min beside d.
+  using q::BlockFormat;
+  const size_t first = format == BlockFormat::q6_k   ? offsetof(q::BlockQ6K, d)
+                       : format == BlockFormat::q2_k ? offsetof(q::BlockQ2K, d)
+                       : format == BlockFormat::q3_k ? offsetof(q::BlockQ3K, d)
+                                                     : 0;
+  const int fields = format == BlockFormat::q4_1 || format == BlockFormat::q5_1 || format == BlockFormat::q4_k ||
+                             format == BlockFormat::q5_k || format == BlockFormat::q2_k
+                         ? 2
+                         : 1;
   for (size_t at = 0; at < out.size(); at += size_t(info.bytesPerBlock))
     for (int f = 0; f < fields; ++f) {
       unsigned char &high = out[at + first + 2 * size_t(f) + 1];
@@ -451,7 +460,7 @@ int main(int argc, char **argv) {
         size_t comma = std::min(v.find(',', pos), v.size());
         auto f = helm::quant::parseBlockFormat(v.substr(pos, comma - pos));
         if (!f) {
-          std::fprintf(stderr, "helm-gemv-bench: --quant wants q8_0, q4_0, q4_1, q4_k, q5_k, q6_k or none, got '%s'\n",
+          std::fprintf(stderr, "helm-gemv-bench: --quant wants block formats (q8_0, q4_k, iq4_xs, ...) or none, got '%s'\n",
                        v.substr(pos, comma - pos).c_str());
           return 1;
         }
@@ -479,7 +488,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: helm-gemv-bench [--m M] [--sizes 8,16,32,64] [--threads 1,2] "
-                   "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,q4_1,q4_k,q5_k,q6_k|none] [--min-time SECONDS] "
+                   "[--isa scalar|avx2|avx512] [--quant q8_0,q4_0,...,q3_k|none] [--min-time SECONDS] "
                    "[--json]\n"
                    "       helm-gemv-bench --prefill [--m 32,128,512] [--shapes KxN,...] "
                    "[--dtypes f16,f32,bf16|none] [--quant ...] [--path gemv|gemm|auto] [--threads 1,2]\n");
