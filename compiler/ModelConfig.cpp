@@ -31,7 +31,8 @@ llvm::Expected<ModelConfig> extractModelConfig(ModuleOp module) {
   LmHeadOp head;
   AttentionOp firstAttention;
   RopeOp firstRope;
-  bool fusedProjections = false, qkvBias = false, headNorm = false, slidingWindow = false;
+  bool fusedProjections = false, qkvBias = false, headNorm = false, slidingWindow = false, gelu = false,
+       softcap = false;
   module.walk([&](Operation *op) {
     if (auto unit = dyn_cast<UnitOp>(op)) {
       ++config.numUnits;
@@ -47,9 +48,12 @@ llvm::Expected<ModelConfig> extractModelConfig(ModuleOp module) {
       firstRope = firstRope ? firstRope : r;
     } else if (auto s = dyn_cast<SplitOp>(op)) {
       fusedProjections = true;
-    } else if (auto sw = dyn_cast<SwigluOp>(op)) {
+    } else if (isa<SoftcapOp>(op)) {
+      softcap = true;
+    } else if (isa<SwigluOp, GegluOp>(op)) {
+      gelu |= isa<GegluOp>(op);
       if (!config.intermediateSize)
-        config.intermediateSize = cast<RankedTensorType>(sw.getType()).getShape().back();
+        config.intermediateSize = cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
       if (config.rmsNormEps == 0)
         config.rmsNormEps = n.getEpsilon().convertToDouble();
@@ -82,7 +86,10 @@ llvm::Expected<ModelConfig> extractModelConfig(ModuleOp module) {
     if (l.getBias() && l.getResult().hasOneUse() && isa<RopeOp>(*l.getResult().user_begin()))
       qkvBias = true;
   });
-  config.architecture = headNorm           ? "qwen3"
+  // Gemma's GELU-gated MLP tells it apart: Gemma 3 with per-head q/k norms, Gemma 2 soft-caps its
+  // logits.
+  config.architecture = gelu               ? (headNorm ? "gemma3" : softcap ? "gemma2" : "gemma")
+                        : headNorm         ? "qwen3"
                         : fusedProjections ? "phi3"
                         : qkvBias          ? "qwen2"
                         : slidingWindow    ? "mistral"

@@ -183,7 +183,14 @@ void helm_dev_rope(void *ctx, const void *x, const int64_t *positions, void *y, 
                    double theta, const float *freq_factors, int32_t interleaved);
 void helm_dev_swiglu(void *ctx, const void *gate, const void *up, void *y, int32_t dtype,
                      int64_t n);
+/* y = gelu_tanh(gate) * up (Gemma's gated FFN). */
+void helm_dev_geglu(void *ctx, const void *gate, const void *up, void *y, int32_t dtype,
+                    int64_t n);
 void helm_dev_add(void *ctx, const void *a, const void *b, void *y, int32_t dtype, int64_t n);
+/* y = x * factor (Gemma's embedding scale). */
+void helm_dev_scale(void *ctx, const void *x, void *y, int32_t dtype, int64_t n, float factor);
+/* y = tanh(x * (1 / cap)) * cap (Gemma 2's final logits). */
+void helm_dev_softcap(void *ctx, const void *x, void *y, int32_t dtype, int64_t n, float cap);
 void helm_dev_convert(void *ctx, const void *x, int32_t xdtype, void *y, int32_t ydtype,
                       int64_t n);
 void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, const void *v,

@@ -64,16 +64,30 @@ private:
 };
 
 /// What differs between the architectures HELM imports: all are Llama-shaped decoders (RMSNorm,
-/// grouped-query attention with rotary positions, SwiGLU MLP). Phi-3 fuses q/k/v into attn_qkv and
-/// gate/up into ffn_up; the importer declares their rows as separate weights.
+/// grouped-query attention with rotary positions, gated MLP). Phi-3 fuses q/k/v into attn_qkv and
+/// gate/up into ffn_up; the importer declares their rows as separate weights. Gemma scales the
+/// embedding rows, gates its MLP with GELU and (2, 3) normalises each sublayer's output again.
 struct Architecture {
   llvm::StringRef name;
   /// llama.cpp's converter permutes the q/k rows of `llama` so that its rope pairs adjacent
   /// channels (LLAMA_ROPE_TYPE_NORM); Qwen keeps Hugging Face's halves (NEOX). HELM matches the
   /// file with the rope form instead of undoing the permutation.
   RopeStyle rope;
-  /// Qwen3: RMSNorm of every q and k head (attn_q_norm / attn_k_norm), required.
+  /// Qwen3, Gemma 3: RMSNorm of every q and k head (attn_q_norm / attn_k_norm), required.
   bool headNorm;
+  /// Gemma: embedding rows times sqrt(embedding_length), a GELU(tanh)-gated MLP, and the head tied
+  /// to the embedding unless output.weight is present.
+  bool gemma = false;
+  /// Gemma 2, 3: RMSNorm of the attention and MLP outputs before their residual adds
+  /// (post_attention_norm, post_ffw_norm).
+  bool postNorms = false;
+  /// Gemma 3: with attention.sliding_window set, layer i uses the window when i % pattern <
+  /// pattern - 1 (llama.cpp's default when attention.sliding_window_pattern is absent) and rotates
+  /// with rope.freq_base_swa (10000), unscaled; the other layers are global. 0: every layer alike.
+  int64_t slidingPattern = 0;
+  /// The block count at which llama.cpp scales the queries by 1/sqrt(embedding_length / heads)
+  /// instead of 1/sqrt(head size) (Gemma 3 27B, from the reference's query_pre_attn_scalar); 0: never.
+  int64_t hiddenScaledLayers = 0;
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -81,6 +95,9 @@ constexpr Architecture kArchitectures[] = {
     {"qwen2", RopeStyle::half, false},
     {"qwen3", RopeStyle::half, true},
     {"phi3", RopeStyle::half, false},
+    {"gemma", RopeStyle::half, false, /*gemma=*/true},
+    {"gemma3", RopeStyle::half, true, /*gemma=*/true, /*postNorms=*/true, /*slidingPattern=*/6,
+     /*hiddenScaledLayers=*/62},
 };
 
 /// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
@@ -136,6 +153,8 @@ private:
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
   llvm::Expected<DenseF32ArrayAttr> ropeFrequencyFactors(int64_t rotaryDim);
+  /// Which layers use the sliding window (Gemma 3's pattern): `layers` flags.
+  llvm::Expected<std::vector<bool>> slidingLayers(int64_t layers);
 
   /// Declares tensor `name` (GGUF dims reversed: [rows, row length]) after checking its shape is
   /// `shape` and its type one HELM computes with; returns a `helm.weight` of it at the builder.
@@ -222,6 +241,33 @@ llvm::Expected<DenseF32ArrayAttr> Importer::ropeFrequencyFactors(int64_t rotaryD
   return DenseF32ArrayAttr::get(&ctx, factors);
 }
 
+llvm::Expected<std::vector<bool>> Importer::slidingLayers(int64_t layers) {
+  std::vector<bool> sliding(size_t(layers), true);
+  if (!arch->slidingPattern)
+    return sliding;
+  if (const gguf::Value *pattern = archFind("attention.sliding_window_pattern");
+      pattern && pattern->type == gguf::ValueType::Array) {
+    // One flag per layer (llama.cpp writes bools; integers are read as flags too).
+    if (pattern->count != uint64_t(layers))
+      return fail(llvm::formatv("'{0}' has {1} values, block_count is {2}", archKey("attention.sliding_window_pattern"),
+                                pattern->count, layers)
+                      .str());
+    for (int64_t i = 0; i < layers; ++i) {
+      std::optional<int64_t> flag = pattern->intAt(uint64_t(i));
+      if (!flag)
+        return fail("'" + archKey("attention.sliding_window_pattern") + "' is not an array of flags");
+      sliding[size_t(i)] = *flag != 0;
+    }
+    return sliding;
+  }
+  auto period = intKey("attention.sliding_window_pattern", arch->slidingPattern);
+  if (!period)
+    return period.takeError();
+  for (int64_t i = 0; i < layers; ++i)
+    sliding[size_t(i)] = i % *period < *period - 1;
+  return sliding;
+}
+
 llvm::Expected<double> Importer::floatKey(llvm::StringRef key, std::optional<double> fallback) {
   return archNumber<double>(key, fallback, [&](const gguf::Value &value, const std::string &full) -> llvm::Expected<double> {
     std::optional<double> v = value.type == gguf::ValueType::Array ? std::nullopt : value.asFloat();
@@ -306,8 +352,12 @@ llvm::Error Importer::run(ModuleOp module) {
   for (const Architecture &a : kArchitectures)
     if (a.name == *archName)
       arch = &a;
+  if (*archName == "gemma2")
+    return fail("architecture 'gemma2' is not supported: its attention soft-caps the scores "
+                "(attn_logit_softcapping), which HELM's attention kernels do not do");
   if (!arch)
-    return fail("architecture " + gguf::quoted(*archName) + " is not supported (llama, qwen2, qwen3, phi3)");
+    return fail("architecture " + gguf::quoted(*archName) +
+                " is not supported (llama, qwen2, qwen3, phi3, gemma, gemma3)");
 
   // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
   auto layers = intKey("block_count");
@@ -355,7 +405,8 @@ llvm::Error Importer::run(ModuleOp module) {
   for (llvm::StringRef longRope : {"rope_factors_long.weight", "rope_factors_short.weight"})
     if (file.findTensor(longRope))
       return fail("tensor " + gguf::quoted(longRope) + " (LongRoPE scaling) is not supported");
-  // A sliding window over the keys (Phi-3; llama.cpp's loader also accepts it on llama files).
+  // A sliding window over the keys (Phi-3, Gemma 3's local layers; llama.cpp's loader also
+  // accepts it on llama files).
   IntegerAttr slidingWindow;
   if (const gguf::Value *w = archFind("attention.sliding_window"); w && w->asInt() != std::optional<int64_t>(0)) {
     auto window = intKey("attention.sliding_window");
@@ -363,6 +414,26 @@ llvm::Error Importer::run(ModuleOp module) {
       return window.takeError();
     if (*window > 0)
       slidingWindow = b.getI64IntegerAttr(*window);
+  }
+  auto sliding = slidingLayers(*layers);
+  if (!sliding)
+    return sliding.takeError();
+  // Gemma 3's local layers: their own rope base, no position scaling.
+  double slidingTheta = *theta;
+  if (arch->slidingPattern) {
+    auto local = floatKey("rope.freq_base_swa", 10000.0);
+    if (!local)
+      return local.takeError();
+    slidingTheta = *local;
+  }
+  // Gemma's optional soft-capping of the logits (llama.cpp reads the key for Gemma only).
+  std::optional<double> finalSoftcap;
+  if (const gguf::Value *cap = arch->gemma ? archFind("final_logit_softcapping") : nullptr;
+      cap && cap->asFloat() != std::optional<double>(0.0)) { // 0: none, as in llama.cpp
+    auto capValue = floatKey("final_logit_softcapping");
+    if (!capValue)
+      return capValue.takeError();
+    finalSoftcap = *capValue;
   }
 
   const int64_t H = *hidden, F = *ffn, hd = *headDim, nh = *heads, nkv = *kvHeads;
@@ -405,6 +476,8 @@ llvm::Error Importer::run(ModuleOp module) {
   if (!table)
     return table.takeError();
   Value h = EmbedOp::create(b, loc, act(H), inputIds, *table);
+  if (arch->gemma) // llama.cpp: ggml_scale by sqrtf(n_embd), in f32
+    h = ScaleOp::create(b, loc, h, b.getF64FloatAttr(double(std::sqrt(float(H)))));
 
   auto linear = [&](Value x, llvm::StringRef name, int64_t in, int64_t out) -> llvm::Expected<Value> {
     auto w = weight((name + ".weight").str(), {out, in});
@@ -430,8 +503,10 @@ llvm::Error Importer::run(ModuleOp module) {
       return gamma.takeError();
     return RmsNormOp::create(b, loc, x.getType(), x, *gamma, eps).getResult();
   };
-  // llama.cpp scales the scores by 1/sqrt(head size) computed in f32.
-  double scale = double(1.0f / std::sqrt(float(hd)));
+  // llama.cpp scales the scores by 1/sqrt(head size) computed in f32 (Gemma 3 27B: by
+  // 1/sqrt(embedding_length / heads)).
+  const bool hiddenScaled = arch->hiddenScaledLayers && *layers == arch->hiddenScaledLayers;
+  double scale = double(1.0f / std::sqrt(float(hiddenScaled ? H / nh : hd)));
   auto style = RopeStyleAttr::get(&ctx, arch->rope);
 
   for (int64_t layer = 0; layer < *layers; ++layer) {
@@ -460,17 +535,30 @@ llvm::Error Importer::run(ModuleOp module) {
       qv = *qn;
       kv = *kn;
     }
+    // A layer of Gemma 3's sliding pattern: windowed, with the local rope base and no scaling.
+    const bool local = arch->slidingPattern && slidingWindow && (*sliding)[size_t(layer)];
+    const bool global = arch->slidingPattern && !local;
+    FloatAttr layerTheta = b.getF64FloatAttr(local ? slidingTheta : *theta);
+    DenseF32ArrayAttr layerFactors = local ? DenseF32ArrayAttr() : *factors;
     qv = RopeOp::create(b, loc, qv.getType(), qv, positions, b.getI64IntegerAttr(hd),
-                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style, *factors);
+                        b.getI64IntegerAttr(*rotaryDim), layerTheta, style, layerFactors);
     kv = RopeOp::create(b, loc, kv.getType(), kv, positions, b.getI64IntegerAttr(hd),
-                        b.getI64IntegerAttr(*rotaryDim), b.getF64FloatAttr(*theta), style, *factors);
+                        b.getI64IntegerAttr(*rotaryDim), layerTheta, style, layerFactors);
     auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
                                          b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
-                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale), slidingWindow);
+                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale),
+                                         global ? IntegerAttr() : slidingWindow);
     auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);
     if (!o)
       return o.takeError();
-    h = AddOp::create(b, loc, h, *o);
+    Value attended = *o;
+    if (arch->postNorms) {
+      auto post = norm(attended, p + "post_attention_norm", H);
+      if (!post)
+        return post.takeError();
+      attended = *post;
+    }
+    h = AddOp::create(b, loc, h, attended);
     auto y = norm(h, p + "ffn_norm", H);
     if (!y)
       return y.takeError();
@@ -482,11 +570,19 @@ llvm::Error Importer::run(ModuleOp module) {
                             : linear(*y, p + "ffn_up", H, F);
     if (!up)
       return up.takeError();
-    Value s = SwigluOp::create(b, loc, *gate, *up);
+    Value s = arch->gemma ? GegluOp::create(b, loc, *gate, *up).getResult()
+                          : SwigluOp::create(b, loc, *gate, *up).getResult();
     auto down = linear(s, p + "ffn_down", F, H);
     if (!down)
       return down.takeError();
-    h = AddOp::create(b, loc, h, *down);
+    Value mlp = *down;
+    if (arch->postNorms) {
+      auto post = norm(mlp, p + "post_ffw_norm", H);
+      if (!post)
+        return post.takeError();
+      mlp = *post;
+    }
+    h = AddOp::create(b, loc, h, mlp);
   }
   auto last = norm(h, "output_norm", H);
   if (!last)
@@ -500,6 +596,8 @@ llvm::Error Importer::run(ModuleOp module) {
     headWeight = *head;
   }
   Value logits = LmHeadOp::create(b, loc, act(vocab), *last, headWeight, b.getBoolAttr(true), b.getBoolAttr(tied));
+  if (finalSoftcap)
+    logits = SoftcapOp::create(b, loc, logits, b.getF64FloatAttr(*finalSoftcap));
   func::ReturnOp::create(b, loc, logits);
 
   // Every tensor must have a role: one HELM would ignore (a bias of a kind it does not apply, a

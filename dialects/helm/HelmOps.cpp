@@ -316,6 +316,20 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+LogicalResult ScaleOp::verify() {
+  double factor = getFactor().convertToDouble();
+  if (!std::isfinite(factor) || !std::isfinite(float(factor)))
+    return emitOpError("factor must be a finite f32 value, got ") << factor;
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  double cap = getCap().convertToDouble();
+  if (!(cap > 0.0) || !std::isfinite(float(cap)))
+    return emitOpError("cap must be a positive finite f32 value, got ") << cap;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
   if (heads <= 0 || kvHeads <= 0 || headDim <= 0)

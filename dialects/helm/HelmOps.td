@@ -221,6 +221,40 @@ def Helm_SwigluOp : Helm_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
 }
 
+def Helm_GegluOp : Helm_Op<"geglu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GeGLU gate: gelu_tanh(gate) * up";
+  let description = [{
+    `gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))`, the tanh form of GELU
+    (Gemma's `gelu_pytorch_tanh`).
+  }];
+  let arguments = (ins AnyRankedTensor:$gate, AnyRankedTensor:$up);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Helm_ScaleOp : Helm_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "Multiplication by a constant: y = x * factor";
+  let description = [{
+    The factor is applied in f32 (Gemma scales its embedding rows by sqrt(hidden size)).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$factor);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Helm_SoftcapOp : Helm_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "Soft capping: y = cap * tanh(x / cap)";
+  let description = [{
+    Bounds the values to (-cap, cap) smoothly (Gemma 2's final logits). In f32, as llama.cpp
+    computes it: `tanh(x * (1 / cap)) * cap`.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$cap);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Helm_AddOp : Helm_Op<"add", [Pure, SameOperandsAndResultType]> {
   let summary = "Residual add";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);

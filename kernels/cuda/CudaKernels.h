@@ -7,6 +7,9 @@
 //   helm_cuda_rms_norm(const T *x, const T *weight, T *y, int64_t rows, int32_t width, float eps)
 //   helm_cuda_add(const T *a, const T *b, T *y, int64_t n)
 //   helm_cuda_swiglu(const T *gate, const T *up, T *y, int64_t n)
+//   helm_cuda_geglu(const T *gate, const T *up, T *y, int64_t n)
+//   helm_cuda_scale(const T *x, T *y, int64_t n, float factor)
+//   helm_cuda_softcap(const T *x, T *y, int64_t n, float cap)
 //   helm_cuda_add_bias(T *y, const T *bias, int64_t rows, int64_t cols)
 //   helm_cuda_rope(const T *x, T *y, const int64_t *positions, int64_t rows, int32_t heads,
 //                  int32_t head_dim, int32_t rotary_dim, double theta, const float *freq_factors,

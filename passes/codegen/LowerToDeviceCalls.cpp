@@ -169,8 +169,14 @@ private:
       return lowerAttention(a);
     if (auto s = dyn_cast<SwigluOp>(op))
       return lowerElementwise(op, HELM_CONTRACT_SYMBOL(helm_dev_swiglu), s.getGate(), s.getUp());
+    if (auto g = dyn_cast<GegluOp>(op))
+      return lowerElementwise(op, HELM_CONTRACT_SYMBOL(helm_dev_geglu), g.getGate(), g.getUp());
     if (auto a = dyn_cast<AddOp>(op))
       return lowerElementwise(op, HELM_CONTRACT_SYMBOL(helm_dev_add), a.getLhs(), a.getRhs());
+    if (auto s = dyn_cast<ScaleOp>(op))
+      return lowerScalar(op, HELM_CONTRACT_SYMBOL(helm_dev_scale), s.getInput(), s.getFactor().convertToDouble());
+    if (auto c = dyn_cast<SoftcapOp>(op))
+      return lowerScalar(op, HELM_CONTRACT_SYMBOL(helm_dev_softcap), c.getInput(), c.getCap().convertToDouble());
     // The stage's result is the boundary activation; the runtime moves it across the link.
     if (auto t = dyn_cast<TransferOp>(op))
       return SmallVector<Value>{t.getInput()};
@@ -413,6 +419,16 @@ private:
       return op.emitError() << "device stage: " << op.getName() << " needs a float tensor";
     Value out = allocOutput(cast<RankedTensorType>(op.getResult(0).getType()), lhs);
     call(kernel, {rawPointer(lhs), rawPointer(rhs), pointerOf(out), dtypeOf(lhs), numElements(lhs)});
+    return SmallVector<Value>{asTensor(out, /*writable=*/true)};
+  }
+
+  /// An elementwise op of one tensor and an f32 parameter: kernel(x, y, dtype, n, parameter).
+  FailureOr<SmallVector<Value>> lowerScalar(Operation &op, StringRef kernel, Value x, double parameter) {
+    if (!floatTensor(x))
+      return op.emitError() << "device stage: " << op.getName() << " needs a float tensor";
+    Value out = allocOutput(cast<RankedTensorType>(op.getResult(0).getType()), x);
+    call(kernel, {rawPointer(x), pointerOf(out), dtypeOf(x), numElements(x),
+                  arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(parameter)))});
     return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 };

@@ -194,6 +194,26 @@ private:
       return lowerAttention(a);
     if (auto s = dyn_cast<SwigluOp>(op))
       return SmallVector<Value>{lowerSwiglu(s)};
+    if (auto g = dyn_cast<GegluOp>(op))
+      return SmallVector<Value>{lowerGeglu(g)};
+    if (auto s = dyn_cast<ScaleOp>(op)) {
+      float factor = float(s.getFactor().convertToDouble());
+      return SmallVector<Value>{elementwise({s.getInput()}, {}, cast<RankedTensorType>(s.getType()), s.getInput(),
+                                            [&](OpBuilder &nb, Location l, ValueRange v) {
+                                              return arith::MulFOp::create(nb, l, v[0], f32(nb, l, factor))
+                                                  .getResult();
+                                            })};
+    }
+    if (auto c = dyn_cast<SoftcapOp>(op)) {
+      float cap = float(c.getCap().convertToDouble()), inverse = 1.0f / cap;
+      return SmallVector<Value>{elementwise({c.getInput()}, {}, cast<RankedTensorType>(c.getType()), c.getInput(),
+                                            [&](OpBuilder &nb, Location l, ValueRange v) {
+                                              Value t = arith::MulFOp::create(nb, l, v[0], f32(nb, l, inverse));
+                                              return arith::MulFOp::create(nb, l, math::TanhOp::create(nb, l, t),
+                                                                           f32(nb, l, cap))
+                                                  .getResult();
+                                            })};
+    }
     // The stage's result is the boundary activation; the runtime moves it across the link
     // (Device::copyToDevice) after the stage returns, so inside the stage it is the value itself.
     if (auto t = dyn_cast<TransferOp>(op))
@@ -787,6 +807,29 @@ private:
                              nb, l, v[0], arith::AddFOp::create(nb, l, one, e));
                          Value act = roundTo(nb, l, sig, elem);
                          return arith::MulFOp::create(nb, l, act, v[1]).getResult();
+                       });
+  }
+
+  static Value f32(OpBuilder &nb, Location l, float v) {
+    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+  }
+
+  /// gelu_tanh(g) * up with the activation rounded to the dtype, as swiglu's.
+  Value lowerGeglu(GegluOp g) {
+    auto type = cast<RankedTensorType>(g.getType());
+    Type elem = type.getElementType();
+    return elementwise({g.getGate(), g.getUp()}, {}, type, g.getGate(),
+                       [&](OpBuilder &nb, Location l, ValueRange v) {
+                         Value x = v[0];
+                         // 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))
+                         Value x2 = arith::MulFOp::create(nb, l, x, x);
+                         Value inner = arith::AddFOp::create(
+                             nb, l, f32(nb, l, 1.0f), arith::MulFOp::create(nb, l, f32(nb, l, 0.044715f), x2));
+                         Value arg = arith::MulFOp::create(
+                             nb, l, arith::MulFOp::create(nb, l, f32(nb, l, 0.7978845608028654f), x), inner);
+                         Value t = arith::AddFOp::create(nb, l, f32(nb, l, 1.0f), math::TanhOp::create(nb, l, arg));
+                         Value act = arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, f32(nb, l, 0.5f), x), t);
+                         return arith::MulFOp::create(nb, l, roundTo(nb, l, act, elem), v[1]).getResult();
                        });
   }
 

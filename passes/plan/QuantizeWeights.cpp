@@ -86,7 +86,7 @@ Roles findRoles(ModuleOp module) {
       if (LinearOp v = producingLinear(attention.getV(), split))
         mark(v.getWeight(), split ? Role::fusedQkv : Role::attentionV);
     } else if (auto linear = dyn_cast<LinearOp>(op)) {
-      if (linear.getInput().getDefiningOp<SwigluOp>())
+      if (linear.getInput().getDefiningOp<SwigluOp>() || linear.getInput().getDefiningOp<GegluOp>())
         mark(linear.getWeight(), Role::ffnDown);
     }
     if (auto weight = dyn_cast<WeightOp>(op))

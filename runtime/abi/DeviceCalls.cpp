@@ -124,9 +124,25 @@ void helm_dev_swiglu(void *ctx, const void *gate, const void *up, void *y, int32
     refuse(c, c->ops->swiglu(gate, up, y, DType(dtype), n));
 }
 
+void helm_dev_geglu(void *ctx, const void *gate, const void *up, void *y, int32_t dtype,
+                    int64_t n) {
+  if (StageContext *c = live(ctx); c && dtypes(c, {dtype}))
+    refuse(c, c->ops->geglu(gate, up, y, DType(dtype), n));
+}
+
 void helm_dev_add(void *ctx, const void *a, const void *b, void *y, int32_t dtype, int64_t n) {
   if (StageContext *c = live(ctx); c && dtypes(c, {dtype}))
     refuse(c, c->ops->add(a, b, y, DType(dtype), n));
+}
+
+void helm_dev_scale(void *ctx, const void *x, void *y, int32_t dtype, int64_t n, float factor) {
+  if (StageContext *c = live(ctx); c && dtypes(c, {dtype}))
+    refuse(c, c->ops->scale(x, y, DType(dtype), n, factor));
+}
+
+void helm_dev_softcap(void *ctx, const void *x, void *y, int32_t dtype, int64_t n, float cap) {
+  if (StageContext *c = live(ctx); c && dtypes(c, {dtype}))
+    refuse(c, c->ops->softcap(x, y, DType(dtype), n, cap));
 }
 
 void helm_dev_convert(void *ctx, const void *x, int32_t xdtype, void *y, int32_t ydtype,
@@ -196,7 +212,10 @@ const void *const *deviceAbiSymbols() {
       reinterpret_cast<const void *>(&helm_dev_copy_columns),
       reinterpret_cast<const void *>(&helm_dev_rope),
       reinterpret_cast<const void *>(&helm_dev_swiglu),
+      reinterpret_cast<const void *>(&helm_dev_geglu),
       reinterpret_cast<const void *>(&helm_dev_add),
+      reinterpret_cast<const void *>(&helm_dev_scale),
+      reinterpret_cast<const void *>(&helm_dev_softcap),
       reinterpret_cast<const void *>(&helm_dev_convert),
       reinterpret_cast<const void *>(&helm_dev_attention),
       reinterpret_cast<const void *>(&helm_dev_constant),

@@ -144,6 +144,17 @@ public:
   virtual llvm::Error swiglu(const void *gate, const void *up, void *y, kernels::DType dtype,
                              int64_t n) = 0;
 
+  /// y = round(round(gelu_tanh(g)) * up), elementwise over n elements, with
+  /// gelu_tanh(g) = 0.5 g (1 + tanh(0.7978845608 g (1 + 0.044715 g^2))) in f32.
+  virtual llvm::Error geglu(const void *gate, const void *up, void *y, kernels::DType dtype,
+                            int64_t n) = 0;
+
+  /// y = round(x * factor), elementwise over n elements.
+  virtual llvm::Error scale(const void *x, void *y, kernels::DType dtype, int64_t n, float factor) = 0;
+
+  /// y = round(tanh(x * (1 / cap)) * cap), elementwise over n elements (each product in f32).
+  virtual llvm::Error softcap(const void *x, void *y, kernels::DType dtype, int64_t n, float cap) = 0;
+
   /// y = round(a + b), elementwise over n elements (the residual add).
   virtual llvm::Error add(const void *a, const void *b, void *y, kernels::DType dtype,
                           int64_t n) = 0;

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Writes a small GGUF model with random weights, laid out as llama.cpp's converter writes one.
 
-    make_gguf_model.py --arch llama|qwen2|qwen3 --out model.gguf [--type f32|f16|q8_0|q4_0|q4_1]
+    make_gguf_model.py --arch llama|qwen2|qwen3|phi3|gemma|gemma2|gemma3 --out model.gguf [--type f32|f16|q8_0|q4_0|q4_1]
                        [--vocab ggml-vocab-X.gguf] [--hidden 256 --ffn 512 --heads 4 --kv-heads 2
                         --layers 2 --head-dim 64] [--untied] [--seed 0]
                        [--drop KEY|TENSOR] [--set KEY=VALUE] [--extra-tensor NAME] [--tensor-type NAME=TYPE]
 
-The tensors are those of llama.cpp's LLM_ARCH_LLAMA / QWEN2 / QWEN3 (token_embd, blk.N.attn_*,
-ffn_*, output_norm, output): 2-D ones in --type (quantized with the gguf package's reference
+The tensors are those of llama.cpp's LLM_ARCH_LLAMA / QWEN2 / QWEN3 / PHI3 / GEMMA / GEMMA2 /
+GEMMA3 (token_embd, blk.N.attn_*, ffn_*, Gemma 2/3's post_attention_norm and post_ffw_norm,
+output_norm, output): 2-D ones in --type (quantized with the gguf package's reference
 quantizers, which are ggml's), norms and biases in F32. The tokenizer metadata comes from --vocab
 (one of llama.cpp's ggml-vocab-*.gguf files) or, without it, a 64-token byte-level vocabulary. The
 weights are random but spread (not near-uniform logits), so that greedy decoding has clear winners
@@ -64,8 +65,10 @@ def small_tokenizer(writer, n=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "phi3", "gemma2"])
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--architecture", help="general.architecture to write instead of --arch (the keys keep "
+                                            "--arch's prefix): a file of an architecture HELM refuses")
     ap.add_argument("--type", default="f32",
                     choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "iq3_s"])
     ap.add_argument("--vocab")
@@ -88,7 +91,7 @@ def main():
 
     rng = np.random.default_rng(a.seed)
     hd = a.head_dim or a.hidden // a.heads
-    writer = gguf.GGUFWriter(a.out, a.arch)
+    writer = gguf.GGUFWriter(a.out, a.architecture or a.arch)
     meta = {
         f"{a.arch}.block_count": ("u32", a.layers),
         f"{a.arch}.context_length": ("u32", 4096),
@@ -101,6 +104,14 @@ def main():
     }
     if a.arch == "phi3":
         meta["phi3.rope.dimension_count"] = ("u32", hd)
+    if a.arch == "gemma3":
+        # As the converter writes Gemma 3: a window for the local layers (the pattern and their
+        # rope base are llama.cpp's defaults unless --set), no softcapping keys.
+        meta["gemma3.attention.sliding_window"] = ("u32", 512)
+    if a.arch == "gemma2":
+        meta["gemma2.attention.sliding_window"] = ("u32", 4096)
+        meta["gemma2.attn_logit_softcapping"] = ("f32", 50.0)
+        meta["gemma2.final_logit_softcapping"] = ("f32", 30.0)
     if a.head_dim:
         meta[f"{a.arch}.attention.key_length"] = ("u32", hd)
         meta[f"{a.arch}.attention.value_length"] = ("u32", hd)
@@ -159,7 +170,9 @@ def main():
             writer.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtypes[t])
 
     H, F, nh, nkv = a.hidden, a.ffn, a.heads, a.kv_heads
-    add("token_embd.weight", (vocab, H), 1.0)
+    # Gemma multiplies the rows by sqrt(hidden): smaller rows keep its hidden states (and its tied
+    # head's logits) about as spread as the others'.
+    add("token_embd.weight", (vocab, H), 0.25 if a.arch.startswith("gemma") else 1.0)
     for layer in range(a.layers):
         p = f"blk.{layer}."
         add(p + "attn_norm.weight", (H,), 0.1, "norm")
@@ -173,10 +186,12 @@ def main():
             add(p + "attn_q.bias", (nh * hd,), 0.5, "bias")
             add(p + "attn_k.bias", (nkv * hd,), 0.5, "bias")
             add(p + "attn_v.bias", (nkv * hd,), 0.5, "bias")
-        if a.arch == "qwen3":
+        if a.arch in ("qwen3", "gemma3"):
             add(p + "attn_q_norm.weight", (hd,), 0.1, "norm")
             add(p + "attn_k_norm.weight", (hd,), 0.1, "norm")
         add(p + "attn_output.weight", (H, nh * hd), 4.0 / np.sqrt(nh * hd))
+        if a.arch in ("gemma2", "gemma3"):
+            add(p + "post_attention_norm.weight", (H,), 0.1, "norm")
         add(p + "ffn_norm.weight", (H,), 0.1, "norm")
         if a.arch == "phi3":  # gate rows then up rows in one ffn_up
             add(p + "ffn_up.weight", (2 * F, H), 1.0 / np.sqrt(H))
@@ -184,6 +199,8 @@ def main():
             add(p + "ffn_gate.weight", (F, H), 1.0 / np.sqrt(H))
             add(p + "ffn_up.weight", (F, H), 1.0 / np.sqrt(H))
         add(p + "ffn_down.weight", (H, F), 4.0 / np.sqrt(F))
+        if a.arch in ("gemma2", "gemma3"):
+            add(p + "post_ffw_norm.weight", (H,), 0.1, "norm")
     if a.rope_freqs:
         # Llama 3.1's rule (transformers' _compute_llama3_parameters): wavelengths below
         # original / high_freq_factor keep their frequency, those above original / low_freq_factor

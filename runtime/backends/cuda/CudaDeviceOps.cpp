@@ -144,6 +144,9 @@ public:
                    int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
                    const float *freqFactors, bool interleaved) override;
   llvm::Error swiglu(const void *gate, const void *up, void *y, DType dtype, int64_t n) override;
+  llvm::Error geglu(const void *gate, const void *up, void *y, DType dtype, int64_t n) override;
+  llvm::Error scale(const void *x, void *y, DType dtype, int64_t n, float factor) override;
+  llvm::Error softcap(const void *x, void *y, DType dtype, int64_t n, float cap) override;
   llvm::Error add(const void *a, const void *b, void *y, DType dtype, int64_t n) override;
   llvm::Error convert(const void *x, DType xdtype, void *y, DType ydtype, int64_t n) override;
   llvm::Error attention(const DeviceAttentionCall &call, KvCache &kv) override;
@@ -183,6 +186,10 @@ private:
   // helm_cuda_qgemv_staged: the decode GEMV for rows on 16-byte boundaries. Optional (a package
   // compiled before it existed has helm_cuda_qgemv only); used under HELM_CUDA_QGEMV=staged.
   Function qgemvStaged_ = nullptr;
+  // Gemma's elementwise kernels (Elementwise.cu). Optional, as the block kernels: a package
+  // compiled before they existed has none and runs no model that needs them.
+  TypedKernel geglu_, scale_, softcap_;
+  bool haveGemmaKernels_ = false;
   Scratch convertedX_, gemmOut_, attentionState_, positions_, dequantized_;
   /// Device copies of the stages' constants, by host address and size.
   std::map<std::pair<const void *, int64_t>, void *> constants_;
@@ -243,6 +250,13 @@ llvm::Error CudaDeviceOpsImpl::init() {
     blocks = lookup(embedBlocks_, "helm_cuda_embed_blocks");
   haveBlockKernels_ = !blocks;
   llvm::consumeError(std::move(blocks));
+  llvm::Error gemma = lookup(geglu_, "helm_cuda_geglu");
+  if (!gemma)
+    gemma = lookup(scale_, "helm_cuda_scale");
+  if (!gemma)
+    gemma = lookup(softcap_, "helm_cuda_softcap");
+  haveGemmaKernels_ = !gemma;
+  llvm::consumeError(std::move(gemma));
   if (haveBlockKernels_ && stagedGemvRequested())
     if (llvm::Error staged = lookup(qgemvStaged_, "helm_cuda_qgemv_staged")) {
       llvm::consumeError(std::move(staged));
@@ -365,6 +379,54 @@ llvm::Error CudaDeviceOpsImpl::swiglu(const void *gate, const void *up, void *y,
   if (!gate || !up || !y)
     return opError(op, "null buffer");
   return launch(op, swiglu_[dtype], {gridFor(n)}, kThreads, {&gate, &up, &y, &n});
+}
+
+llvm::Error CudaDeviceOpsImpl::geglu(const void *gate, const void *up, void *y, DType dtype,
+                                     int64_t n) {
+  static constexpr llvm::StringLiteral op = "geglu";
+  if (!validDType(dtype))
+    return badDType(op, dtype);
+  if (llvm::Error e = negativeSize(op, {{"n", n}}))
+    return e;
+  if (n == 0)
+    return llvm::Error::success();
+  if (!haveGemmaKernels_)
+    return opError(op, "the package's kernel image predates this kernel: recompile the package");
+  if (!gate || !up || !y)
+    return opError(op, "null buffer");
+  return launch(op, geglu_[dtype], {gridFor(n)}, kThreads, {&gate, &up, &y, &n});
+}
+
+llvm::Error CudaDeviceOpsImpl::scale(const void *x, void *y, DType dtype, int64_t n, float factor) {
+  static constexpr llvm::StringLiteral op = "scale";
+  if (!validDType(dtype))
+    return badDType(op, dtype);
+  if (llvm::Error e = negativeSize(op, {{"n", n}}))
+    return e;
+  if (n == 0)
+    return llvm::Error::success();
+  if (!haveGemmaKernels_)
+    return opError(op, "the package's kernel image predates this kernel: recompile the package");
+  if (!x || !y)
+    return opError(op, "null buffer");
+  return launch(op, scale_[dtype], {gridFor(n)}, kThreads, {&x, &y, &n, &factor});
+}
+
+llvm::Error CudaDeviceOpsImpl::softcap(const void *x, void *y, DType dtype, int64_t n, float cap) {
+  static constexpr llvm::StringLiteral op = "softcap";
+  if (!validDType(dtype))
+    return badDType(op, dtype);
+  if (llvm::Error e = negativeSize(op, {{"n", n}}))
+    return e;
+  if (n == 0)
+    return llvm::Error::success();
+  if (!haveGemmaKernels_)
+    return opError(op, "the package's kernel image predates this kernel: recompile the package");
+  if (!(cap > 0.0f) || !std::isfinite(cap))
+    return opError(op, "cap must be a positive finite number");
+  if (!x || !y)
+    return opError(op, "null buffer");
+  return launch(op, softcap_[dtype], {gridFor(n)}, kThreads, {&x, &y, &n, &cap});
 }
 
 llvm::Error CudaDeviceOpsImpl::add(const void *a, const void *b, void *y, DType dtype, int64_t n) {

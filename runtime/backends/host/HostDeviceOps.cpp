@@ -183,6 +183,31 @@ public:
     return llvm::Error::success();
   }
 
+  llvm::Error geglu(const void *gate, const void *up, void *y, DType dt, int64_t n) override {
+    // The operations of the CPU lowering (LowerToLinalg's lowerGeglu), in its order.
+    for (int64_t i = 0; i < n; ++i) {
+      float g = loadAs(gate, dt, i);
+      float inner = 1.0f + 0.044715f * (g * g);
+      float t = 1.0f + std::tanh((0.7978845608028654f * g) * inner);
+      float act = roundTo((0.5f * g) * t, dt);
+      storeAs(y, dt, i, act * loadAs(up, dt, i));
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Error scale(const void *x, void *y, DType dt, int64_t n, float factor) override {
+    for (int64_t i = 0; i < n; ++i)
+      storeAs(y, dt, i, loadAs(x, dt, i) * factor);
+    return llvm::Error::success();
+  }
+
+  llvm::Error softcap(const void *x, void *y, DType dt, int64_t n, float cap) override {
+    const float inverse = 1.0f / cap;
+    for (int64_t i = 0; i < n; ++i)
+      storeAs(y, dt, i, std::tanh(loadAs(x, dt, i) * inverse) * cap);
+    return llvm::Error::success();
+  }
+
   llvm::Error add(const void *a, const void *b, void *y, DType dt, int64_t n) override {
     for (int64_t i = 0; i < n; ++i)
       storeAs(y, dt, i, loadAs(a, dt, i) + loadAs(b, dt, i));

@@ -301,3 +301,27 @@ helm.weight_decl @u : tensor<8xf32> {helm.unit_function, length = 32 : i64, loca
 
 // expected-error @+1 {{'helm.kv_layer_base' belongs on a function argument}}
 func.func private @unit_misplaced() attributes {helm.kv_layer_base}
+
+// -----
+
+func.func @scale(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{factor must be a finite f32 value, got 1.000000e+40}}
+  %y = helm.scale %x {factor = 1.0e40 : f64} : tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @softcap(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{cap must be a positive finite f32 value, got 0.000000e+00}}
+  %y = helm.softcap %x {cap = 0.0 : f64} : tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @geglu(%g: tensor<?x?x64xf32>, %u: tensor<?x?x32xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %y = "helm.geglu"(%g, %u) : (tensor<?x?x64xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return
+}

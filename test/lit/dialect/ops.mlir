@@ -38,6 +38,12 @@ func.func @block(%ids: tensor<?x?xi64>, %pos: tensor<?x?xi64>, %pk: tensor<?x2x?
     %s:2 = helm.split %a {sizes = array<i64: 32, 32>} : tensor<?x?x64xf32> -> tensor<?x?x32xf32>, tensor<?x?x32xf32>
     // CHECK: helm.swiglu
     %m = helm.swiglu %s#0, %s#1 : tensor<?x?x32xf32>
+    // CHECK: helm.geglu
+    %gm = helm.geglu %s#0, %s#1 : tensor<?x?x32xf32>
+    // CHECK: helm.scale %{{.*}} {factor = 2.500000e+01 : f64}
+    %sm = helm.scale %gm {factor = 25.0 : f64} : tensor<?x?x32xf32>
+    // CHECK: helm.softcap %{{.*}} {cap = 3.000000e+01 : f64}
+    %cm = helm.softcap %sm {cap = 30.0 : f64} : tensor<?x?x32xf32>
     %mm = helm.linear %m, %wk {transpose_weight = false} : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
     // CHECK: helm.add
     %o = helm.add %h#0, %mm : tensor<?x?x64xf32>
