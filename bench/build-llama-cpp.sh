@@ -10,6 +10,7 @@
 #                                 CPU only: no CUDA, no OpenSSL, no tests/examples; the
 #                                 server only with --server)
 #   bin/llama-greedy              bench/llama_greedy.c linked against that libllama
+#   bin/llama-score               bench/llama_score.c (helm-rt --perplexity's scoring) likewise
 #
 # Idempotent: each step is skipped when its output exists (a stamp records the version and flags).
 # The compile steps hold /tmp/helm-build.lock, like every build on the shared cores.
@@ -89,4 +90,12 @@ if [ ! -x "$greedy" ] || [ "$here/bench/llama_greedy.c" -nt "$greedy" ] || [ "$s
     -I"$tree/include" -I"$tree/ggml/include" -L"$build/bin" -lllama -lggml -lggml-base \
     -Wl,-rpath,"$build/bin"
 fi
-echo "[llama.cpp] ready: $build/bin/llama-bench, $greedy"
+score="$dir/bin/llama-score"
+if [ ! -x "$score" ] || [ "$here/bench/llama_score.c" -nt "$score" ] || [ "$stamp" -nt "$score" ]; then
+  echo "[llama.cpp] compiling bench/llama_score.c"
+  mkdir -p "$dir/bin"
+  flock "$lock" cc -O2 -std=c11 -Wall -o "$score" "$here/bench/llama_score.c" \
+    -I"$tree/include" -I"$tree/ggml/include" -L"$build/bin" -lllama -lggml -lggml-base -lm \
+    -Wl,-rpath,"$build/bin"
+fi
+echo "[llama.cpp] ready: $build/bin/llama-bench, $greedy, $score"

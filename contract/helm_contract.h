@@ -158,6 +158,13 @@ const void *helm_rt_weight(void *ctx, int64_t id);
 void helm_rt_attention(void *ctx, int64_t layer, const void *q, const void *k, const void *v,
                        void *out, int32_t dtype, int64_t B, int64_t S, int64_t heads,
                        int64_t kv_heads, int64_t head_dim, float scale, int64_t window);
+/* helm_rt_attention with the scaled scores soft-capped: s -> tanh(s * (1 / softcap)) * softcap
+ * (Gemma 2). A separate entry so that stages compiled before it keep helm_rt_attention's
+ * signature. */
+void helm_rt_attention_capped(void *ctx, int64_t layer, const void *q, const void *k, const void *v,
+                              void *out, int32_t dtype, int64_t B, int64_t S, int64_t heads,
+                              int64_t kv_heads, int64_t head_dim, float scale, int64_t window,
+                              float softcap);
 
 /* ---- Device-kernel calls of a kernel-form device stage ----------------------------------- */
 /* Buffers are the stage device's memory; the arithmetic of each is the DeviceOps method of the
@@ -196,6 +203,11 @@ void helm_dev_convert(void *ctx, const void *x, int32_t xdtype, void *y, int32_t
 void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, const void *v,
                         void *out, int32_t dtype, int64_t batch, int64_t seq, int64_t heads,
                         int64_t kv_heads, int64_t head_dim, float scale, int64_t window);
+/* helm_dev_attention with soft-capped scores, as helm_rt_attention_capped. */
+void helm_dev_attention_capped(void *ctx, int64_t layer, const void *q, const void *k,
+                               const void *v, void *out, int32_t dtype, int64_t batch, int64_t seq,
+                               int64_t heads, int64_t kv_heads, int64_t head_dim, float scale,
+                               int64_t window, float softcap);
 /* A device copy of `bytes` bytes of constant host memory, made once per address. */
 const void *helm_dev_constant(void *ctx, const void *host, int64_t bytes);
 

@@ -13,9 +13,10 @@ jobs="${HELM_JOBS:-2}"
 
 # llama.cpp, the reference for GGUF files (e2e-gguf), built once from the llama-cpp-python sdist
 # on PyPI into bench/.cache/llama.cpp/ (idempotent: a second run only checks its stamp).
-echo "== llama.cpp (the GGUF reference) and the default model's GGUF file"
+echo "== llama.cpp (the GGUF reference), the default model's GGUF file and the real Gemma 3 file"
 bench/build-llama-cpp.sh
 .venv/bin/python scripts/fetch-default-model.py --gguf-only >/dev/null
+.venv/bin/python scripts/fetch-gguf.py gemma3-270m >/dev/null
 
 echo "== build (default preset)"
 cmake --preset default >/dev/null

@@ -81,13 +81,23 @@ struct Architecture {
   /// Gemma 2, 3: RMSNorm of the attention and MLP outputs before their residual adds
   /// (post_attention_norm, post_ffw_norm).
   bool postNorms = false;
-  /// Gemma 3: with attention.sliding_window set, layer i uses the window when i % pattern <
-  /// pattern - 1 (llama.cpp's default when attention.sliding_window_pattern is absent) and rotates
-  /// with rope.freq_base_swa (10000), unscaled; the other layers are global. 0: every layer alike.
+  /// Gemma 2, 3: with a sliding window, layer i uses it when i % pattern < pattern - 1 (the
+  /// default of attention.sliding_window_pattern) and rotates with rope.freq_base_swa; the other
+  /// layers are global. 0: every layer alike.
   int64_t slidingPattern = 0;
+  /// The local layers' rope base when rope.freq_base_swa is absent (0: rope.freq_base), and whether
+  /// they take the file's rope scaling too (llama.cpp's rope_freq_*_train_swa).
+  double localRopeBase = 0;
+  bool localRopeScaled = true;
+  /// The window when attention.sliding_window is absent (Gemma 2: 4096); 0: none.
+  int64_t defaultWindow = 0;
   /// The block count at which llama.cpp scales the queries by 1/sqrt(embedding_length / heads)
-  /// instead of 1/sqrt(head size) (Gemma 3 27B, from the reference's query_pre_attn_scalar); 0: never.
+  /// instead of 1/sqrt(head size) (the 27B files, from the reference's query_pre_attn_scalar); 0: never.
   int64_t hiddenScaledLayers = 0;
+  /// Gemma 2: the attention scores' and the logits' soft caps when attn_logit_softcapping /
+  /// final_logit_softcapping are absent (llama.cpp's defaults); 0: none unless the key is set
+  /// (the logits' cap of Gemma 3), and the attention cap key is not read.
+  double attentionSoftcap = 0, logitSoftcap = 0;
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -96,8 +106,11 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3", RopeStyle::half, true},
     {"phi3", RopeStyle::half, false},
     {"gemma", RopeStyle::half, false, /*gemma=*/true},
+    {"gemma2", RopeStyle::half, false, /*gemma=*/true, /*postNorms=*/true, /*slidingPattern=*/2,
+     /*localRopeBase=*/0, /*localRopeScaled=*/true, /*defaultWindow=*/4096, /*hiddenScaledLayers=*/46,
+     /*attentionSoftcap=*/50.0, /*logitSoftcap=*/30.0},
     {"gemma3", RopeStyle::half, true, /*gemma=*/true, /*postNorms=*/true, /*slidingPattern=*/6,
-     /*hiddenScaledLayers=*/62},
+     /*localRopeBase=*/10000.0, /*localRopeScaled=*/false, /*defaultWindow=*/0, /*hiddenScaledLayers=*/62},
 };
 
 /// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
@@ -352,12 +365,9 @@ llvm::Error Importer::run(ModuleOp module) {
   for (const Architecture &a : kArchitectures)
     if (a.name == *archName)
       arch = &a;
-  if (*archName == "gemma2")
-    return fail("architecture 'gemma2' is not supported: its attention soft-caps the scores "
-                "(attn_logit_softcapping), which HELM's attention kernels do not do");
   if (!arch)
     return fail("architecture " + gguf::quoted(*archName) +
-                " is not supported (llama, qwen2, qwen3, phi3, gemma, gemma3)");
+                " is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3)");
 
   // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
   auto layers = intKey("block_count");
@@ -414,27 +424,39 @@ llvm::Error Importer::run(ModuleOp module) {
       return window.takeError();
     if (*window > 0)
       slidingWindow = b.getI64IntegerAttr(*window);
+  } else if (!w && arch->defaultWindow) {
+    slidingWindow = b.getI64IntegerAttr(arch->defaultWindow);
   }
   auto sliding = slidingLayers(*layers);
   if (!sliding)
     return sliding.takeError();
-  // Gemma 3's local layers: their own rope base, no position scaling.
+  // The local layers' rope base (Gemma 3: 10000 and unscaled; Gemma 2: the global one).
   double slidingTheta = *theta;
   if (arch->slidingPattern) {
-    auto local = floatKey("rope.freq_base_swa", 10000.0);
+    auto local = floatKey("rope.freq_base_swa", arch->localRopeBase ? arch->localRopeBase : *theta);
     if (!local)
       return local.takeError();
     slidingTheta = *local;
   }
-  // Gemma's optional soft-capping of the logits (llama.cpp reads the key for Gemma only).
-  std::optional<double> finalSoftcap;
-  if (const gguf::Value *cap = arch->gemma ? archFind("final_logit_softcapping") : nullptr;
-      cap && cap->asFloat() != std::optional<double>(0.0)) { // 0: none, as in llama.cpp
-    auto capValue = floatKey("final_logit_softcapping");
-    if (!capValue)
-      return capValue.takeError();
-    finalSoftcap = *capValue;
-  }
+  // Gemma's soft caps: the logits' (Gemma 2 always, 30 by default; Gemma 3 when the key is set)
+  // and the attention scores' (Gemma 2, 50 by default). A cap of 0 is none, as in llama.cpp.
+  auto softcapKey = [&](llvm::StringRef key, double fallback) -> llvm::Expected<std::optional<double>> {
+    const gguf::Value *cap = archFind(key);
+    if (cap ? cap->asFloat() == std::optional<double>(0.0) : fallback == 0)
+      return std::nullopt;
+    auto value = floatKey(key, fallback);
+    if (!value)
+      return value.takeError();
+    return std::optional<double>(*value);
+  };
+  auto finalSoftcap = arch->gemma ? softcapKey("final_logit_softcapping", arch->logitSoftcap)
+                                  : llvm::Expected<std::optional<double>>(std::nullopt);
+  if (!finalSoftcap)
+    return finalSoftcap.takeError();
+  auto attentionSoftcap = arch->attentionSoftcap ? softcapKey("attn_logit_softcapping", arch->attentionSoftcap)
+                                                 : llvm::Expected<std::optional<double>>(std::nullopt);
+  if (!attentionSoftcap)
+    return attentionSoftcap.takeError();
 
   const int64_t H = *hidden, F = *ffn, hd = *headDim, nh = *heads, nkv = *kvHeads;
   const int64_t qWidth = nh * hd, kvWidth = nkv * hd;
@@ -539,7 +561,7 @@ llvm::Error Importer::run(ModuleOp module) {
     const bool local = arch->slidingPattern && slidingWindow && (*sliding)[size_t(layer)];
     const bool global = arch->slidingPattern && !local;
     FloatAttr layerTheta = b.getF64FloatAttr(local ? slidingTheta : *theta);
-    DenseF32ArrayAttr layerFactors = local ? DenseF32ArrayAttr() : *factors;
+    DenseF32ArrayAttr layerFactors = local && !arch->localRopeScaled ? DenseF32ArrayAttr() : *factors;
     qv = RopeOp::create(b, loc, qv.getType(), qv, positions, b.getI64IntegerAttr(hd),
                         b.getI64IntegerAttr(*rotaryDim), layerTheta, style, layerFactors);
     kv = RopeOp::create(b, loc, kv.getType(), kv, positions, b.getI64IntegerAttr(hd),
@@ -547,7 +569,8 @@ llvm::Error Importer::run(ModuleOp module) {
     auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
                                          b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
                                          b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale),
-                                         global ? IntegerAttr() : slidingWindow);
+                                         global ? IntegerAttr() : slidingWindow,
+                                         *attentionSoftcap ? b.getF64FloatAttr(**attentionSoftcap) : FloatAttr());
     auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);
     if (!o)
       return o.takeError();
@@ -596,8 +619,8 @@ llvm::Error Importer::run(ModuleOp module) {
     headWeight = *head;
   }
   Value logits = LmHeadOp::create(b, loc, act(vocab), *last, headWeight, b.getBoolAttr(true), b.getBoolAttr(tied));
-  if (finalSoftcap)
-    logits = SoftcapOp::create(b, loc, logits, b.getF64FloatAttr(*finalSoftcap));
+  if (*finalSoftcap)
+    logits = SoftcapOp::create(b, loc, logits, b.getF64FloatAttr(**finalSoftcap));
   func::ReturnOp::create(b, loc, logits);
 
   // Every tensor must have a role: one HELM would ignore (a bias of a kind it does not apply, a

@@ -349,6 +349,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("scale must be positive");
   if (auto window = getSlidingWindow(); window && *window <= 0)
     return emitOpError("sliding_window must be positive, got ") << *window;
+  if (auto cap = getSoftcapAttr(); cap && (!(cap.getValueAsDouble() > 0.0) || !std::isfinite(float(cap.getValueAsDouble()))))
+    return emitOpError("softcap must be a positive finite f32 value, got ") << cap.getValueAsDouble();
   bool hasPast = static_cast<bool>(getPastKey());
   if (getPresent().size() != (hasPast ? 2u : 0u))
     return emitOpError("past_key/past_value and present_key/present_value come together");

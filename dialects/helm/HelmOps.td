@@ -196,12 +196,13 @@ def Helm_AttentionOp : Helm_Op<"attention",
     i attends to all cached tokens and to new tokens ≤ i. With `sliding_window` = W a query at
     position p sees only keys at positions p - W < t ≤ p (Mistral). Query head h reads key/value
     head h / (num_heads / num_kv_heads). The result is [B, S, num_heads × head_dim]. `scale` is
-    absent only in a shape-only import whose scaling constants live in unread weight data.
+    absent only in a shape-only import whose scaling constants live in unread weight data. With
+    `softcap` = c each scaled score s becomes c · tanh(s / c) before the softmax (Gemma 2).
   }];
   let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k, AnyRankedTensor:$v,
                    Optional<AnyRankedTensor>:$past_key, Optional<AnyRankedTensor>:$past_value,
                    I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, OptionalAttr<F64Attr>:$scale,
-                   OptionalAttr<I64Attr>:$sliding_window);
+                   OptionalAttr<I64Attr>:$sliding_window, OptionalAttr<F64Attr>:$softcap);
   // `present` is empty without a cache, else [present_key, present_value].
   let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$present);
   let assemblyFormat = [{

@@ -113,6 +113,11 @@ void attendItemRange(const AttentionProblem &p, const AttentionOps &ops, int64_t
   }
   for (int64_t n = 0; n < L * nq; ++n)
     sc[n] *= p.scale;
+  if (p.softcap > 0.0f) {
+    const float inverse = 1.0f / p.softcap;
+    for (int64_t n = 0; n < L * nq; ++n)
+      sc[n] = std::tanh(sc[n] * inverse) * p.softcap;
+  }
   roundInPlace(sc, p.dt, L * nq);
 
   // Softmax per query over its own visible keys; everything else becomes probability 0.

@@ -40,6 +40,9 @@ struct AttentionProblem {
   /// each head's rows together (head-major: kvStride = headDim, headStride = its capacity times
   /// headDim) lets a head's keys and values be read as one sequential stream.
   int64_t headStride = 0;
+  /// > 0: each scaled score s becomes tanh(s * (1 / softcap)) * softcap before the softmax (Gemma
+  /// 2's attention logit soft-capping, as llama.cpp computes it).
+  float softcap = 0.0f;
 };
 
 /// out = softmax(q . K^T * scale, causal) . V per head, head h reading kv head h / (heads /

@@ -15,6 +15,7 @@
 //   t in [lo, pos] with lo = max(0, pos - window + 1) when window > 0, else 0. Query head h reads
 //   kv head g = h / group (group = heads / kv_heads). With f32 products and sums:
 //     score_t = round(q . k_t * scale)                 (rounded to T, as the reference rounds it)
+//   or, with softcap > 0 (Gemma 2), round(tanh(q . k_t * scale * (1 / softcap)) * softcap).
 //     m = max score, s = sum_t exp(score_t - m), o = sum_t exp(score_t - m) v_t
 //     out = round(o / s)
 //   The probabilities are not rounded to T (the CPU kernel rounds them; the online form never
@@ -42,7 +43,7 @@
 //
 //   helm_cuda_attention(const T *q, T *out, float *state, KvSpanBatch spans, int32_t heads,
 //                       int32_t group, int32_t head_dim, int32_t kv_width, int64_t past,
-//                       int64_t window, float scale, int32_t flags)
+//                       int64_t window, float scale, int32_t flags, float softcap)
 //
 // T = float; _f16 / _bf16 variants take __half / __nv_bfloat16 for q, out, k and v (the cache
 // is f32 whatever T is).
@@ -99,7 +100,8 @@ __device__ __forceinline__ void loadRows(const float *base, int64_t t, int64_t t
 template <typename T, int DPL>
 __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &spans, int32_t heads,
                           int32_t group, int32_t headDim, int32_t kvWidth, int64_t past,
-                          int64_t window, float scale, int32_t flags, AttentionShared &shared) {
+                          int64_t window, float scale, int32_t flags, float softcap,
+                          AttentionShared &shared) {
   const int64_t item = blockIdx.x; // i * heads + h
   const int64_t i = item / heads;
   const int32_t h = int32_t(item % heads), g = h / group;
@@ -156,7 +158,10 @@ __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &s
       float mNew = m;
 #pragma unroll
       for (int u = 0; u < kKeysPerStep; ++u) {
-        score[u] = t + u < t1 ? roundTo<T>(__fmul_rn(dot[u], scale)) : -INFINITY;
+        float scaled = __fmul_rn(dot[u], scale);
+        if (softcap > 0.0f)
+          scaled = __fmul_rn(tanhf(__fmul_rn(scaled, 1.0f / softcap)), softcap);
+        score[u] = t + u < t1 ? roundTo<T>(scaled) : -INFINITY;
         mNew = fmaxf(mNew, score[u]);
       }
       // Key t is valid, so mNew is finite; on a warp's first step m = -inf and corr = 0.
@@ -229,20 +234,20 @@ __device__ void attendRow(const T *q, T *out, float *state, const KvSpanBatch &s
 template <typename T>
 __device__ void attention(const T *q, T *out, float *state, const KvSpanBatch &spans, int32_t heads,
                           int32_t group, int32_t headDim, int32_t kvWidth, int64_t past,
-                          int64_t window, float scale, int32_t flags) {
+                          int64_t window, float scale, int32_t flags, float softcap) {
   __shared__ AttentionShared shared;
   if (headDim <= 32)
     attendRow<T, 1>(q, out, state, spans, heads, group, headDim, kvWidth, past, window, scale,
-                    flags, shared);
+                    flags, softcap, shared);
   else if (headDim <= 64)
     attendRow<T, 2>(q, out, state, spans, heads, group, headDim, kvWidth, past, window, scale,
-                    flags, shared);
+                    flags, softcap, shared);
   else if (headDim <= 128)
     attendRow<T, 4>(q, out, state, spans, heads, group, headDim, kvWidth, past, window, scale,
-                    flags, shared);
+                    flags, softcap, shared);
   else if (headDim <= kAttentionMaxHeadDim)
     attendRow<T, 8>(q, out, state, spans, heads, group, headDim, kvWidth, past, window, scale,
-                    flags, shared);
+                    flags, softcap, shared);
 }
 
 } // namespace helm_cuda
@@ -258,7 +263,7 @@ HELM_CUDA_TYPED_KERNELS(helm_cuda_kv_append, helm_cuda::kvAppend, HELM_KV_APPEND
 #define HELM_ATTENTION_PARAMS(T)                                                                   \
   (const T *q, T *out, float *state, const __grid_constant__ KvSpanBatch spans, int32_t heads,     \
    int32_t group, int32_t head_dim, int32_t kv_width, int64_t past, int64_t window, float scale,   \
-   int32_t flags)
+   int32_t flags, float softcap)
 HELM_CUDA_TYPED_KERNELS(helm_cuda_attention, helm_cuda::attention, HELM_ATTENTION_PARAMS,
                         (q, out, state, spans, heads, group, head_dim, kv_width, past, window,
-                         scale, flags))
+                         scale, flags, softcap))

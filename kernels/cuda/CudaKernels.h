@@ -19,7 +19,7 @@
 //   helm_cuda_kv_append(const T *k, const T *v, KvAppendBatch batch, int32_t width)
 //   helm_cuda_attention(const T *q, T *out, float *state, KvSpanBatch spans, int32_t heads,
 //                       int32_t group, int32_t head_dim, int32_t kv_width, int64_t past,
-//                       int64_t window, float scale, int32_t flags)
+//                       int64_t window, float scale, int32_t flags, float softcap)
 //   helm_cuda_convert(const void *x, void *y, int64_t n, int32_t x_dtype, int32_t y_dtype)
 //
 // T is float; each kernel but helm_cuda_convert (which takes dtype codes) also exists as NAME_f16

@@ -395,13 +395,19 @@ private:
       return a.emitError() << "attention: q must be a rank-3 float tensor";
     Value out = allocOutput(cast<RankedTensorType>(a.getResult().getType()), a.getQ());
     int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
-    call(HELM_CONTRACT_SYMBOL(helm_dev_attention),
-         {layer, rawPointer(a.getQ()), rawPointer(a.getK()), rawPointer(a.getV()),
-          pointerOf(out), dtypeOf(a.getQ()), dim(a.getQ(), 0), dim(a.getQ(), 1),
-          i64(a.getNumHeads()), i64(a.getNumKvHeads()), i64(a.getHeadDim()),
-          arith::ConstantOp::create(b, loc,
-                                    b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
-          i64(window)});
+    SmallVector<Value> args{layer, rawPointer(a.getQ()), rawPointer(a.getK()), rawPointer(a.getV()),
+                            pointerOf(out), dtypeOf(a.getQ()), dim(a.getQ(), 0), dim(a.getQ(), 1),
+                            i64(a.getNumHeads()), i64(a.getNumKvHeads()), i64(a.getHeadDim()),
+                            arith::ConstantOp::create(b, loc,
+                                                      b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
+                            i64(window)};
+    // Soft-capped scores (Gemma 2) take the entry with the cap; the others keep the older one.
+    if (std::optional<APFloat> cap = a.getSoftcap()) {
+      args.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(cap->convertToDouble()))));
+      call(HELM_CONTRACT_SYMBOL(helm_dev_attention_capped), args);
+    } else {
+      call(HELM_CONTRACT_SYMBOL(helm_dev_attention), args);
+    }
     // The present key/value results (when the op has a cache) live in the runtime's KV cache.
     SmallVector<Value> results{asTensor(out, /*writable=*/true)};
     for (Value present : a.getPresent())

@@ -779,20 +779,26 @@ private:
     Value batch = tensor::DimOp::create(b, loc, a.getQ(), 0);
     Value seq = tensor::DimOp::create(b, loc, a.getQ(), 1);
     Value out = allocOutput(outType, dynamicSizesOf(a.getQ()));
-    func::FuncOp kernel = declare(
-        HELM_CONTRACT_SYMBOL(helm_rt_attention),
-        {ptrType, b.getI64Type(), ptrType, ptrType, ptrType, ptrType, b.getI32Type(),
-         b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(),
-         b.getF32Type(), b.getI64Type()},
-        {});
+    SmallVector<Type> params{ptrType, b.getI64Type(), ptrType, ptrType, ptrType, ptrType, b.getI32Type(),
+                             b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(), b.getI64Type(),
+                             b.getF32Type(), b.getI64Type()};
     int64_t window = a.getSlidingWindow() ? int64_t(*a.getSlidingWindow()) : 0;
-    func::CallOp::create(
-        b, loc, kernel,
-        ValueRange{ctx, layer, qp, kp, vp, pointerOf(out), i32(kernelDtypeCode(elem)),
-                   toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
-                   i64(a.getHeadDim()),
-                   arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
-                   i64(window)});
+    SmallVector<Value> args{ctx, layer, qp, kp, vp, pointerOf(out), i32(kernelDtypeCode(elem)),
+                            toI64(batch), toI64(seq), i64(a.getNumHeads()), i64(a.getNumKvHeads()),
+                            i64(a.getHeadDim()),
+                            arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(a.getScale()->convertToDouble()))),
+                            i64(window)};
+    // Soft-capped scores (Gemma 2) take the entry with the cap; the others keep the older one, so
+    // that their code is what it was.
+    std::optional<APFloat> cap = a.getSoftcap();
+    if (cap) {
+      params.push_back(b.getF32Type());
+      args.push_back(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(cap->convertToDouble()))));
+    }
+    func::FuncOp kernel = declare(cap ? HELM_CONTRACT_SYMBOL(helm_rt_attention_capped)
+                                      : HELM_CONTRACT_SYMBOL(helm_rt_attention),
+                                  params, {});
+    func::CallOp::create(b, loc, kernel, args);
     return SmallVector<Value>{asTensor(out, /*writable=*/true)};
   }
 

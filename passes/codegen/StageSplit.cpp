@@ -365,7 +365,7 @@ struct StageSplitPass : helm::impl::StageSplitBase<StageSplitPass> {
             map.lookup(attention.getQ()), map.lookup(attention.getK()),
             map.lookup(attention.getV()), Value(), Value(), attention.getNumHeadsAttr(),
             attention.getNumKvHeadsAttr(), attention.getHeadDimAttr(),
-            attention.getScaleAttr(), attention.getSlidingWindowAttr());
+            attention.getScaleAttr(), attention.getSlidingWindowAttr(), attention.getSoftcapAttr());
         cloned->setAttr(HelmDialect::KvLayerAttrHelper::getNameStr(), b.getI64IntegerAttr(kvLayer++));
         map.map(attention.getResult(), cloned.getResult());
         return;

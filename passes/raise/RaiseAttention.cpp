@@ -444,7 +444,7 @@ struct RaiseAttentionPass : helm::impl::RaiseAttentionBase<RaiseAttentionPass> {
         anchor.getLoc(), resultType, presentTypes, q3, k3, v3, pastKey, pastValue,
         b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
         std::isnan(totalScale) ? FloatAttr() : b.getF64FloatAttr(totalScale),
-        window ? b.getI64IntegerAttr(*window) : IntegerAttr());
+        window ? b.getI64IntegerAttr(*window) : IntegerAttr(), FloatAttr());
     outProj.getInputMutable().assign(attention.getResult());
     if (pastKey) {
       replaceValue(core.cacheByConcat ? k.concat : core.presentKey, attention.getPresentKey(), attention);

@@ -15,6 +15,7 @@
 #include "runtime/device/DeviceOps.h"
 #include "kernels/quant/BlockFormats.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace helm::kernels;
@@ -154,9 +155,21 @@ void helm_dev_convert(void *ctx, const void *x, int32_t xdtype, void *y, int32_t
 void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, const void *v,
                         void *out, int32_t dtype, int64_t batch, int64_t seq, int64_t heads,
                         int64_t kvHeads, int64_t headDim, float scale, int64_t window) {
+  helm_dev_attention_capped(ctx, layer, q, k, v, out, dtype, batch, seq, heads, kvHeads, headDim, scale, window,
+                            0.0f);
+}
+
+void helm_dev_attention_capped(void *ctx, int64_t layer, const void *q, const void *k,
+                               const void *v, void *out, int32_t dtype, int64_t batch, int64_t seq,
+                               int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
+                               int64_t window, float softcap) {
   StageContext *c = live(ctx);
   if (!c || !dtypes(c, {dtype}))
     return;
+  if (!(softcap >= 0.0f) || !std::isfinite(softcap)) {
+    c->refuse(HELM_STATUS_BAD_ARGUMENT, "the stage's attention call has a bad soft cap");
+    return;
+  }
   // The cache was sized from the manifest; code that disagrees must not write past it.
   if (layer < 0 || layer >= c->kv->layers() || kvHeads <= 0 || heads <= 0 ||
       heads % kvHeads != 0 || kvHeads * headDim != c->kv->rowWidth()) {
@@ -178,6 +191,7 @@ void helm_dev_attention(void *ctx, int64_t layer, const void *q, const void *k, 
   call.headDim = headDim;
   call.scale = scale;
   call.window = window;
+  call.softcap = softcap;
   call.sequence = c->sequence;
   call.past = c->past;
   refuse(c, c->ops->attention(call, *c->kv));
@@ -218,6 +232,7 @@ const void *const *deviceAbiSymbols() {
       reinterpret_cast<const void *>(&helm_dev_softcap),
       reinterpret_cast<const void *>(&helm_dev_convert),
       reinterpret_cast<const void *>(&helm_dev_attention),
+      reinterpret_cast<const void *>(&helm_dev_attention_capped),
       reinterpret_cast<const void *>(&helm_dev_constant),
       nullptr};
   return symbols;

@@ -15,6 +15,8 @@
 #include "runtime/device/StageMemory.h"
 #include "runtime/kv/HostAttention.h"
 
+#include <cmath>
+
 using namespace helm::kernels;
 using helm::rt::StageContext;
 
@@ -37,8 +39,15 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
                                   const void *v, void *out, int32_t dtype, int64_t B, int64_t S,
                                   int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
                                   int64_t window) {
+  helm_rt_attention_capped(ctx, layer, q, k, v, out, dtype, B, S, heads, kvHeads, headDim, scale, window, 0.0f);
+}
+
+extern "C" void helm_rt_attention_capped(void *ctx, int64_t layer, const void *q, const void *k,
+                                         const void *v, void *out, int32_t dtype, int64_t B, int64_t S,
+                                         int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
+                                         int64_t window, float softcap) {
   auto *c = static_cast<StageContext *>(ctx);
-  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
+  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0 || !(softcap >= 0.0f) || !std::isfinite(softcap)) {
     c->refuse(HELM_STATUS_BAD_ARGUMENT, "the stage's attention call has a bad dtype code or size");
     return;
   }
@@ -52,7 +61,7 @@ extern "C" void helm_rt_attention(void *ctx, int64_t layer, const void *q, const
   }
   if (const char *error = helm::rt::appendAndAttend(*c->kv, c->sequence, c->past, layer, q, k, v,
                                                     out, DType(dtype), B, S, heads, kvHeads,
-                                                    headDim, scale, window))
+                                                    headDim, scale, window, softcap))
     c->refuse(HELM_STATUS_KV_STORE, error);
 }
 
@@ -62,6 +71,7 @@ const void *const *stageAbiSymbols() {
                                         reinterpret_cast<const void *>(&helm_k_embed_blocks),
                                         reinterpret_cast<const void *>(&helm_rt_weight),
                                         reinterpret_cast<const void *>(&helm_rt_attention),
+                                        reinterpret_cast<const void *>(&helm_rt_attention_capped),
                                         reinterpret_cast<const void *>(&_mlir_memref_to_llvm_alloc),
                                         reinterpret_cast<const void *>(&_mlir_memref_to_llvm_aligned_alloc),
                                         reinterpret_cast<const void *>(&_mlir_memref_to_llvm_free),

@@ -55,6 +55,7 @@ struct DeviceAttentionCall {
   int64_t batch = 0, seq = 0, heads = 0, kvHeads = 0, headDim = 0;
   float scale = 1.0f;
   int64_t window = 0;                // > 0: a query at position p sees keys p - window < t <= p
+  float softcap = 0.0f;              // > 0: scaled scores s -> tanh(s * (1 / softcap)) * softcap
   const int32_t *sequence = nullptr; // host: the KV slot of each batch row
   const int64_t *past = nullptr;     // host: tokens already cached for each batch row
 };

@@ -23,7 +23,7 @@ namespace helm::rt {
 const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t *past,
                             int64_t layer, const void *q, const void *k, const void *v, void *out,
                             DType dt, int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
-                            int64_t headDim, float scale, int64_t window) {
+                            int64_t headDim, float scale, int64_t window, float softcap) {
   int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
   // A head-major cache cut its rows into the model's kv heads: this call's must be the same.
   if (kv.positionStride() != kvWidth && kv.positionStride() != headDim)
@@ -75,7 +75,8 @@ const char *appendAndAttend(KvCache &kv, const int32_t *sequence, const int64_t 
                             nullptr,
                             0,
                             kv.rowType(),
-                            kv.headStride(layer, sequence[b])};
+                            kv.headStride(layer, sequence[b]),
+                            softcap};
   };
   // Keys before the first query's window are never visible: their pages are not read.
   auto firstVisible = [&](int64_t b) { return window > 0 ? std::max<int64_t>(0, past[b] - window + 1) : 0; };

@@ -30,6 +30,17 @@ on PyPI; scripts/test.sh runs that first):
    Q4_K_M, Q3_K_M, Q2_K and IQ4_XS: llama.cpp quantizes activations in blocks of 256 for them
    (q8_K), HELM in 32s: 6e-2.
    F16: llama.cpp rounds activations to f16 for F16 weights, HELM keeps f32: 1e-2.
+   Gemma (GELU-gated MLP) in F32: llama.cpp's CPU GELU reads a table of f16 values (its input and
+   output rounded to f16, ~5e-4 relative), HELM computes the tanh form in f32: 2e-4.
+4. Gemma, Gemma 2 and Gemma 3: files written as llama.cpp's converter writes them (a sliding-window
+   pattern of 2 with a window of 6 tokens, so that both layer kinds and the window act within the
+   prompt and the 32 tokens; Gemma 3 with linear rope scaling, which applies to its global layers
+   only, and 128-wide heads; Gemma 2 with its attention scores soft-capped at 5 and its logits at
+   30), F32 all-CPU and split on emu in both code forms (Gemma 2, 3), Q8_0, and Q4_K_M (Gemma 3);
+   and a real, trained file:
+   Gemma 3 270M in Q4_K_M from PyPI (scripts/fetch-gguf.py; 81 of its tensors are Q5_0 fallbacks),
+   as it is (6e-2: llama.cpp's q8_K activations of Gemma's large hidden states) and dequantized to
+   F32 (1e-3: 18 layers of the f16 GELU table), its text prompt tokenized as llama.cpp does.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
 """
 import argparse
@@ -47,7 +58,7 @@ import gguf
 HERE = Path(__file__).resolve().parent
 TOKENS = 32
 # Relative first-step logit tolerance per weight type (why: the docstring, 2.).
-TOLERANCE = {"F32": 1e-5, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q5_0": 6e-2, "Q5_1": 6e-2,
+TOLERANCE = {"F32": 1e-5, "GELU_F32": 2e-4, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q5_0": 6e-2, "Q5_1": 6e-2,
              "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "Q3_K_M": 6e-2, "Q2_K": 6e-2, "default": 6e-2}
 
 
@@ -75,6 +86,24 @@ def check_tokenizers(a, vocab_dir, failures):
         print(f"tokenizer {name}: {n - len(bad)}/{n} texts give llama.cpp's ids")
         for i in bad[:3]:
             failures.append(f"tokenizer {name}: text {i} {texts[i][:40]!r}: llama.cpp {expected[i][:80]}, helm {got[i][:80]}")
+
+
+def check_file_tokenizer(a, label, path, text_path, failures):
+    """A real file's tokenizer on a whole text: HELM's ids (helm-tokenize on the tokenizer.json
+    helmc makes from the metadata) against llama-tokenize's, without BOS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = Path(tmp) / "tokenizer.json"
+        tok.write_text(run([a.helm_gguf_dump, path, "--tokenizer-json"]), encoding="utf-8")
+        got = [int(x) for x in run([a.helm_tokenize, "encode", tok, text_path, "--whole"]).split()]
+    env = dict(os.environ, LD_LIBRARY_PATH=str(a.llama_dir / "build" / "bin"))
+    out = run([a.llama_dir / "build" / "bin" / "llama-tokenize", "-m", path, "-f", text_path, "--ids", "--no-bos",
+               "--log-disable"], env=env)
+    want = json.loads(out.strip().splitlines()[-1])
+    first = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), None)
+    if got != want:
+        failures.append(f"{label}: the tokenizer gives {len(got)} ids for {Path(text_path).name}, llama.cpp "
+                        f"{len(want)}; first difference at {first}")
+    print(f"{label}: {Path(text_path).name} tokenizes to llama.cpp's {len(want)} ids: {got == want}")
 
 
 def read_package_tensors(path):
@@ -117,7 +146,7 @@ def check_bytes(label, gguf_path, package, failures):
     return checked
 
 
-def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=()):
+def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=(), eos=2, template=True):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         package = tmp / "model.helmpkg"
@@ -148,9 +177,10 @@ def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, h
             if not kv_line.split()[2:3] == ["f16"]:
                 failures.append(f"{label}: a GGUF package's CPU cache should default to f16 rows, --info says {kv_line!r}")
             print(f"{label}: -p {text!r} gives the prompt ids' tokens; {tok_line.strip()}")
-            eos = [int(x) for x in tok_line.split("(eos", 1)[-1].split(")")[0].split()] if "(eos" in tok_line else []
-            if "chat template (" not in tok_line or 2 not in eos:
-                failures.append(f"{label}: --info's tokenizer line lacks the chat template or EOS id 2: {tok_line!r}")
+            eos_ids = [int(x) for x in tok_line.split("(eos", 1)[-1].split(")")[0].split()] if "(eos" in tok_line else []
+            if ("chat template (" in tok_line) != template or eos not in eos_ids:
+                failures.append(f"{label}: --info's tokenizer line should {'' if template else 'not '}name a chat "
+                                f"template and should list EOS id {eos}: {tok_line!r}")
     # Step by step while the ids agree (both have then seen the same tokens): each step's logits
     # within the tolerance; where the ids part, helm's id must be within the two systems' measured
     # difference at that step of llama.cpp's best (a near-tie that this difference can flip).
@@ -247,6 +277,57 @@ def main():
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,
              "--vocab", vocab_dir / "ggml-vocab-gpt-2.gguf", "--type", "q8_0", "--seed", "2"])
         compare(a, "llama tied Q8_0", tied, [464, 2068, 7586, 21831, 18045, 625, 262], TOLERANCE["Q8_0"], failures)
+        # Gemma 3 (and Gemma): scaled embedding, GELU-gated MLP, post-norms, q/k norms, the local
+        # layers' window and rope base, the global layers' linear scaling; the head tied.
+        spm = cases[0][2]
+        gemma3 = tmp / "gemma3-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "gemma3", "--out", gemma3,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--seed", "6", "--head-dim", "128",
+             "--set", "gemma3.attention.sliding_window=6", "--set", "gemma3.attention.sliding_window_pattern=2",
+             "--set", "gemma3.rope.scaling.type=str:linear", "--set", "gemma3.rope.scaling.factor=8.0"])
+        for form in ([], ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=host"],
+                     ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=kernels"]):
+            compare(a, "gemma3 F32 " + (" ".join(form) or "cpu"), gemma3, spm, TOLERANCE["GELU_F32"], failures,
+                    helmc_args=form)
+        for qtype in ["Q8_0", "Q4_K_M"]:
+            q = tmp / f"gemma3-{qtype}.gguf"
+            run([quantize, gemma3, q, qtype], env=env)
+            compare(a, f"gemma3 {qtype}", q, spm, TOLERANCE[qtype], failures)
+            q.unlink()
+        gemma = tmp / "gemma-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "gemma", "--out", gemma,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--seed", "7"])
+        compare(a, "gemma F32", gemma, spm, TOLERANCE["GELU_F32"], failures)
+        # Gemma 2: the attention scores soft-capped (at 5 here, so that the cap bends the random
+        # model's scores; the files' 50 barely does) and the logits at 30; even layers local.
+        gemma2 = tmp / "gemma2-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "gemma2", "--out", gemma2,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--seed", "8",
+             "--set", "gemma2.attention.sliding_window=6", "--set", "gemma2.attn_logit_softcapping=5.0"])
+        for form in ([], ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=host"],
+                     ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=kernels"]):
+            compare(a, "gemma2 F32 " + (" ".join(form) or "cpu"), gemma2, spm, TOLERANCE["GELU_F32"], failures,
+                    helmc_args=form)
+        q = tmp / "gemma2-Q8_0.gguf"
+        run([quantize, gemma2, q, "Q8_0"], env=env)
+        compare(a, "gemma2 Q8_0", q, spm, TOLERANCE["Q8_0"], failures)
+
+        # A real Gemma 3 file: as it is, and dequantized to F32. "The capital of France is", as
+        # llama.cpp tokenizes it (BOS 2 first).
+        real = a.root / "models" / ".cache" / "gguf" / "gemma-3-270m-q4_k_m.gguf"
+        if not real.exists():
+            print(f"check_gguf: {real} is missing (scripts/fetch-gguf.py gemma3-270m; scripts/test.sh runs it)",
+                  file=sys.stderr)
+            return 1
+        check_file_tokenizer(a, "Gemma 3 270M", real, a.root / "test" / "data" / "text" / "public-domain.txt",
+                             failures)
+        prompt = [2, 818, 5279, 529, 7001, 563]
+        compare(a, "Gemma 3 270M Q4_K_M", real, prompt, TOLERANCE["default"], failures,
+                text="The capital of France is", eos=1, template=False)
+        dequantized = tmp / "gemma3-270m-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "dequantize_gguf.py", real, dequantized])
+        compare(a, "Gemma 3 270M dequantized to F32", dequantized, prompt, 1e-3, failures)
+        dequantized.unlink()
 
     default = a.root / "models" / ".cache" / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not default.exists():

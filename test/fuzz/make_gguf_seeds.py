@@ -16,6 +16,8 @@
                                           a sliding window)
   llama31-rope-freqs.gguf                 a one-block llama model in Q4_0 with Llama 3.1's
                                           rope_freqs.weight
+  gemma3-q8.gguf                          a two-block gemma3 model in Q8_0 (post-norms, q/k norms, a
+                                          sliding-window pattern of 2, linear rope scaling, a soft cap)
 
   .venv/bin/python test/fuzz/make_gguf_seeds.py
 """
@@ -96,6 +98,12 @@ def main():
     subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "llama",
                     "--out", str(OUT / "llama31-rope-freqs.gguf"), "--type", "q4_0", *small, "--rope-freqs"],
                    check=True)
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "gemma3",
+                    "--out", str(OUT / "gemma3-q8.gguf"), "--type", "q8_0", *small[:-2], "--layers", "2",
+                    "--head-dim", "32", "--set", "gemma3.attention.sliding_window=8",
+                    "--set", "gemma3.attention.sliding_window_pattern=2",
+                    "--set", "gemma3.rope.scaling.type=str:linear", "--set", "gemma3.rope.scaling.factor=8.0",
+                    "--set", "gemma3.final_logit_softcapping=30.0"], check=True)
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size // 1024} KiB")
 

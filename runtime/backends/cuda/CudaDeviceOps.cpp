@@ -793,7 +793,7 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
   int32_t heads = int32_t(call.heads), group = int32_t(call.heads / call.kvHeads);
   int32_t headDim = int32_t(call.headDim);
   int64_t window = call.window;
-  float scale = call.scale;
+  float scale = call.scale, softcap = call.softcap;
   const uint32_t blocks = uint32_t(call.seq * call.heads);
   for (int64_t b = 0; b < call.batch; ++b) {
     int64_t past = call.past[b];
@@ -825,7 +825,7 @@ llvm::Error CudaDeviceOpsImpl::attention(const DeviceAttentionCall &call, KvCach
                                                 kAttentionThreads,
                                                 {&q, &out, &state, &batch, &heads, &group,
                                                  &headDim, &width, &past, &window, &scale,
-                                                 &flags}))
+                                                 &flags, &softcap}))
                        failure = llvm::toString(std::move(e));
                      started = true;
                    });

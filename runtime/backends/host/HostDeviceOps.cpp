@@ -238,7 +238,7 @@ public:
       return fail("attention: bad sizes");
     if (const char *error = appendAndAttend(kv, c.sequence, c.past, c.layer, c.q, c.k, c.v, c.out,
                                             c.dtype, c.batch, c.seq, c.heads, c.kvHeads,
-                                            c.headDim, c.scale, c.window))
+                                            c.headDim, c.scale, c.window, c.softcap))
       return fail(error);
     return llvm::Error::success();
   }

@@ -273,6 +273,39 @@ TEST_F(CudaDeviceOpsTest, RmsNormRoundsTheNormalisedValueFirst) {
   }
 }
 
+// Gemma's elementwise ops: geglu (GELU's tanh form, the activation rounded to the dtype before
+// the product), the scale (bit-identical: one f32 product) and the soft cap.
+TEST_F(CudaDeviceOpsTest, GegluScaleAndSoftcap) {
+  for (DType dt : kAllTypes) {
+    for (int64_t n : {int64_t(1), int64_t(1000), int64_t(100003)}) {
+      const std::string suffix = std::string(" ") + dtypeName(dt) + " n=" + std::to_string(n);
+      std::vector<float> a = rounded(dt, randomFloats(size_t(n), -12, 12, 6));
+      std::vector<float> b = rounded(dt, randomFloats(size_t(n), -3, 3, 7));
+      std::vector<double> glu(static_cast<size_t>(n)), gluAllowed(glu.size()), capped(glu.size()),
+          cappedAllowed(glu.size());
+      std::vector<float> scaled(glu.size());
+      for (size_t i = 0; i < size_t(n); ++i) {
+        const double g = a[i];
+        const float gelu =
+            roundTo(float(0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)))), dt);
+        glu[i] = roundTo(gelu * b[i], dt);
+        gluAllowed[i] = tolerance(dt) * std::fabs(glu[i]) + 1e-5;
+        scaled[i] = roundTo(a[i] * 25.298221588134766f, dt);
+        capped[i] = roundTo(float(7.5 * std::tanh(g / 7.5)), dt);
+        cappedAllowed[i] = tolerance(dt) * std::fabs(capped[i]) + 1e-6;
+      }
+      const void *da = upload(dt, a), *db = upload(dt, b);
+      void *dy = garbage(size_t(n) * 4);
+      ASSERT_OK(ops_->geglu(da, db, dy, dt, n));
+      expectClose(fetch(dt, dy, size_t(n)), glu, gluAllowed, "geglu" + suffix);
+      ASSERT_OK(ops_->scale(da, dy, dt, n, 25.298221588134766f));
+      expectSameBits(fetch(dt, dy, size_t(n)), scaled, "scale" + suffix);
+      ASSERT_OK(ops_->softcap(da, dy, dt, n, 7.5f));
+      expectClose(fetch(dt, dy, size_t(n)), capped, cappedAllowed, "softcap" + suffix);
+    }
+  }
+}
+
 TEST_F(CudaDeviceOpsTest, SwigluAndAdd) {
   for (DType dt : kAllTypes) {
     for (int64_t n : {int64_t(1), int64_t(1000), int64_t(100003)}) {
@@ -985,6 +1018,9 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   const auto *ids = static_cast<const int64_t *>(buf);
   expectRefusal(ops_->add(buf, buf, buf, DType(7), 4), "unsupported dtype code 7");
   expectRefusal(ops_->swiglu(buf, buf, buf, DType::f32, -1), "negative size");
+  expectRefusal(ops_->geglu(buf, buf, buf, DType::f32, -1), "negative size");
+  expectRefusal(ops_->scale(buf, buf, DType(5), 4, 2.0f), "unsupported dtype code 5");
+  expectRefusal(ops_->softcap(buf, buf, DType::f32, 4, 0.0f), "cap");
   expectRefusal(ops_->rmsNorm(buf, buf, buf, DType::f16, -2, 4, 1e-6f), "negative size");
   expectRefusal(ops_->embed(ids, buf, buf, DType::f32, 2, 0, 4), "vocab 0");
   expectRefusal(ops_->copyColumns(buf, buf, DType::f32, 2, 10, 8, 3), "outside");
@@ -999,6 +1035,9 @@ TEST_F(CudaDeviceOpsTest, RefusesBadCallsWithOneLineAndAcceptsEmptyOnes) {
   // Zero sizes are no-ops, whatever the pointers.
   ASSERT_OK(ops_->add(nullptr, nullptr, nullptr, DType::f16, 0));
   ASSERT_OK(ops_->swiglu(nullptr, nullptr, nullptr, DType::f32, 0));
+  ASSERT_OK(ops_->geglu(nullptr, nullptr, nullptr, DType::f32, 0));
+  ASSERT_OK(ops_->scale(nullptr, nullptr, DType::bf16, 0, 2.0f));
+  ASSERT_OK(ops_->softcap(nullptr, nullptr, DType::f16, 0, 30.0f));
   ASSERT_OK(ops_->convert(nullptr, DType::f32, nullptr, DType::bf16, 0));
   ASSERT_OK(ops_->rmsNorm(nullptr, nullptr, nullptr, DType::f32, 0, 64, 1e-6f));
   ASSERT_OK(ops_->embed(nullptr, nullptr, nullptr, DType::f32, 0, 10, 8));

@@ -172,6 +172,45 @@ TEST(HostDeviceOps, RopeFrequencyFactorsDivideEachPairsFrequency) {
   }
 }
 
+// Gemma's elementwise ops against their definitions computed in double: GELU's tanh form
+// (0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))) times up, the scale, and the soft cap
+// cap * tanh(x / cap); in f16 the activation is rounded before the product.
+TEST(HostDeviceOps, GemmaElementwiseOpsFollowTheirDefinitions) {
+  auto ops = createHostDeviceOps();
+  const int64_t n = 4096;
+  const std::vector<float> gate = randomFloats(size_t(n), -12, 12, 31), up = randomFloats(size_t(n), -3, 3, 32);
+  std::vector<float> y(static_cast<size_t>(n));
+  ASSERT_FALSE(bool(ops->geglu(gate.data(), up.data(), y.data(), DType::f32, n)));
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[size_t(i)];
+    const double gelu = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+    EXPECT_NEAR(y[size_t(i)], gelu * up[size_t(i)], 2e-6 * (1.0 + std::fabs(gelu * up[size_t(i)]))) << "g " << g;
+  }
+  ASSERT_FALSE(bool(ops->scale(gate.data(), y.data(), DType::f32, n, 25.298221588134766f)));
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(y[size_t(i)], gate[size_t(i)] * 25.298221588134766f);
+  ASSERT_FALSE(bool(ops->softcap(gate.data(), y.data(), DType::f32, n, 5.0f)));
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(y[size_t(i)], 5.0 * std::tanh(double(gate[size_t(i)]) / 5.0), 2e-6);
+    EXPECT_LT(std::fabs(y[size_t(i)]), 5.0f);
+  }
+  // f16: the activation rounded to f16, then the product rounded.
+  std::vector<uint16_t> g16(static_cast<size_t>(n)), u16(g16.size()), y16(g16.size());
+  for (int64_t i = 0; i < n; ++i) {
+    g16[size_t(i)] = helm::kernels::floatToHalf(gate[size_t(i)]);
+    u16[size_t(i)] = helm::kernels::floatToHalf(up[size_t(i)]);
+  }
+  ASSERT_FALSE(bool(ops->geglu(g16.data(), u16.data(), y16.data(), DType::f16, n)));
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = helm::kernels::halfToFloat(g16[size_t(i)]);
+    const double gelu = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * double(g) * g * g)));
+    const float act = helm::kernels::halfToFloat(helm::kernels::floatToHalf(float(gelu)));
+    const float want = helm::kernels::halfToFloat(
+        helm::kernels::floatToHalf(act * helm::kernels::halfToFloat(u16[size_t(i)])));
+    EXPECT_NEAR(helm::kernels::halfToFloat(y16[size_t(i)]), want, 1e-3 * (1.0 + std::fabs(want))) << "g " << g;
+  }
+}
+
 TEST(HostDeviceOps, BlockCallsRefuseWhatIsNotBlocks) {
   auto ops = createHostDeviceOps();
   std::vector<char> buf(1 << 16);
