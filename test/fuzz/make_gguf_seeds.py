@@ -18,6 +18,8 @@
                                           rope_freqs.weight
   gemma3-q8.gguf                          a two-block gemma3 model in Q8_0 (post-norms, q/k norms, a
                                           sliding-window pattern of 2, linear rope scaling, a soft cap)
+  gemma2-q4.gguf                          a two-block gemma2 model in Q4_0 (soft-capped attention and
+                                          logits, the default window and pattern)
 
   .venv/bin/python test/fuzz/make_gguf_seeds.py
 """
@@ -104,6 +106,8 @@ def main():
                     "--set", "gemma3.attention.sliding_window_pattern=2",
                     "--set", "gemma3.rope.scaling.type=str:linear", "--set", "gemma3.rope.scaling.factor=8.0",
                     "--set", "gemma3.final_logit_softcapping=30.0"], check=True)
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "gemma2",
+                    "--out", str(OUT / "gemma2-q4.gguf"), "--type", "q4_0", *small[:-2], "--layers", "2"], check=True)
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size // 1024} KiB")
 

@@ -691,6 +691,7 @@ struct AttentionGeometry {
   float scale = 1.0f;
   int64_t window = 0;
   int64_t layer = 1; // of 2: the cache's layers are kept apart
+  float softcap = 0.0f;
 };
 
 /// The runtime's GPU-stage KV cache on `device`: pages of `pageTokens` positions, `devicePages`
@@ -712,7 +713,8 @@ std::unique_ptr<PagedKvCache> pagedCache(Device &device, int64_t layers, int32_t
 /// The host's copy of what the cache holds: per sequence slot, K rows and V rows (f32).
 using KvMirror = std::map<int32_t, std::pair<std::vector<float>, std::vector<float>>>;
 
-/// Attention reference (DeviceOps.h): scores round(q.k * scale) to the dtype, exact softmax,
+/// Attention reference (DeviceOps.h): scores round(q.k * scale) to the dtype (soft-capped first
+/// when g.softcap > 0: round(tanh(s / cap) * cap)), exact softmax,
 /// output in double. `out` [batch, seq, heads * headDim].
 std::vector<double> attentionReference(const AttentionGeometry &g, const KvMirror &mirror,
                                        const std::vector<int32_t> &slots,
@@ -733,7 +735,9 @@ std::vector<double> attentionReference(const AttentionGeometry &g, const KvMirro
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
             dot += double(qRow[d]) * K[size_t(t * kvWidth + kvHead * D + d)];
-          score.push_back(roundTo(float(dot) * g.scale, g.dtype));
+          const float scaled = float(dot) * g.scale;
+          score.push_back(roundTo(g.softcap > 0 ? float(std::tanh(double(scaled) / g.softcap) * g.softcap) : scaled,
+                                  g.dtype));
         }
         const double m = *std::max_element(score.begin(), score.end());
         double sum = 0;
@@ -793,6 +797,7 @@ protected:
     call.headDim = g.headDim;
     call.scale = g.scale;
     call.window = g.window;
+    call.softcap = g.softcap;
     call.sequence = slots.data();
     call.past = past.data();
     if (llvm::Error e = ops_->attention(call, kv)) {
@@ -948,6 +953,27 @@ TEST_F(CudaDeviceOpsAttentionTest, SlidingWindow) {
     // A window wider than the history sees everything.
     g.window = 1000;
     attend(g, kv, mirror, {1}, {206}, 2, 24, name + ": wide window");
+  }
+}
+
+// Gemma 2's soft-capped scores: a scale of 4 spreads the scores to about ±30, the cap of 5 bends
+// most of them (uncapped, the softmax would be far more peaked than the reference's).
+TEST_F(CudaDeviceOpsAttentionTest, SoftCappedScores) {
+  for (DType dt : {DType::f32, DType::f16}) {
+    AttentionGeometry g;
+    g.dtype = dt;
+    g.heads = 4;
+    g.kvHeads = 2;
+    g.headDim = 64;
+    g.scale = 4.0f;
+    g.window = 24;
+    g.softcap = 5.0f;
+    auto kvOwner = pagedCache(*device_, 2, 2, g.kvHeads * g.headDim, 32);
+    PagedKvCache &kv = *kvOwner;
+    KvMirror mirror;
+    const std::string name = std::string("soft cap 5 ") + dtypeName(dt);
+    attend(g, kv, mirror, {0}, {0}, 70, 31, name + ": prefill");
+    attend(g, kv, mirror, {0}, {70}, 1, 32, name + ": decode");
   }
 }
 
