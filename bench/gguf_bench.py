@@ -13,7 +13,8 @@ between minutes, so neither gets the quiet minutes alone):
 Prints the medians, the ranges and helm/llama.cpp ratios. llama.cpp comes from
 bench/build-llama-cpp.sh.
 
-  .venv/bin/python bench/gguf_bench.py                       # the default model's Q4_1 file, and
+  .venv/bin/python bench/gguf_bench.py                       # the default model's Q4_1 file, Gemma 3
+                                                             # 270M's Q4_K_M (scripts/fetch-gguf.py), and
                                                              # the Qwen3-0.6B-shaped Q4_K_M and F16
                                                              # files where the compare bench made them
   .venv/bin/python bench/gguf_bench.py --files a.gguf,b.gguf --threads 1,2 --runs 5 --json out.json
@@ -31,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA = ROOT / "bench" / ".cache" / "llama.cpp"
 DEFAULT_FILES = [ROOT / "models" / ".cache" / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf",
+                 ROOT / "models" / ".cache" / "gguf" / "gemma-3-270m-q4_k_m.gguf",
                  ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model-q4_k_m.gguf",
                  ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model.gguf"]
 
