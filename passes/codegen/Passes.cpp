@@ -33,7 +33,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createFreeBuffers());
   // After bufferization: on tensors, the analysis of hundreds of tiled loops is superlinear.
   pm.addNestedPass<func::FuncOp>(createVectorizeGlue());
-  pm.addNestedPass<func::FuncOp>(createApproximateExp());
+  pm.addNestedPass<func::FuncOp>(createApproximateMath());
   pm.addPass(createCanonicalizerPass());
 }
 

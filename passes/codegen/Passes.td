@@ -120,16 +120,17 @@ def FreeBuffers : Pass<"helm-free-buffers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
-def ApproximateExp : Pass<"helm-approximate-exp", "mlir::func::FuncOp"> {
-  let summary = "Expand f32 math.exp (SwiGLU's sigmoid) into MLIR's polynomial approximation";
+def ApproximateMath : Pass<"helm-approximate-math", "mlir::func::FuncOp"> {
+  let summary = "Expand f32 math.exp and math.tanh (SwiGLU's sigmoid, GeGLU's GELU, soft caps) into MLIR's polynomial approximations";
   let description = [{
-    LLVM lowers a vector `math.exp` to one libm `expf` call per lane: SwiGLU's sigmoid over a
-    decode batch's [16, 3072] rows then runs as scalar calls on the thread that runs the stage
-    while the kernel threads wait. The polynomial form (Cephes: range reduction by ln 2, then a
-    degree-7 polynomial and a scaling by 2^n, from arith and math.fma ops) stays in vector
-    registers. Only `math.exp` on f32 scalars and vectors is rewritten; rsqrt, sin and cos keep
-    their exact lowering. Its error against a correctly rounded exp is a few ulp, within what the
-    model tests allow (docs/architecture.md, the CPU stage's glue).
+    LLVM lowers a vector `math.exp` or `math.tanh` to one libm call per lane: SwiGLU's sigmoid
+    over a decode batch's [16, 3072] rows, or GeGLU's tanh over a prefill's [128, 2048], then runs
+    as scalar calls on the thread that runs the stage while the kernel threads wait. The polynomial
+    forms (exp: Cephes' range reduction by ln 2, a degree-7 polynomial and a scaling by 2^n; tanh:
+    a rational approximation, clamped to ±1 beyond ±7.9, from arith and math.fma ops) stay in
+    vector registers. Only `math.exp` and `math.tanh` on f32 scalars and vectors are rewritten;
+    rsqrt, sin and cos keep their exact lowering. Their errors against correctly rounded results
+    are a few ulp, within what the model tests allow (docs/architecture.md, the CPU stage's glue).
 
     Before: `%e = math.exp %x : vector<1x1x16xf32>`.
     After:  `math.floor`, `math.fma`, `arith.mulf` ... `arith.bitcast` on vector<1x1x16xf32>, no

@@ -1,8 +1,8 @@
-//===- ApproximateExp.cpp - f32 math.exp to MLIR's polynomial approximation -------===//
+//===- ApproximateMath.cpp - f32 math.exp and math.tanh to polynomial approximations ===//
 //
-// Runs after helm-vectorize-glue, so the SwiGLU sigmoid's exp is already a vector op: the
-// approximation keeps it one (a libm call per lane otherwise). Only exp: the other math ops of the
-// glue (rsqrt, sin, cos) keep their lowering.
+// Runs after helm-vectorize-glue, so the SwiGLU sigmoid's exp and the GeGLU's tanh are already
+// vector ops: the approximations keep them so (a libm call per lane otherwise). Only exp and tanh:
+// the other math ops of the glue (rsqrt, sin, cos) keep their lowering.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/codegen/Passes.h"
@@ -13,7 +13,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace helm {
-#define GEN_PASS_DEF_APPROXIMATEEXP
+#define GEN_PASS_DEF_APPROXIMATEMATH
 #include "passes/codegen/Passes.h.inc"
 } // namespace helm
 
@@ -21,11 +21,13 @@ using namespace mlir;
 
 namespace {
 
-struct ApproximateExpPass : helm::impl::ApproximateExpBase<ApproximateExpPass> {
+struct ApproximateMathPass : helm::impl::ApproximateMathBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
-        patterns, [](llvm::StringRef name) { return name == math::ExpOp::getOperationName(); });
+        patterns, [](llvm::StringRef name) {
+          return name == math::ExpOp::getOperationName() || name == math::TanhOp::getOperationName();
+        });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,4 +1,4 @@
-// RUN: helm-opt %s --split-input-file --helm-approximate-exp | FileCheck %s
+// RUN: helm-opt %s --split-input-file --helm-approximate-math | FileCheck %s
 
 // The SwiGLU sigmoid's exp after helm-vectorize-glue: a vector exp becomes the polynomial (range
 // reduction with floor and fma, the power of two built from the exponent bits), still on vectors.
@@ -36,4 +36,21 @@ func.func @only_f32_exp(%a: f32, %b: f64, %c: f16) -> (f32, f64, f16, f32, f32, 
   %co = math.cos %a : f32
   %si = math.sin %a : f32
   return %ea, %eb, %ec, %r, %co, %si : f32, f64, f16, f32, f32, f32
+}
+
+// -----
+
+// GeGLU's tanh after helm-vectorize-glue: a vector tanh becomes the rational approximation (the
+// input clamped to ±7.9, a polynomial over a polynomial, one division), still on vectors; an f64
+// tanh keeps its exact lowering.
+// CHECK-LABEL: func.func @vector_tanh
+// CHECK-NOT: math.tanh %{{.*}} : vector<1x1x16xf32>
+// CHECK: math.fma %{{.*}} : vector<1x1x16xf32>
+// CHECK: arith.divf %{{.*}} : vector<1x1x16xf32>
+// CHECK: math.tanh %{{.*}} : f64
+// CHECK: return
+func.func @vector_tanh(%x: vector<1x1x16xf32>, %d: f64) -> (vector<1x1x16xf32>, f64) {
+  %t = math.tanh %x : vector<1x1x16xf32>
+  %u = math.tanh %d : f64
+  return %t, %u : vector<1x1x16xf32>, f64
 }
