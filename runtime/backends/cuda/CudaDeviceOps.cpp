@@ -168,6 +168,11 @@ private:
   llvm::Error activate(llvm::StringRef op);
   /// `s` holding at least `bytes` (contents not kept when it grows).
   llvm::Expected<void *> scratch(Scratch &s, uint64_t bytes, llvm::StringRef what);
+  /// The checks every op over n elements makes before its launch: a dtype the kernels take, n >= 0,
+  /// the kernel in the package's image (`present`), no null buffer. false: n is 0, nothing to
+  /// launch.
+  llvm::Expected<bool> elementwiseReady(llvm::StringRef op, DType dtype, int64_t n, bool present,
+                                        std::initializer_list<const void *> buffers);
   /// convert() without the checks: n > 0, valid and different dtypes.
   llvm::Error launchConvert(llvm::StringRef op, const void *x, DType xdtype, void *y, DType ydtype,
                             int64_t n);
@@ -367,78 +372,65 @@ llvm::Error CudaDeviceOpsImpl::rope(const void *x, const int64_t *positions, voi
        &interleaved32});
 }
 
-llvm::Error CudaDeviceOpsImpl::swiglu(const void *gate, const void *up, void *y, DType dtype,
-                                      int64_t n) {
-  static constexpr llvm::StringLiteral op = "swiglu";
+llvm::Expected<bool> CudaDeviceOpsImpl::elementwiseReady(llvm::StringRef op, DType dtype, int64_t n, bool present,
+                                                         std::initializer_list<const void *> buffers) {
   if (!validDType(dtype))
     return badDType(op, dtype);
   if (llvm::Error e = negativeSize(op, {{"n", n}}))
-    return e;
+    return std::move(e);
   if (n == 0)
-    return llvm::Error::success();
-  if (!gate || !up || !y)
-    return opError(op, "null buffer");
+    return false;
+  if (!present)
+    return opError(op, "the package's kernel image predates this kernel: recompile the package");
+  for (const void *buffer : buffers)
+    if (!buffer)
+      return opError(op, "null buffer");
+  return true;
+}
+
+// Each op below: the checks, then one grid-stride launch (an error, or nothing to do when n is 0,
+// returns first: takeError() of a false is success).
+llvm::Error CudaDeviceOpsImpl::swiglu(const void *gate, const void *up, void *y, DType dtype,
+                                      int64_t n) {
+  static constexpr llvm::StringLiteral op = "swiglu";
+  llvm::Expected<bool> ready = elementwiseReady(op, dtype, n, true, {gate, up, y});
+  if (!ready || !*ready)
+    return ready.takeError();
   return launch(op, swiglu_[dtype], {gridFor(n)}, kThreads, {&gate, &up, &y, &n});
 }
 
 llvm::Error CudaDeviceOpsImpl::geglu(const void *gate, const void *up, void *y, DType dtype,
                                      int64_t n) {
   static constexpr llvm::StringLiteral op = "geglu";
-  if (!validDType(dtype))
-    return badDType(op, dtype);
-  if (llvm::Error e = negativeSize(op, {{"n", n}}))
-    return e;
-  if (n == 0)
-    return llvm::Error::success();
-  if (!haveGemmaKernels_)
-    return opError(op, "the package's kernel image predates this kernel: recompile the package");
-  if (!gate || !up || !y)
-    return opError(op, "null buffer");
+  llvm::Expected<bool> ready = elementwiseReady(op, dtype, n, haveGemmaKernels_, {gate, up, y});
+  if (!ready || !*ready)
+    return ready.takeError();
   return launch(op, geglu_[dtype], {gridFor(n)}, kThreads, {&gate, &up, &y, &n});
 }
 
 llvm::Error CudaDeviceOpsImpl::scale(const void *x, void *y, DType dtype, int64_t n, float factor) {
   static constexpr llvm::StringLiteral op = "scale";
-  if (!validDType(dtype))
-    return badDType(op, dtype);
-  if (llvm::Error e = negativeSize(op, {{"n", n}}))
-    return e;
-  if (n == 0)
-    return llvm::Error::success();
-  if (!haveGemmaKernels_)
-    return opError(op, "the package's kernel image predates this kernel: recompile the package");
-  if (!x || !y)
-    return opError(op, "null buffer");
+  llvm::Expected<bool> ready = elementwiseReady(op, dtype, n, haveGemmaKernels_, {x, y});
+  if (!ready || !*ready)
+    return ready.takeError();
   return launch(op, scale_[dtype], {gridFor(n)}, kThreads, {&x, &y, &n, &factor});
 }
 
 llvm::Error CudaDeviceOpsImpl::softcap(const void *x, void *y, DType dtype, int64_t n, float cap) {
   static constexpr llvm::StringLiteral op = "softcap";
-  if (!validDType(dtype))
-    return badDType(op, dtype);
-  if (llvm::Error e = negativeSize(op, {{"n", n}}))
-    return e;
-  if (n == 0)
-    return llvm::Error::success();
-  if (!haveGemmaKernels_)
-    return opError(op, "the package's kernel image predates this kernel: recompile the package");
+  llvm::Expected<bool> ready = elementwiseReady(op, dtype, n, haveGemmaKernels_, {x, y});
+  if (!ready || !*ready)
+    return ready.takeError();
   if (!(cap > 0.0f) || !std::isfinite(cap))
     return opError(op, "cap must be a positive finite number");
-  if (!x || !y)
-    return opError(op, "null buffer");
   return launch(op, softcap_[dtype], {gridFor(n)}, kThreads, {&x, &y, &n, &cap});
 }
 
 llvm::Error CudaDeviceOpsImpl::add(const void *a, const void *b, void *y, DType dtype, int64_t n) {
   static constexpr llvm::StringLiteral op = "add";
-  if (!validDType(dtype))
-    return badDType(op, dtype);
-  if (llvm::Error e = negativeSize(op, {{"n", n}}))
-    return e;
-  if (n == 0)
-    return llvm::Error::success();
-  if (!a || !b || !y)
-    return opError(op, "null buffer");
+  llvm::Expected<bool> ready = elementwiseReady(op, dtype, n, true, {a, b, y});
+  if (!ready || !*ready)
+    return ready.takeError();
   return launch(op, add_[dtype], {gridFor(n)}, kThreads, {&a, &b, &y, &n});
 }
 
