@@ -589,6 +589,11 @@ llvm::Error Importer::run(ModuleOp module) {
       return gamma.takeError();
     return RmsNormOp::create(b, loc, x.getType(), x, *gamma, eps).getResult();
   };
+  // A sublayer's output as it joins the residual stream: normalised again by `name` (Gemma 2,
+  // 3's post_attention_norm / post_ffw_norm), or as it is.
+  auto postNorm = [&](Value x, const std::string &name) -> llvm::Expected<Value> {
+    return arch->postNorms ? norm(x, name, H) : llvm::Expected<Value>(x);
+  };
   // llama.cpp scales the scores by 1/sqrt(head size) computed in f32 (Gemma 3 27B: by
   // 1/sqrt(embedding_length / heads)).
   const bool hiddenScaled = arch->hiddenScaledLayers && *layers == arch->hiddenScaledLayers;
@@ -641,14 +646,10 @@ llvm::Error Importer::run(ModuleOp module) {
     auto o = linear(attention.getResult(), p + "attn_output", qWidth, H);
     if (!o)
       return o.takeError();
-    Value attended = *o;
-    if (arch->postNorms) {
-      auto post = norm(attended, p + "post_attention_norm", H);
-      if (!post)
-        return post.takeError();
-      attended = *post;
-    }
-    h = AddOp::create(b, loc, h, attended);
+    auto attended = postNorm(*o, p + "post_attention_norm");
+    if (!attended)
+      return attended.takeError();
+    h = AddOp::create(b, loc, h, *attended);
     auto y = norm(h, p + "ffn_norm", H);
     if (!y)
       return y.takeError();
@@ -665,14 +666,10 @@ llvm::Error Importer::run(ModuleOp module) {
     auto down = linear(s, p + "ffn_down", F, H);
     if (!down)
       return down.takeError();
-    Value mlp = *down;
-    if (arch->postNorms) {
-      auto post = norm(mlp, p + "post_ffw_norm", H);
-      if (!post)
-        return post.takeError();
-      mlp = *post;
-    }
-    h = AddOp::create(b, loc, h, mlp);
+    auto mlp = postNorm(*down, p + "post_ffw_norm");
+    if (!mlp)
+      return mlp.takeError();
+    h = AddOp::create(b, loc, h, *mlp);
   }
   auto last = norm(h, "output_norm", H);
   if (!last)

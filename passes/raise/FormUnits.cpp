@@ -46,9 +46,10 @@ struct FormUnitsPass : helm::impl::FormUnitsBase<FormUnitsPass> {
       // The embedding's own scaling (Gemma's sqrt(hidden)) stays with the embedding: what crosses
       // to block 0 is the scaled row, as in the reference.
       bool embedding = isa<EmbedOp>(op);
-      if (auto scale = dyn_cast<ScaleOp>(op))
-        if (Operation *def = scale.getInput().getDefiningOp(); def && unitOf.lookup(def) == 0 && unitOf.count(def))
-          embedding = true;
+      if (auto scale = dyn_cast<ScaleOp>(op)) {
+        auto def = unitOf.find(scale.getInput().getDefiningOp());
+        embedding = def != unitOf.end() && def->second == 0;
+      }
       unitOf[&op] = embedding ? 0 : std::min(r / 2, numBlocks) + 1;
       residuals[&op] = r + (isa<AddOp>(op) ? 1 : 0);
       computing.push_back(&op);

@@ -47,8 +47,12 @@ extern "C" void helm_rt_attention_capped(void *ctx, int64_t layer, const void *q
                                          int64_t heads, int64_t kvHeads, int64_t headDim, float scale,
                                          int64_t window, float softcap) {
   auto *c = static_cast<StageContext *>(ctx);
-  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0 || !(softcap >= 0.0f) || !std::isfinite(softcap)) {
+  if (!isDType(dtype) || B < 0 || S < 0 || heads <= 0) {
     c->refuse(HELM_STATUS_BAD_ARGUMENT, "the stage's attention call has a bad dtype code or size");
+    return;
+  }
+  if (!(softcap >= 0.0f) || !std::isfinite(softcap)) {
+    c->refuse(HELM_STATUS_BAD_ARGUMENT, "the stage's attention call has a bad soft cap");
     return;
   }
   int64_t kvWidth = kvHeads * headDim;
