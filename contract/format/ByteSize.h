@@ -1,8 +1,10 @@
 //===- ByteSize.h - "512MiB"-style sizes on the command line -----------------------===//
 //
-// One parser for every flag that takes a byte count (helmc --vram-reserve, helm-rt --emu-vram):
-// a non-negative decimal number and an optional unit, B, KiB/MiB/GiB (powers of 1024) or
-// KB/MB/GB (powers of 1000), case-insensitive.
+// One parser for every flag that takes a byte count (helmc --vram-reserve, helm-rt --gpu-memory):
+// a non-negative decimal number and an optional unit, case-insensitive. The forms people type
+// all work: K/M/G/T, KiB/MiB/GiB/TiB and k/m/g (powers of 1024, as memory is sized and as
+// llama.cpp, Docker and the JVM read "8G"), KB/MB/GB/TB (powers of 1000, as disks are sold), B
+// or nothing for bytes. A space before the unit is allowed ("8 GiB").
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_RUNTIME_SUPPORT_BYTESIZE_H
@@ -17,22 +19,25 @@
 
 namespace helm {
 
-/// "123", "1.5GiB", "512MiB", "64KiB", "2GB" -> bytes (rounded down); nullopt for anything else
-/// or for more than 2^60 bytes.
+/// "123", "1.5GiB", "512MiB", "8G", "8192M", "64KiB", "2GB" -> bytes (rounded down); nullopt
+/// for anything else or for more than 2^60 bytes.
 inline std::optional<uint64_t> parseByteSize(llvm::StringRef text) {
   llvm::StringRef number = text.take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
   llvm::StringRef unit = text.drop_front(number.size()).trim();
   double value = 0;
   if (number.empty() || number.getAsDouble(value) || !std::isfinite(value))
     return std::nullopt;
-  double scale = unit.empty() || unit.equals_insensitive("B") ? 1
-                 : unit.equals_insensitive("KiB")             ? 1024.0
-                 : unit.equals_insensitive("MiB")             ? 1024.0 * 1024
-                 : unit.equals_insensitive("GiB")             ? 1024.0 * 1024 * 1024
-                 : unit.equals_insensitive("KB")              ? 1e3
-                 : unit.equals_insensitive("MB")              ? 1e6
-                 : unit.equals_insensitive("GB")              ? 1e9
-                                                              : -1;
+  double scale = -1;
+  if (unit.empty() || unit.equals_insensitive("B")) {
+    scale = 1;
+  } else {
+    size_t power = llvm::StringRef("KMGT").find(llvm::toUpper(unit.front())) + 1; // 0: not a prefix
+    llvm::StringRef suffix = unit.drop_front();
+    if (power > 0 && (suffix.empty() || suffix.equals_insensitive("iB")))
+      scale = std::pow(1024.0, double(power));
+    else if (power > 0 && suffix.equals_insensitive("B"))
+      scale = std::pow(1000.0, double(power));
+  }
   if (scale < 0 || value * scale > double(uint64_t(1) << 60))
     return std::nullopt;
   return uint64_t(value * scale);

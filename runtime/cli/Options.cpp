@@ -55,7 +55,7 @@ usage: helm-rt model.helmpkg (-p TEXT | --prompt-ids 1,2,3)... [options]
                           exit 1), or "OK: this machine can run FILE" (exit 0)
   --emu-throttle          emulated GPU (packages compiled for --target=emu:...): delay every
                           transfer to the target's link bandwidth and latency
-  --gpu-memory SIZE       memory the GPU stage may use (bytes, or with KiB/MiB/GiB): on a CUDA GPU
+  --gpu-memory SIZE       memory the GPU stage may use (8G, 8GiB, 8192M, 8GB = 8e9): on a CUDA GPU
                           instead of its free memory minus the target's reserve (to share the
                           GPU, or to try a plan on less memory); on the emulated GPU instead of
                           the target's VRAM minus reserve
@@ -205,7 +205,7 @@ FlagTable flagTable(Options &o) {
   t.value({"--gpu-memory", "--emu-vram"}, "SIZE", [&o](StringRef flag, StringRef value) {
     std::optional<uint64_t> bytes = helm::parseByteSize(value);
     if (!bytes || *bytes == 0)
-      return flag.str() + " expects a positive size such as 512MiB, got '" + value.str() + "'";
+      return flag.str() + " expects a positive size such as 8G or 512MiB, got '" + value.str() + "'";
     o.gpuMemory = *bytes;
     o.gpuMemoryFlag = flag.str();
     return std::string();

@@ -488,9 +488,10 @@ int runGenerate(const Options &o) {
                     double(rss) / (1 << 20));
   if (Device *device = model.device())
     errs() << formatv("helm-rt: {0} | load moved {1} bytes | per decode step {2:f0} bytes in {3:f1} "
-                      "transfers | device peak {4:f1} MiB\n",
+                      "transfers, {4:f1} allocations, {5:f1} host waits | device peak {6:f1} MiB\n",
                       device->describe(), model.loadTraffic().bytes(), stats.linkBytesPerStep(),
-                      stats.linkTransfersPerStep(), double(device->peakBytesInUse()) / (1 << 20));
+                      stats.linkTransfersPerStep(), stats.allocationsPerStep(),
+                      stats.hostSynchronizationsPerStep(), double(device->peakBytesInUse()) / (1 << 20));
   if (stats.kvPageTokens && (stats.kvPaging.evicted || stats.kvPaging.prefetched))
     errs() << formatv("helm-rt: KV pages of {0} tokens: {1} evicted to host, {2} page-layers "
                       "prefetched, at most {3} on the device\n",
@@ -515,18 +516,21 @@ int runGenerate(const Options &o) {
                    {"link_bytes_per_step", stats.linkBytesPerStep()},
                    {"link_transfers_per_step", stats.linkTransfersPerStep()}};
     if (Device *device = model.device()) {
-      const LinkCounters &d = stats.decodeLink;
+      const DeviceCounters &d = stats.decodeDevice;
       o["device"] = device->describe();
       o["device_capacity_bytes"] = int64_t(device->capacity());
       o["device_peak_bytes"] = int64_t(device->peakBytesInUse());
       o["link_load_bytes"] = int64_t(model.loadTraffic().bytes());
-      o["link_prefill_bytes"] = int64_t(stats.prefillLink.bytes());
+      o["link_prefill_bytes"] = int64_t(stats.prefillDevice.bytes());
       o["link_decode_h2d_bytes"] = int64_t(d.hostToDeviceBytes);
       o["link_decode_d2h_bytes"] = int64_t(d.deviceToHostBytes);
       o["link_decode_h2d_transfers"] = int64_t(d.hostToDeviceTransfers);
       o["link_decode_d2h_transfers"] = int64_t(d.deviceToHostTransfers);
       o["link_step_bytes_min"] = int64_t(stats.minStepLinkBytes);
       o["link_step_bytes_max"] = int64_t(stats.maxStepLinkBytes);
+      o["device_allocations_first_step"] = int64_t(stats.firstStepAllocations);
+      o["device_allocations_per_step"] = stats.allocationsPerStep();
+      o["host_syncs_per_step"] = stats.hostSynchronizationsPerStep();
     }
     if (stats.kvPageTokens) {
       o["kv_page_tokens"] = stats.kvPageTokens;

@@ -81,7 +81,7 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
       paged = cache.get();
   const int64_t pageTokens = paged ? paged->pageTokens() : 0;
   stats.kvPageTokens = pageTokens;
-  LinkCounters linkStart = device ? device->counters() : LinkCounters();
+  DeviceCounters linkStart = device ? device->counters() : DeviceCounters();
 
   auto accept = [&](int i, int32_t token) {
     last[size_t(i)] = token;
@@ -131,7 +131,7 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
 
   // Decode: every unfinished sequence advances by one token per step.
   if (device)
-    stats.prefillLink = device->counters() - linkStart;
+    stats.prefillDevice = device->counters() - linkStart;
   auto decodeStart = Clock::now();
   for (;;) {
     std::vector<int> rows;
@@ -151,14 +151,16 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
       slots[size_t(r)] = i;
     }
     logits.assign(static_cast<size_t>(b * info.vocab), 0.0f);
-    LinkCounters before = device ? device->counters() : LinkCounters();
+    DeviceCounters before = device ? device->counters() : DeviceCounters();
     if (llvm::Error e = model.run(**session, slots.data(), rowPast.data(), ids.data(),
                                   positions.data(), logits.data(), b, 1))
       return e;
     ++stats.decodeSteps;
     if (device) {
-      LinkCounters step = device->counters() - before;
-      stats.decodeLink = stats.decodeLink + step;
+      DeviceCounters step = device->counters() - before;
+      stats.decodeDevice = stats.decodeDevice + step;
+      (stats.decodeSteps == 1 ? stats.firstStepAllocations : stats.laterStepAllocations) +=
+          step.allocations;
       stats.maxStepLinkBytes = std::max(stats.maxStepLinkBytes, step.bytes());
       stats.minStepLinkBytes =
           stats.decodeSteps == 1 ? step.bytes() : std::min(stats.minStepLinkBytes, step.bytes());

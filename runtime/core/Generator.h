@@ -24,9 +24,13 @@ struct GenerateRequest {
 
 struct GenerateStats {
   int64_t promptTokens = 0, generatedTokens = 0, decodeTokens = 0, decodeSteps = 0;
-  /// Link traffic of a split package's device (zero when everything runs on the CPU).
-  LinkCounters prefillLink, decodeLink;
+  /// What the device of a split package did (link traffic, allocations, host waits) in the
+  /// prefill and over all decode steps (zero when everything runs on the CPU).
+  DeviceCounters prefillDevice, decodeDevice;
   uint64_t minStepLinkBytes = 0, maxStepLinkBytes = 0; // over decode steps
+  /// Device allocations of the first decode step (the stage buffers for the batch's sizes are
+  /// made) and of the later ones (none in steady state: the kept buffers serve them).
+  uint64_t firstStepAllocations = 0, laterStepAllocations = 0;
   /// The GPU stage's paged KV cache: evictions, prefetches, device pages (zero without one).
   PagingCounters kvPaging;
   int64_t kvPageTokens = 0; // 0: no paged cache
@@ -37,10 +41,17 @@ struct GenerateStats {
   double prefillTokS() const { return prefillMs > 0 ? promptTokens / (prefillMs / 1000) : 0; }
   double decodeTokS() const { return decodeMs > 0 ? decodeTokens / (decodeMs / 1000) : 0; }
   double linkBytesPerStep() const {
-    return decodeSteps ? double(decodeLink.bytes()) / double(decodeSteps) : 0;
+    return decodeSteps ? double(decodeDevice.bytes()) / double(decodeSteps) : 0;
   }
   double linkTransfersPerStep() const {
-    return decodeSteps ? double(decodeLink.transfers()) / double(decodeSteps) : 0;
+    return decodeSteps ? double(decodeDevice.transfers()) / double(decodeSteps) : 0;
+  }
+  /// Mean device allocations of the decode steps after the first.
+  double allocationsPerStep() const {
+    return decodeSteps > 1 ? double(laterStepAllocations) / double(decodeSteps - 1) : 0;
+  }
+  double hostSynchronizationsPerStep() const {
+    return decodeSteps ? double(decodeDevice.hostSynchronizations) / double(decodeSteps) : 0;
   }
 };
 

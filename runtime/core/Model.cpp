@@ -647,7 +647,7 @@ llvm::Error LoadedModel::Loader::streamGpuWeights() {
       return fail(llvm::toString(block.takeError()) +
                   " (recompile with a split that puts fewer units on the GPU)");
     st.deviceWeights = *block;
-    LinkCounters before = device->counters();
+    DeviceCounters before = device->counters();
     pkg::Checksum64 digest;
     constexpr uint64_t kChunk = uint64_t(64) << 20;
     for (uint64_t at = 0; at < sec->size; at += kChunk) {
@@ -726,7 +726,7 @@ int64_t LoadedModel::kvPageTokens(int32_t sequences) const {
   // per sequence for larger batches) and the two staging buffers (a plan with KV offload leaves
   // the GPU little room beyond its weights).
   const int64_t width = info_.kvHeads * info_.headDim;
-  uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
+  uint64_t free = device_->availableBytes();
   if (!(options_.kvWatermark > 0 && options_.kvWatermark <= 1))
     return 512; // refused by newSession
   uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
@@ -765,7 +765,7 @@ llvm::Expected<LoadedModel::KvPlan> LoadedModel::planKv(int32_t sequences,
   for (const Stage &st : stages_) {
     if (st.info.onGpu && st.info.kvLayers > 0) {
       uint64_t page = PagedKvCache::pageBytes(st.info.kvLayers, width, plan.pageTokens);
-      uint64_t free = device_->capacity() - std::min(device_->capacity(), device_->bytesInUse());
+      uint64_t free = device_->availableBytes();
       uint64_t budget = uint64_t(double(free) * options_.kvWatermark);
       uint64_t staging = 2 * (page / uint64_t(st.info.kvLayers));
       plan.devicePages = int64_t((budget - std::min(budget, staging)) / page);
@@ -893,13 +893,6 @@ llvm::Error LoadedModel::run(Session &session, const int32_t *sequence, const in
       stagePositions = *onDevice;
     }
     st.fn(&ctx, input, stagePositions, output, batch, seq);
-    if (ctx.ops)
-      if (llvm::Error e = ctx.ops->synchronize()) {
-        if (ctx.failed())
-          llvm::consumeError(std::move(e));
-        else
-          return e;
-      }
     if (ctx.failed())
       return llvm::createStringError(ctx.message);
     return llvm::Error::success();
@@ -937,8 +930,12 @@ llvm::Error LoadedModel::run(Session &session, const int32_t *sequence, const in
                                             Stream::compute, /*async=*/true))
     return fail(package_->name(), llvm::toString(std::move(e)));
   size_t last = stages_.size() - 1;
+  // A kernel-form stage only enqueues work after the input's copy on the same stream: the step's
+  // one host wait is the logits' copy below (where a kernel's fault surfaces too).
+  Device::StageCode code = stages_[last].deviceCalls ? Device::StageCode::enqueuesKernels
+                                                     : Device::StageCode::touchesBuffers;
   if (llvm::Error e = device_->runHostStage(
-          [&] { return callStage(last, session.deviceInput, session.deviceLogits); }))
+          code, [&] { return callStage(last, session.deviceInput, session.deviceLogits); }))
     return fail(package_->name(), llvm::toString(std::move(e)));
   if (llvm::Error e = device_->copyToHost(logits, session.deviceLogits, logitsBytes,
                                           Stream::compute, /*async=*/false))

@@ -131,7 +131,7 @@ public:
   /// The device of the GPU stage (emu or cuda), or nullptr when every stage runs on the CPU.
   Device *device() const { return device_.get(); }
   /// Link traffic of loading (the GPU stage's weights).
-  const LinkCounters &loadTraffic() const { return loadTraffic_; }
+  const DeviceCounters &loadTraffic() const { return loadTraffic_; }
 
   /// Per-generation state: each stage's KV cache (in its device's memory) and the buffers the
   /// boundary activation and the logits cross the link in.
@@ -186,7 +186,7 @@ private:
   /// KV layers): --kv-page, or 512 halved until the device memory free now holds a page per
   /// sequence (at least two) and the staging buffers.
   int64_t kvPageTokens(int32_t sequences) const;
-  LinkCounters loadTraffic_;
+  DeviceCounters loadTraffic_;
   std::string tokenizer_;
   ModelInfo info_;
   LoadOptions options_;

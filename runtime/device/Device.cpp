@@ -6,6 +6,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -49,9 +50,10 @@ std::string formatBytes(uint64_t bytes) {
   return llvm::formatv("{0} B", bytes).str();
 }
 
-llvm::Error Device::runHostStage(llvm::function_ref<llvm::Error()> body) {
-  if (llvm::Error e = synchronizeStream(Stream::compute))
-    return e;
+llvm::Error Device::runHostStage(StageCode code, llvm::function_ref<llvm::Error()> body) {
+  if (code == StageCode::touchesBuffers)
+    if (llvm::Error e = synchronizeStream(Stream::compute))
+      return e;
   Device *outer = stageDevice;
   stageDevice = this;
   stageAllocationError.clear();
@@ -64,16 +66,148 @@ llvm::Error Device::runHostStage(llvm::function_ref<llvm::Error()> body) {
   return e;
 }
 
+uint64_t Device::availableBytes() const {
+  uint64_t held = bytesInUse() - std::min(bytesInUse(), keptStageBytes());
+  return capacity() - std::min(capacity(), held);
+}
+
+llvm::Expected<void *> Device::allocate(uint64_t bytes, llvm::StringRef what) {
+  auto p = allocateImpl(bytes, what);
+  if (!p && keptStageBytes() > 0) {
+    // The kept stage buffers are memory nobody uses now: give it back and try once more.
+    llvm::consumeError(p.takeError());
+    releaseKeptStageBuffers();
+    p = allocateImpl(bytes, what);
+  }
+  if (p)
+    ++counters_.allocations;
+  return p;
+}
+
+void Device::free(void *p) {
+  if (p)
+    freeImpl(p);
+}
+
+namespace {
+/// The size class of a stage buffer: whole granules up to 4 KiB, then 8 classes per power of two
+/// (at most 12.5% more than asked for). A kept block serves only requests of its class, so the
+/// blocks of each class never outnumber the most a step holds at once: a step that repeats the
+/// previous one's requests allocates nothing. UINT64_MAX when the request is too large.
+uint64_t stageBufferClass(uint64_t bytes) {
+  uint64_t size = granuleBytes(bytes);
+  if (size <= 4096 || size == UINT64_MAX)
+    return size;
+  uint64_t step = (uint64_t(1) << (63 - __builtin_clzll(size))) / 8;
+  return size > UINT64_MAX - step ? UINT64_MAX : (size + step - 1) / step * step;
+}
+} // namespace
+
+llvm::Expected<void *> Device::allocateStageBuffer(uint64_t bytes, llvm::StringRef what) {
+  const uint64_t size = stageBufferClass(bytes);
+  if (size == UINT64_MAX)
+    return allocate(bytes, what); // refused by the device, in its words
+  {
+    std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+    auto it = keptStageBuffers_.find(size);
+    if (it != keptStageBuffers_.end()) {
+      void *block = it->second;
+      keptStageBuffers_.erase(it);
+      keptStageBytes_ -= size;
+      stageBuffers_[block].kept = false;
+      return block;
+    }
+  }
+  auto p = allocate(size, what);
+  if (!p)
+    return p;
+  std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+  stageBuffers_[*p] = StageBuffer{size, /*kept=*/false};
+  return p;
+}
+
+void Device::freeStageBuffer(void *p) {
+  if (!p)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+    auto it = stageBuffers_.find(p);
+    if (it != stageBuffers_.end()) {
+      // Freed twice: it is kept already (the second free must not hand it to the device while
+      // the next request may take it).
+      if (it->second.kept)
+        return;
+      it->second.kept = true;
+      // Most recently freed first among equal sizes (the warmest memory).
+      keptStageBuffers_.emplace_hint(keptStageBuffers_.lower_bound(it->second.size),
+                                     it->second.size, p);
+      keptStageBytes_ += it->second.size;
+      return;
+    }
+  }
+  free(p);
+}
+
+void Device::releaseKeptStageBuffers() {
+  std::multimap<uint64_t, void *> kept;
+  {
+    std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+    kept.swap(keptStageBuffers_);
+    keptStageBytes_ = 0;
+    for (auto &[size, block] : kept)
+      stageBuffers_.erase(block);
+  }
+  for (auto &[size, block] : kept)
+    freeImpl(block);
+}
+
+uint64_t Device::keptStageBytes() const {
+  std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+  return keptStageBytes_;
+}
+
+llvm::Error Device::copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream,
+                                 bool async) {
+  if (!async && bytes)
+    ++counters_.hostSynchronizations;
+  return copyToDeviceImpl(dst, src, bytes, stream, async);
+}
+
+llvm::Error Device::copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream,
+                               bool async) {
+  if (!async && bytes)
+    ++counters_.hostSynchronizations;
+  return copyToHostImpl(dst, src, bytes, stream, async);
+}
+
+llvm::Error Device::synchronizeEvent(EventId event) {
+  ++counters_.hostSynchronizations;
+  return synchronizeEventImpl(event);
+}
+
+llvm::Error Device::synchronizeStream(Stream stream) {
+  ++counters_.hostSynchronizations;
+  return synchronizeStreamImpl(stream);
+}
+
 namespace {
 /// Host memory; the budget is the machine's.
 class CpuDevice final : public SynchronousDevice {
 public:
+  ~CpuDevice() override {
+    for (auto &[p, size] : sizes_)
+      std::free(p);
+  }
   DeviceKind kind() const override { return HELM_DEVICE_CPU; }
   std::string describe() const override { return "cpu (host memory)"; }
   uint64_t capacity() const override { return UINT64_MAX; }
   uint64_t bytesInUse() const override { return inUse_; }
   uint64_t peakBytesInUse() const override { return peak_; }
-  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
+  llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocate(bytes, "host staging"); }
+  void freeHost(void *p) override { free(p); }
+
+protected:
+  llvm::Expected<void *> allocateImpl(uint64_t bytes, llvm::StringRef what) override {
     uint64_t size = granuleBytes(bytes);
     void *p = size == UINT64_MAX ? nullptr : std::aligned_alloc(kDeviceGranule, size);
     if (!p)
@@ -86,7 +220,7 @@ public:
     peak_ = std::max(peak_, inUse_);
     return p;
   }
-  void free(void *p) override {
+  void freeImpl(void *p) override {
     auto it = sizes_.find(p);
     if (it == sizes_.end())
       return;
@@ -94,13 +228,11 @@ public:
     sizes_.erase(it);
     std::free(p);
   }
-  llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocate(bytes, "host staging"); }
-  void freeHost(void *p) override { free(p); }
-  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+  llvm::Error copyToDeviceImpl(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
     helm::kernels::copyBytes(dst, src, bytes);
     return llvm::Error::success();
   }
-  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+  llvm::Error copyToHostImpl(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
     helm::kernels::copyBytes(dst, src, bytes);
     return llvm::Error::success();
   }
@@ -125,7 +257,7 @@ using helm::rt::stageDevice;
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes) {
   if (!stageDevice)
     return std::malloc(bytes ? bytes : 1);
-  auto p = stageDevice->allocate(bytes, "a buffer of the stage's code");
+  auto p = stageDevice->allocateStageBuffer(bytes, "a buffer of the stage's code");
   if (p)
     return *p;
   std::string message = llvm::toString(p.takeError());
@@ -149,7 +281,7 @@ extern "C" void _mlir_memref_to_llvm_free(void *p) {
     return;
   }
   if (stageDevice)
-    stageDevice->free(p);
+    stageDevice->freeStageBuffer(p);
   else
     std::free(p);
 }

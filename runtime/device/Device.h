@@ -32,8 +32,11 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace helm::rt {
 
@@ -45,21 +48,27 @@ llvm::StringRef deviceKindName(DeviceKind kind);
 
 enum class Stream { compute, copy };
 
-/// Link traffic in each direction, counted by emu and cuda (cpu has no link).
-struct LinkCounters {
+/// What a device did, counted by every device: the link traffic in each direction (emu and
+/// cuda; cpu has no link), the blocks it allocated from its memory, and the times the host waited
+/// for it (a stream or event synchronisation, or a copy that is not asynchronous). A decode step
+/// in steady state allocates nothing and waits once, for its logits.
+struct DeviceCounters {
   uint64_t hostToDeviceBytes = 0, deviceToHostBytes = 0;
   uint64_t hostToDeviceTransfers = 0, deviceToHostTransfers = 0;
+  uint64_t allocations = 0, hostSynchronizations = 0;
   uint64_t bytes() const { return hostToDeviceBytes + deviceToHostBytes; }
   uint64_t transfers() const { return hostToDeviceTransfers + deviceToHostTransfers; }
-  LinkCounters operator-(const LinkCounters &o) const {
+  DeviceCounters operator-(const DeviceCounters &o) const {
     return {hostToDeviceBytes - o.hostToDeviceBytes, deviceToHostBytes - o.deviceToHostBytes,
             hostToDeviceTransfers - o.hostToDeviceTransfers,
-            deviceToHostTransfers - o.deviceToHostTransfers};
+            deviceToHostTransfers - o.deviceToHostTransfers, allocations - o.allocations,
+            hostSynchronizations - o.hostSynchronizations};
   }
-  LinkCounters operator+(const LinkCounters &o) const {
+  DeviceCounters operator+(const DeviceCounters &o) const {
     return {hostToDeviceBytes + o.hostToDeviceBytes, deviceToHostBytes + o.deviceToHostBytes,
             hostToDeviceTransfers + o.hostToDeviceTransfers,
-            deviceToHostTransfers + o.deviceToHostTransfers};
+            deviceToHostTransfers + o.deviceToHostTransfers, allocations + o.allocations,
+            hostSynchronizations + o.hostSynchronizations};
   }
 };
 
@@ -76,27 +85,46 @@ public:
   // --- Memory with a byte budget ---------------------------------------------------------
   /// Bytes this device may hand out in total (the VRAM budget on emu and cuda).
   virtual uint64_t capacity() const = 0;
+  /// Bytes held now, stage buffers kept for reuse included.
   virtual uint64_t bytesInUse() const = 0;
   virtual uint64_t peakBytesInUse() const = 0;
-  /// `bytes` of device memory, 256-byte aligned. Past the budget: one line naming the device,
-  /// the request, `what` and what is left ("emu (emu:rtx4060-laptop): cannot allocate 512.0 MiB
-  /// (536870912 bytes) for the weights of the GPU stage (units 8..29): 300.0 MiB of the 1.00 GiB
-  /// arena free").
-  virtual llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) = 0;
+  /// What an allocation could get now: the capacity less what is held, counting the stage
+  /// buffers kept for reuse as free (allocate releases them when it needs their memory).
+  uint64_t availableBytes() const;
+  /// `bytes` of device memory, 256-byte aligned. Past the budget (after releasing the stage
+  /// buffers kept for reuse): one line naming the device, the request, `what` and what is left
+  /// ("emu (emu:rtx4060-laptop): cannot allocate 512.0 MiB (536870912 bytes) for the weights of
+  /// the GPU stage (units 8..29): 300.0 MiB of the 1.00 GiB arena free"). Counted.
+  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what);
   /// Frees memory from `allocate` (nullptr is ignored).
-  virtual void free(void *p) = 0;
+  void free(void *p);
   /// Host memory that copies to and from this device can use asynchronously (pinned on cuda).
   virtual llvm::Expected<void *> allocateHost(uint64_t bytes) = 0;
   virtual void freeHost(void *p) = 0;
 
+  // --- Stage buffers, kept for reuse ----------------------------------------------------
+  // The buffers a stage's code allocates and frees in every step (activations, scratch) come
+  // from here: a freed buffer is kept, not returned to the device, and the next request of its
+  // size class (granules up to 4 KiB, then eight classes per power of two) takes it. Every step
+  // of a decode at one batch size asks for the same sizes in the same order, so after the first
+  // one a step allocates nothing (no cudaMalloc, and no cudaFree, which waits for the whole
+  // device). Reuse is safe without waiting because everything that uses stage buffers runs in
+  // order on the compute stream.
+  llvm::Expected<void *> allocateStageBuffer(uint64_t bytes, llvm::StringRef what);
+  /// Keeps a buffer from allocateStageBuffer for reuse (nullptr is ignored; memory from
+  /// `allocate` is freed).
+  void freeStageBuffer(void *p);
+  /// Returns the kept buffers' memory to the device.
+  void releaseKeptStageBuffers();
+  uint64_t keptStageBytes() const;
+
   // --- Copies across the link (counted) --------------------------------------------------
   /// Host -> device. `async`: enqueued on `stream`, may return before the copy is done (the host
-  /// buffer must stay valid until an event recorded after it completes).
-  virtual llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream,
-                                   bool async) = 0;
+  /// buffer must stay valid until an event recorded after it completes). Otherwise the host
+  /// waits for `stream` (counted as a host synchronisation).
+  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream, bool async);
   /// Device -> host.
-  virtual llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream,
-                                 bool async) = 0;
+  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream, bool async);
 
   // --- Streams and events ------------------------------------------------------------------
   virtual llvm::Expected<EventId> createEvent() = 0;
@@ -105,23 +133,52 @@ public:
   virtual llvm::Error recordEvent(EventId event, Stream stream) = 0;
   /// Later work on `stream` waits for `event` (the host does not block).
   virtual llvm::Error streamWaitEvent(Stream stream, EventId event) = 0;
-  /// The host blocks until `event` has happened.
-  virtual llvm::Error synchronizeEvent(EventId event) = 0;
-  /// The host blocks until all work on `stream` is done.
-  virtual llvm::Error synchronizeStream(Stream stream) = 0;
+  /// The host blocks until `event` has happened (counted).
+  llvm::Error synchronizeEvent(EventId event);
+  /// The host blocks until all work on `stream` is done (counted).
+  llvm::Error synchronizeStream(Stream stream);
 
   // --- Stage launch ----------------------------------------------------------------------
-  /// Runs host stage code on the calling thread, in order after the compute stream's work, with
-  /// this device serving the stage's buffer allocations. Returns `body`'s error, or an
-  /// allocation failure that happened inside the stage (then the stage's outputs are undefined).
-  virtual llvm::Error runHostStage(llvm::function_ref<llvm::Error()> body);
+  /// What the host code of a stage does with its buffers.
+  enum class StageCode {
+    /// Reads and writes them itself (a stage compiled for the host, run on emu): it must first
+    /// wait for the compute stream's work.
+    touchesBuffers,
+    /// Only hands them to device kernels (helm_dev_* calls), which the device orders after the
+    /// compute stream's work: no wait.
+    enqueuesKernels,
+  };
+  /// Runs host stage code on the calling thread with this device serving the stage's buffer
+  /// allocations (kept for reuse: allocateStageBuffer). Returns `body`'s error, or an allocation
+  /// failure that happened inside the stage (then the stage's outputs are undefined).
+  llvm::Error runHostStage(StageCode code, llvm::function_ref<llvm::Error()> body);
 
   /// Totals since the device was created. Not synchronised: read them from the thread that
   /// issues the device's work (the runtime's token loop).
-  const LinkCounters &counters() const { return counters_; }
+  const DeviceCounters &counters() const { return counters_; }
 
 protected:
-  LinkCounters counters_;
+  // What each device implements; the public calls above add the counting and the reuse.
+  virtual llvm::Expected<void *> allocateImpl(uint64_t bytes, llvm::StringRef what) = 0;
+  virtual void freeImpl(void *p) = 0;
+  virtual llvm::Error copyToDeviceImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
+                                       bool async) = 0;
+  virtual llvm::Error copyToHostImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
+                                     bool async) = 0;
+  virtual llvm::Error synchronizeEventImpl(EventId event) = 0;
+  virtual llvm::Error synchronizeStreamImpl(Stream stream) = 0;
+
+  DeviceCounters counters_;
+
+private:
+  mutable std::mutex stageBuffersMutex_;
+  struct StageBuffer {
+    uint64_t size = 0;
+    bool kept = false; // freed by the stage, waiting in keptStageBuffers_
+  };
+  std::unordered_map<void *, StageBuffer> stageBuffers_; // every block allocateStageBuffer made
+  std::multimap<uint64_t, void *> keptStageBuffers_;     // size -> block, free for reuse
+  uint64_t keptStageBytes_ = 0;
 };
 
 /// Devices hand out memory in granules of this many bytes (and align blocks to it).
@@ -141,8 +198,10 @@ public:
   void destroyEvent(EventId) override {}
   llvm::Error recordEvent(EventId, Stream) override { return llvm::Error::success(); }
   llvm::Error streamWaitEvent(Stream, EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeEvent(EventId) override { return llvm::Error::success(); }
-  llvm::Error synchronizeStream(Stream) override { return llvm::Error::success(); }
+
+protected:
+  llvm::Error synchronizeEventImpl(EventId) override { return llvm::Error::success(); }
+  llvm::Error synchronizeStreamImpl(Stream) override { return llvm::Error::success(); }
 
 private:
   EventId nextEvent_ = 1;

@@ -14,7 +14,10 @@ For each model (test/models/*/model.onnx) with N units (embedding, one per block
                        (B x 8 bytes of token ids when k = 0: the whole model is on the device);
        device -> host: exactly one transfer of B x V x 4 bytes, the f32 logits (the head is on the
                        device whenever k < N);
-     so no weight byte crosses the link after load; at k = N nothing crosses at all.
+     so no weight byte crosses the link after load; at k = N nothing crosses at all. The host
+     waits for the device once per step (for the logits; twice for code compiled for the host,
+     which waits before it touches its buffers), and in the kernel form the device allocates
+     nothing after the first decode step (the stage's buffers are kept for reuse);
 It also checks that a package whose GPU stage does not fit the emu arena fails at load with one
 line naming the sizes, and that a profile JSON given as --target=emu:profile.json plans and runs.
 
@@ -69,7 +72,7 @@ def generate(helm_rt: str, package: str, prompts: list[list[int]], stats: str,
     return [[int(x) for x in line.split(",")] for line in lines]
 
 
-def check_link(stats: dict, k: int, n_units: int, batch: int, cfg: dict) -> str | None:
+def check_link(stats: dict, k: int, n_units: int, batch: int, cfg: dict, form: str) -> str | None:
     steps = N_NEW - 1  # the first token comes from the prefill
     if stats.get("decode_steps") != steps:
         return f"decode_steps {stats.get('decode_steps')}, expected {steps}"
@@ -86,7 +89,15 @@ def check_link(stats: dict, k: int, n_units: int, batch: int, cfg: dict) -> str 
         "link_step_bytes_min": batch * (width + cfg["vocab_size"] * 4),
         "link_step_bytes_max": batch * (width + cfg["vocab_size"] * 4),
         "link_transfers_per_step": 2,
+        # The host waits once, for the logits; code compiled for the host also waits before it
+        # touches its buffers.
+        "host_syncs_per_step": 1 if form == "kernels" else 2,
     }
+    # The kernel form's buffers of a step are kept and serve the next step: no allocation after
+    # the first decode step. (Code compiled for the host concatenates past keys into buffers that
+    # grow with the context, so it allocates whenever one outgrows its size class.)
+    if form == "kernels":
+        want["device_allocations_per_step"] = 0
     for key, value in want.items():
         if stats.get(key) != value:
             return f"{key} = {stats.get(key)}, expected {value}"
@@ -130,7 +141,7 @@ def check_model(args, name: str) -> list[tuple[bool, str]]:
                         results.append((False, f"{label}: tokens differ from the all-CPU package "
                                                f"(sequence {first})"))
                         continue
-                    problem = check_link(stats, k, n_units, batch, cfg)
+                    problem = check_link(stats, k, n_units, batch, cfg, form)
                     if problem:
                         results.append((False, f"{label}: {problem}"))
                     else:

@@ -38,7 +38,7 @@ usage: helmc model.onnx|model.gguf [options]
   --prompt-len N          prompt length for the prefill objective (default 128)
   --kv-offload on|off     on: KV pages may spill to host RAM (default); off: the GPU must hold its
                           blocks' KV for --context x --batch
-  --vram-reserve SIZE     VRAM kept free, bytes or with a KiB/MiB/GiB suffix (default: the
+  --vram-reserve SIZE     VRAM kept free (bytes, 512M, 1.5GiB, 2GB = 2e9; default: the
                           target's)
   --force-split K         put units [0, K) on the CPU instead of the cheapest split
   --quantize FORMAT       store the linear, LM-head and embedding weights quantized: none (default),
@@ -180,7 +180,7 @@ Expected<Options> parse(int argc, const char *const *argv) {
     if (!g.vramReserve.empty()) {
       auto bytes = parseByteSize(g.vramReserve);
       if (!bytes)
-        return createStringError("--vram-reserve '" + g.vramReserve + "' is not a byte count (e.g. 1GiB, 512MiB)");
+        return createStringError("--vram-reserve '" + g.vramReserve + "' is not a byte count (e.g. 1G, 512MiB)");
       plan.vramReserve = *bytes;
     }
     if (g.forceSplit != -1) {

@@ -125,20 +125,12 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     return peak_;
   }
-  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override;
-  void free(void *p) override;
   llvm::Expected<void *> allocateHost(uint64_t bytes) override;
   void freeHost(void *p) override;
-  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream,
-                           bool async) override;
-  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream,
-                         bool async) override;
   llvm::Expected<EventId> createEvent() override;
   void destroyEvent(EventId event) override;
   llvm::Error recordEvent(EventId event, Stream stream) override;
   llvm::Error streamWaitEvent(Stream stream, EventId event) override;
-  llvm::Error synchronizeEvent(EventId event) override;
-  llvm::Error synchronizeStream(Stream stream) override;
   /// Host stage code would get device pointers from its buffer allocations: a CUDA stage is a
   /// sequence of kernel launches (launchKernel), never host code run "on" the device.
   // runHostStage is Device's: the host code of a device-calls stage runs on the calling thread
@@ -157,6 +149,16 @@ public:
   CUstream_st *cudaStream(Stream stream) const override {
     return stream == Stream::compute ? compute_ : copy_;
   }
+
+protected:
+  llvm::Expected<void *> allocateImpl(uint64_t bytes, llvm::StringRef what) override;
+  void freeImpl(void *p) override;
+  llvm::Error copyToDeviceImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
+                               bool async) override;
+  llvm::Error copyToHostImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
+                             bool async) override;
+  llvm::Error synchronizeEventImpl(EventId event) override;
+  llvm::Error synchronizeStreamImpl(Stream stream) override;
 
 private:
   /// Makes this device's GPU current on the calling thread (runtime calls act on it).
@@ -283,7 +285,7 @@ CudaDeviceImpl::~CudaDeviceImpl() {
 
 // --- Memory -------------------------------------------------------------------------------
 
-llvm::Expected<void *> CudaDeviceImpl::allocate(uint64_t bytes, llvm::StringRef what) {
+llvm::Expected<void *> CudaDeviceImpl::allocateImpl(uint64_t bytes, llvm::StringRef what) {
   uint64_t size = granuleBytes(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -310,9 +312,7 @@ llvm::Expected<void *> CudaDeviceImpl::allocate(uint64_t bytes, llvm::StringRef 
   return p;
 }
 
-void CudaDeviceImpl::free(void *p) {
-  if (!p)
-    return;
+void CudaDeviceImpl::freeImpl(void *p) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(p);
@@ -379,12 +379,12 @@ llvm::Error CudaDeviceImpl::copy(void *dst, const void *src, uint64_t bytes, Str
   return llvm::Error::success();
 }
 
-llvm::Error CudaDeviceImpl::copyToDevice(void *dst, const void *src, uint64_t bytes, Stream stream,
+llvm::Error CudaDeviceImpl::copyToDeviceImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
                                          bool async) {
   return copy(dst, src, bytes, stream, async, /*toDevice=*/true);
 }
 
-llvm::Error CudaDeviceImpl::copyToHost(void *dst, const void *src, uint64_t bytes, Stream stream,
+llvm::Error CudaDeviceImpl::copyToHostImpl(void *dst, const void *src, uint64_t bytes, Stream stream,
                                        bool async) {
   return copy(dst, src, bytes, stream, async, /*toDevice=*/false);
 }
@@ -445,7 +445,7 @@ llvm::Error CudaDeviceImpl::streamWaitEvent(Stream stream, EventId event) {
   return llvm::Error::success();
 }
 
-llvm::Error CudaDeviceImpl::synchronizeEvent(EventId event) {
+llvm::Error CudaDeviceImpl::synchronizeEventImpl(EventId event) {
   auto e = lookupEvent(event);
   if (!e)
     return e.takeError();
@@ -453,7 +453,7 @@ llvm::Error CudaDeviceImpl::synchronizeEvent(EventId event) {
   return llvm::Error::success();
 }
 
-llvm::Error CudaDeviceImpl::synchronizeStream(Stream stream) {
+llvm::Error CudaDeviceImpl::synchronizeStreamImpl(Stream stream) {
   if (llvm::Error e = activate())
     return e;
   HELM_CUDA_TRY(cudaStreamSynchronize(cudaStream(stream)), stream == Stream::compute

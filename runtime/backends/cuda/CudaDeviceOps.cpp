@@ -1,8 +1,8 @@
 //===- CudaDeviceOps.cpp - DeviceOps on a CUDA GPU: kernels/cuda and cuBLAS ----------===//
 //
-// Every operation is enqueued on the device's compute stream and returns without waiting; the
-// runtime calls synchronize() once per stage call, where an asynchronous failure (a kernel fault)
-// surfaces. Elementwise ops, RMSNorm, rope, embedding, conversions and attention are the
+// Every operation is enqueued on the device's compute stream and returns without waiting; a
+// decode step's one host wait is the runtime's copy of the logits (on the same stream), where an
+// asynchronous failure (a kernel fault) surfaces, as it does in synchronize(). Elementwise ops, RMSNorm, rope, embedding, conversions and attention are the
 // kernels/cuda kernels (their .cu files give the math and launch shapes); linear is cuBLAS
 // (cublasGemmEx, f32 accumulation) plus a bias kernel; copyColumns is one 2-D memcpy.
 //
@@ -870,7 +870,7 @@ llvm::Expected<const int64_t *> CudaDeviceOpsImpl::stagePositions(const int64_t 
   // Ordered after the kernels that still read the previous call's positions (same stream). From
   // pageable memory (the runtime's arrays) the copy is staged before cudaMemcpyAsync returns, so
   // the caller may reuse `host` at once; pinned memory would have to stay unchanged until
-  // synchronize(). A launch parameter of the stage, not link traffic: not counted.
+  // the stream reached the copy. A launch parameter of the stage, not link traffic: not counted.
   cudaError_t status = cudaMemcpyAsync(*p, host, uint64_t(count) * sizeof(int64_t),
                                        cudaMemcpyHostToDevice, device_.cudaStream(Stream::compute));
   if (status != cudaSuccess)

@@ -58,7 +58,18 @@ public:
   uint64_t bytesInUse() const override { return inUse_; }
   uint64_t peakBytesInUse() const override { return peak_; }
 
-  llvm::Expected<void *> allocate(uint64_t bytes, llvm::StringRef what) override {
+  llvm::Expected<void *> allocateHost(uint64_t bytes) override {
+    uint64_t size = granuleBytes(bytes);
+    void *p = size == UINT64_MAX ? nullptr : std::aligned_alloc(kDeviceGranule, size);
+    if (!p)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "emu: cannot allocate " + formatBytes(bytes) + " of host staging memory");
+    return p;
+  }
+  void freeHost(void *p) override { std::free(p); }
+
+protected:
+  llvm::Expected<void *> allocateImpl(uint64_t bytes, llvm::StringRef what) override {
     uint64_t size = granuleBytes(bytes);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < size)
@@ -81,9 +92,7 @@ public:
             .str());
   }
 
-  void free(void *p) override {
-    if (!p)
-      return;
+  void freeImpl(void *p) override {
     uint64_t offset = uint64_t(static_cast<char *>(p) - base_);
     auto it = used_.find(offset);
     if (static_cast<char *>(p) < base_ || it == used_.end())
@@ -106,17 +115,7 @@ public:
     free_[offset] = size;
   }
 
-  llvm::Expected<void *> allocateHost(uint64_t bytes) override {
-    uint64_t size = granuleBytes(bytes);
-    void *p = size == UINT64_MAX ? nullptr : std::aligned_alloc(kDeviceGranule, size);
-    if (!p)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "emu: cannot allocate " + formatBytes(bytes) + " of host staging memory");
-    return p;
-  }
-  void freeHost(void *p) override { std::free(p); }
-
-  llvm::Error copyToDevice(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+  llvm::Error copyToDeviceImpl(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
     if (llvm::Error e = checkInArena(dst, bytes, "copy to the device"))
       return e;
     linkDelay(bytes);
@@ -125,7 +124,7 @@ public:
     ++counters_.hostToDeviceTransfers;
     return llvm::Error::success();
   }
-  llvm::Error copyToHost(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
+  llvm::Error copyToHostImpl(void *dst, const void *src, uint64_t bytes, Stream, bool) override {
     if (llvm::Error e = checkInArena(src, bytes, "copy from the device"))
       return e;
     linkDelay(bytes);

@@ -46,7 +46,7 @@ TEST(HelmcOptions, ChecksAndDefaultsAcrossRuns) {
   EXPECT_EQ(parseError({"m.onnx", "--emit=package"}),
             "--emit=package needs an output file (-o model.helmpkg)");
   EXPECT_EQ(parseError({"m.onnx", "--target=x", "--emit=plan", "--vram-reserve=1\n2"}),
-            "--vram-reserve '1\\x0a2' is not a byte count (e.g. 1GiB, 512MiB)");
+            "--vram-reserve '1\\x0a2' is not a byte count (e.g. 1G, 512MiB)");
   EXPECT_EQ(parseError({}), "no input model (usage: helmc model.onnx|model.gguf [options]; see --help)");
   EXPECT_EQ(parseError({"m.onnx", "--emit=nonsense"}),
             "--emit must be onnx-mlir, helm, config, plan, plan-json or package, got 'nonsense'");

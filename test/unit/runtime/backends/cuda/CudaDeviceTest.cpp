@@ -357,12 +357,12 @@ TEST_F(CudaDeviceTest, SyncCopiesRoundTripAndAreCounted) {
   for (char &c : data)
     c = char(rng());
   ASSERT_VALUE(p, device_->allocate(bytes, "copy test"));
-  LinkCounters before = device_->counters();
+  DeviceCounters before = device_->counters();
   ASSERT_OK(device_->copyToDevice(p, data.data(), bytes, Stream::compute, false));
   std::vector<char> back(bytes, 0);
   ASSERT_OK(device_->copyToHost(back.data(), p, bytes, Stream::copy, false));
   EXPECT_EQ(back, data);
-  LinkCounters d = device_->counters() - before;
+  DeviceCounters d = device_->counters() - before;
   EXPECT_EQ(d.hostToDeviceBytes, bytes);
   EXPECT_EQ(d.deviceToHostBytes, bytes);
   EXPECT_EQ(d.hostToDeviceTransfers, 1u);
@@ -379,7 +379,7 @@ TEST_F(CudaDeviceTest, AsyncCopiesFromPinnedMemoryAreOrderedByEvents) {
     src[i] = uint32_t(i * 2654435761u);
   std::memset(out, 0, bytes);
   ASSERT_VALUE(p, device_->allocate(bytes, "async copy test"));
-  LinkCounters before = device_->counters();
+  DeviceCounters before = device_->counters();
 
   // Upload in chunks on the copy stream; the compute stream downloads after the event.
   for (size_t c = 0; c < chunks; ++c)
@@ -395,7 +395,7 @@ TEST_F(CudaDeviceTest, AsyncCopiesFromPinnedMemoryAreOrderedByEvents) {
   ASSERT_OK(device_->synchronizeEvent(downloaded));
   EXPECT_EQ(std::memcmp(in, out, bytes), 0);
 
-  LinkCounters d = device_->counters() - before;
+  DeviceCounters d = device_->counters() - before;
   EXPECT_EQ(d.hostToDeviceBytes, bytes);
   EXPECT_EQ(d.deviceToHostBytes, bytes);
   EXPECT_EQ(d.hostToDeviceTransfers, chunks);
@@ -496,7 +496,7 @@ TEST_F(CudaKernelTest, EventOrdersACopyStreamUploadBeforeAComputeKernel) {
   void *db = upload(ones.data(), bytes);
   void *da = deviceBuffer(bytes), *dy = deviceBuffer(bytes);
 
-  LinkCounters before = device_->counters();
+  DeviceCounters before = device_->counters();
   ASSERT_OK(device_->copyToDevice(da, a, bytes, Stream::copy, true));
   ASSERT_VALUE(uploaded, device_->createEvent());
   ASSERT_OK(device_->recordEvent(uploaded, Stream::copy));
@@ -513,7 +513,7 @@ TEST_F(CudaKernelTest, EventOrdersACopyStreamUploadBeforeAComputeKernel) {
   for (int64_t i = 0; i < n; ++i)
     wrong += y[i] != a[i] + 1.0f;
   EXPECT_EQ(wrong, 0);
-  LinkCounters d = device_->counters() - before;
+  DeviceCounters d = device_->counters() - before;
   EXPECT_EQ(d.hostToDeviceBytes, bytes);
   EXPECT_EQ(d.deviceToHostBytes, bytes);
   EXPECT_EQ(d.transfers(), 2u);

@@ -124,7 +124,7 @@ TEST(EmuDevice, CopiesAreCountedPerDirection) {
   ASSERT_FALSE(bool(d->copyToHost(out.data() + 600, static_cast<char *>(*dev) + 600, 400,
                                   Stream::compute, false)));
   EXPECT_EQ(in, out);
-  LinkCounters c = d->counters();
+  DeviceCounters c = d->counters();
   EXPECT_EQ(c.hostToDeviceBytes, 1000u);
   EXPECT_EQ(c.hostToDeviceTransfers, 1u);
   EXPECT_EQ(c.deviceToHostBytes, 1000u);
@@ -188,7 +188,7 @@ TEST(EmuDevice, StageBuffersComeFromTheArena) {
   ASSERT_NE(outside, nullptr);
   _mlir_memref_to_llvm_free(outside);
   uint64_t inside = 0;
-  llvm::Error e = d->runHostStage([&]() -> llvm::Error {
+  llvm::Error e = d->runHostStage(Device::StageCode::touchesBuffers, [&]() -> llvm::Error {
     EXPECT_EQ(currentStageDevice(), d.get());
     void *p = _mlir_memref_to_llvm_alloc(1000);
     inside = d->bytesInUse();
@@ -197,13 +197,129 @@ TEST(EmuDevice, StageBuffersComeFromTheArena) {
   });
   EXPECT_FALSE(bool(e));
   EXPECT_EQ(inside, 1024u);
+  // Kept for the next step: held, but available to any allocation.
+  EXPECT_EQ(d->bytesInUse(), 1024u);
+  EXPECT_EQ(d->keptStageBytes(), 1024u);
+  EXPECT_EQ(d->availableBytes(), d->capacity());
+  d->releaseKeptStageBuffers();
   EXPECT_EQ(d->bytesInUse(), 0u);
   EXPECT_EQ(currentStageDevice(), nullptr);
 }
 
+// A decode step's buffers: the same sizes in the same order every step, some alive together.
+std::vector<void *> runStep(Device &d, llvm::ArrayRef<size_t> sizes) {
+  std::vector<void *> seen;
+  llvm::Error e = d.runHostStage(Device::StageCode::enqueuesKernels, [&]() -> llvm::Error {
+    void *held = nullptr;
+    for (size_t bytes : sizes) {
+      void *p = _mlir_memref_to_llvm_alloc(bytes);
+      seen.push_back(p);
+      _mlir_memref_to_llvm_free(held); // the previous one dies once this one exists
+      held = p;
+    }
+    _mlir_memref_to_llvm_free(held);
+    return llvm::Error::success();
+  });
+  EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  return seen;
+}
+
+TEST(EmuDevice, LaterStepsReuseTheKeptStageBuffers) {
+  auto d = emu(1 << 20);
+  const std::vector<size_t> sizes = {4096, 1000, 4096, 20000, 300, 1000, 4096};
+  runStep(*d, sizes);
+  uint64_t allocations = d->counters().allocations;
+  // At most two live at once, and a freed one serves a later request of its size.
+  EXPECT_GT(allocations, 0u);
+  EXPECT_LT(allocations, sizes.size());
+  uint64_t held = d->bytesInUse();
+  for (int step = 0; step < 5; ++step)
+    runStep(*d, sizes);
+  EXPECT_EQ(d->counters().allocations, allocations) << "a later step allocated";
+  EXPECT_EQ(d->bytesInUse(), held) << "a later step grew the memory held";
+}
+
+TEST(EmuDevice, KeptStageBuffersServeTheirSizeClass) {
+  auto d = emu(1 << 20);
+  runStep(*d, {59 << 10}); // held as 60 KiB: eight classes per power of two above 4 KiB
+  EXPECT_EQ(d->keptStageBytes(), uint64_t(60 << 10));
+  uint64_t allocations = d->counters().allocations;
+  runStep(*d, {57 << 10}); // the same class (56..60 KiB): reused
+  EXPECT_EQ(d->counters().allocations, allocations);
+  runStep(*d, {1 << 10}); // another class: a block of its own
+  runStep(*d, {1000});    // granules below 4 KiB: 1000 bytes are the 1 KiB class
+  EXPECT_EQ(d->counters().allocations, allocations + 1);
+  runStep(*d, {65 << 10}); // just past the class: the next one (72 KiB)
+  EXPECT_EQ(d->counters().allocations, allocations + 2);
+  EXPECT_EQ(d->keptStageBytes(), uint64_t((60 << 10) + (1 << 10) + (72 << 10)));
+}
+
+TEST(EmuDevice, AStageBufferFreedTwiceIsKeptOnce) {
+  auto d = emu(1 << 20);
+  void *first = nullptr, *second = nullptr, *third = nullptr;
+  llvm::Error e = d->runHostStage(Device::StageCode::touchesBuffers, [&]() -> llvm::Error {
+    first = _mlir_memref_to_llvm_alloc(1000);
+    _mlir_memref_to_llvm_free(first);
+    _mlir_memref_to_llvm_free(first); // must neither return it to the arena nor keep it twice
+    second = _mlir_memref_to_llvm_alloc(1000);
+    third = _mlir_memref_to_llvm_alloc(1000);
+    return llvm::Error::success();
+  });
+  ASSERT_FALSE(bool(e));
+  EXPECT_EQ(second, first) << "the kept buffer serves the next request";
+  EXPECT_NE(third, first) << "a buffer in use was handed out again";
+  EXPECT_EQ(d->bytesInUse(), 2048u);
+  EXPECT_EQ(d->keptStageBytes(), 0u);
+  d->freeStageBuffer(second);
+  d->freeStageBuffer(third);
+  EXPECT_EQ(d->keptStageBytes(), 2048u);
+}
+
+TEST(EmuDevice, AllocationsTakeBackTheKeptStageBuffersWhenTheArenaIsFull) {
+  auto d = emu(64 << 10);
+  runStep(*d, {48 << 10});
+  ASSERT_EQ(d->keptStageBytes(), uint64_t(48 << 10));
+  // 32 KiB fit only once the kept 48 KiB are returned to the arena.
+  auto page = d->allocate(32 << 10, "a KV page");
+  ASSERT_TRUE(bool(page)) << llvm::toString(page.takeError());
+  EXPECT_EQ(d->keptStageBytes(), 0u);
+  EXPECT_EQ(d->bytesInUse(), uint64_t(32 << 10));
+  d->free(*page);
+  // Nothing kept and still too large: the arena's own message.
+  auto huge = d->allocate(128 << 10, "too much");
+  ASSERT_FALSE(bool(huge));
+  EXPECT_NE(llvm::toString(huge.takeError()).find("cannot allocate 128.0 KiB"), std::string::npos);
+}
+
+TEST(EmuDevice, HostWaitsAreCounted) {
+  auto d = emu(1 << 16);
+  auto p = d->allocate(256, "x");
+  ASSERT_TRUE(bool(p));
+  std::vector<char> host(256);
+  auto waits = [&] { return d->counters().hostSynchronizations; };
+  EXPECT_FALSE(bool(d->copyToDevice(*p, host.data(), 256, Stream::compute, /*async=*/true)));
+  EXPECT_EQ(waits(), 0u);
+  EXPECT_FALSE(bool(d->copyToHost(host.data(), *p, 256, Stream::compute, /*async=*/false)));
+  EXPECT_EQ(waits(), 1u);
+  EXPECT_FALSE(bool(d->synchronizeStream(Stream::copy)));
+  EXPECT_EQ(waits(), 2u);
+  auto ev = d->createEvent();
+  ASSERT_TRUE(bool(ev));
+  EXPECT_FALSE(bool(d->synchronizeEvent(*ev)));
+  EXPECT_EQ(waits(), 3u);
+  // Host code that reads its buffers waits for the device first; kernel-form stage code does not.
+  EXPECT_FALSE(bool(d->runHostStage(Device::StageCode::touchesBuffers, [] { return llvm::Error::success(); })));
+  EXPECT_EQ(waits(), 4u);
+  EXPECT_FALSE(bool(d->runHostStage(Device::StageCode::enqueuesKernels, [] { return llvm::Error::success(); })));
+  EXPECT_EQ(waits(), 4u);
+  EXPECT_EQ(d->counters().allocations, 1u);
+  d->destroyEvent(*ev);
+  d->free(*p);
+}
+
 TEST(EmuDevice, StageThatOverrunsTheArenaFailsWithoutCrashing) {
   auto d = emu(1 << 16);
-  llvm::Error e = d->runHostStage([&]() -> llvm::Error {
+  llvm::Error e = d->runHostStage(Device::StageCode::touchesBuffers, [&]() -> llvm::Error {
     // More than the arena: the stage still gets writable memory (its result is discarded).
     char *p = static_cast<char *>(_mlir_memref_to_llvm_alloc(1 << 20));
     std::memset(p, 0, 1 << 20);
@@ -215,7 +331,8 @@ TEST(EmuDevice, StageThatOverrunsTheArenaFailsWithoutCrashing) {
   EXPECT_NE(message.find("cannot allocate 1.0 MiB"), std::string::npos) << message;
   EXPECT_NE(message.find("a buffer of the stage's code"), std::string::npos) << message;
   // The next stage starts clean.
-  EXPECT_FALSE(bool(d->runHostStage([] { return llvm::Error::success(); })));
+  EXPECT_FALSE(bool(d->runHostStage(Device::StageCode::touchesBuffers,
+                                    [] { return llvm::Error::success(); })));
 }
 
 TEST(EmuDevice, EmptyArenaIsAnError) {
