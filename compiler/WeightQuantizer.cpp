@@ -3,6 +3,7 @@
 
 #include "contract/manifest_schema.h"
 #include "kernels/common/Numeric.h"
+#include "kernels/common/ThreadPool.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 namespace helm {
 
@@ -50,28 +53,45 @@ llvm::Error quantizeWeight(llvm::StringRef name, llvm::ArrayRef<char> source, ll
                               quant::blockFormatInfo(*format).weightsPerBlock, helm_dtype_name(blockDtype)));
   out.assign(size_t(rows * *rowBytes), 0);
   // Rows in groups: a transposed source is read one source row (K index) at a time across the
-  // group's columns, so the strided reads touch each cache line once per group.
+  // group's columns, so the strided reads touch each cache line once per group. The groups are
+  // split over the kernels' thread pool (every core helmc may use); each row's bytes depend on
+  // that row alone, so the output is the same for any thread count.
   constexpr int64_t kGroup = 16;
-  std::vector<float> group(size_t(kGroup * columns));
-  std::vector<float> staging(static_cast<size_t>(kGroup));
-  for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
-    int64_t count = std::min(kGroup, rows - r0);
-    if (rowDim == 0) {
-      kernels::widen(source.data() + r0 * columns * elementBytes, *dtype, group.data(), count * columns);
-    } else {
-      for (int64_t k = 0; k < columns; ++k) {
-        kernels::widen(source.data() + (k * rows + r0) * elementBytes, *dtype, staging.data(), count);
-        for (int64_t i = 0; i < count; ++i)
-          group[size_t(i * columns + k)] = staging[size_t(i)];
+  const int64_t groups = (rows + kGroup - 1) / kGroup;
+  std::mutex failureMutex;
+  int64_t failedRow = -1;
+  std::string failure;
+  kernels::pool().parallelFor(groups, 1, [&](int64_t firstGroup, int64_t endGroup) {
+    std::vector<float> group(size_t(kGroup * columns));
+    std::vector<float> staging(static_cast<size_t>(kGroup));
+    for (int64_t r0 = firstGroup * kGroup; r0 < std::min(rows, endGroup * kGroup); r0 += kGroup) {
+      int64_t count = std::min(kGroup, rows - r0);
+      if (rowDim == 0) {
+        kernels::widen(source.data() + r0 * columns * elementBytes, *dtype, group.data(), count * columns);
+      } else {
+        for (int64_t k = 0; k < columns; ++k) {
+          kernels::widen(source.data() + (k * rows + r0) * elementBytes, *dtype, staging.data(), count);
+          for (int64_t i = 0; i < count; ++i)
+            group[size_t(i * columns + k)] = staging[size_t(i)];
+        }
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        auto *dst = reinterpret_cast<uint8_t *>(out.data()) + (r0 + i) * *rowBytes;
+        quant::QuantStatus status = quant::quantizeRow(*format, group.data() + i * columns, columns, dst);
+        if (status.ok())
+          continue;
+        // The first bad row in row order, whichever thread finds it first.
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (failedRow < 0 || r0 + i < failedRow) {
+          failedRow = r0 + i;
+          failure = status.error;
+        }
+        return;
       }
     }
-    for (int64_t i = 0; i < count; ++i) {
-      auto *dst = reinterpret_cast<uint8_t *>(out.data()) + (r0 + i) * *rowBytes;
-      quant::QuantStatus status = quant::quantizeRow(*format, group.data() + i * columns, columns, dst);
-      if (!status.ok())
-        return fail("row " + llvm::Twine(r0 + i) + ": " + status.error);
-    }
-  }
+  });
+  if (failedRow >= 0)
+    return fail("row " + llvm::Twine(failedRow) + ": " + failure);
   return llvm::Error::success();
 }
 

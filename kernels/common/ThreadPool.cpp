@@ -6,6 +6,8 @@
 #include <memory>
 #include <system_error>
 
+#include <sched.h>
+
 namespace helm::kernels {
 namespace {
 
@@ -107,6 +109,15 @@ std::unique_ptr<ThreadPool> &globalPool() {
   return p;
 }
 } // namespace
+
+int availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    if (int n = CPU_COUNT(&set); n > 0)
+      return n;
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 ThreadPool &pool() { return *globalPool(); }
 void setThreads(int threads) { globalPool() = std::make_unique<ThreadPool>(threads); }

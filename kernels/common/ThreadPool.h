@@ -47,6 +47,9 @@ private:
   std::atomic<bool> callerSleeping_{false};
 };
 
+/// CPU cores this process may run on (its affinity mask), else what the C++ library reports.
+int availableCores();
+
 /// The process-wide pool (1 thread until setThreads is called).
 ThreadPool &pool();
 void setThreads(int threads);

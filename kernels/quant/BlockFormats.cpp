@@ -3,6 +3,7 @@
 
 #include "contract/helm_contract.h"
 
+#include "kernels/common/Isa.h"
 #include "kernels/common/Numeric.h"
 
 #include <algorithm>
@@ -67,12 +68,17 @@ bool halfIsFinite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
 /// ggml's nearest_int (round half to even) with the result clamped to [lo, hi]. The clamp happens
 /// in float first, so a huge, infinite or NaN argument (NaN gives lo) never reaches the integer
 /// conversion, which would be undefined.
-int nearestClamped(float v, int lo, int hi) {
-  if (!(v > float(lo)))
-    return lo;
-  if (!(v < float(hi)))
-    return hi;
-  return int(std::nearbyint(v)); // default rounding mode: nearest, ties to even
+///
+/// Branch-free and without a libm call, so the quantizers' per-weight loops vectorize: after the
+/// clamp |v| <= |lo| or |hi| (far below 2^22), where adding 1.5 * 2^23 leaves the nearest integer,
+/// ties to even, in the low mantissa bits: exactly nearbyint in the default rounding mode.
+inline int nearestClamped(float v, int lo, int hi) {
+  v = v > float(lo) ? v : float(lo); // NaN fails the comparison: lo
+  v = v < float(hi) ? v : float(hi);
+  const float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
 }
 
 /// ggml's `MIN(top, (int8_t)(v))` for the Q4_0/Q4_1/Q5_0/Q5_1 codes (v = x * id + 8.5 or + 0.5,
@@ -222,67 +228,123 @@ struct AffineFit {
   float offset = 0.0f;
 };
 
-/// Weighted squared error of x against scale * q + lowEnd with each q the nearest code.
-float affineError(const float *x, const float *w, int n, int qmax, float scale, float lowEnd) {
-  float err = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const int q = nearestClamped((x[i] - lowEnd) / scale, 0, qmax);
-    const float diff = scale * float(q) + lowEnd - x[i];
-    err += w[i] * diff * diff;
-  }
-  return err;
+// The k-quant fits search each sub-block on its own, with the same arithmetic for every one: they
+// run all sub-blocks of a super-block side by side, one vector lane each (GCC vector types: the
+// lanes of a V are `Lanes` sub-blocks, and xt[i] holds weight i of each). Each lane does exactly
+// the operations of a loop over one sub-block, in its order (its sums add weight 0, 1, 2, ...),
+// and every vector operation rounds lane by lane as the scalar one does, so the codes do not
+// depend on the vector width the compiler picks or on the CPU that runs helmc. Where a loop over
+// one sub-block would stop early, a lane computes on and its result is not taken.
+//
+// The fits are compiled three times, for AVX-512, AVX2 and baseline x86-64 (fitAffine8 and
+// fitSymmetric16 pick one by kernels::activeIsa()); the vector helpers are always inlined into
+// them, so no vector value crosses a call (GCC's -Wpsabi notes about the vector ABI of such calls
+// do not apply and are silenced here). No contraction into fused multiply-adds (the library is
+// built with -ffp-contract=off): every ISA rounds each operation alike.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats16 = float __attribute__((vector_size(64)));
+#define HELM_LANES [[gnu::always_inline]] inline
+#define HELM_LANES_LAMBDA __attribute__((always_inline))
+
+template <class V> HELM_LANES V splat(float f) { return V{} + f; }
+template <class V> HELM_LANES V absolute(V v) { return v < V{} ? -v : v; } // fabs but for -0.0f and NaN, which no comparison here tells apart
+template <class V> HELM_LANES V minimum(V a, V b) { return b < a ? b : a; } // std::min(a, b)
+template <class V> HELM_LANES V maximum(V a, V b) { return a < b ? b : a; } // std::max(a, b)
+/// float(nearestClamped(v, lo, hi)) per lane: the clamp (NaN gives lo), then the 1.5 * 2^23 shift
+/// that leaves the nearest integer, ties to even, and back; both additions are exact.
+template <class V> HELM_LANES V nearestClampedLanes(V v, float lo, float hi) {
+  v = v > splat<V>(lo) ? v : splat<V>(lo);
+  v = v < splat<V>(hi) ? v : splat<V>(hi);
+  return (v + 12582912.0f) - 12582912.0f;
 }
+/// |v| <= FLT_MAX: false for infinities and NaN (std::isfinite).
+template <class V> HELM_LANES auto finiteLanes(V v) { return absolute(v) <= splat<V>(FLT_MAX); }
 
 /// ggml's make_qkx2_quants in spirit: start from the min/max fit, then try nstep + 1 slightly
 /// different step counts, refit scale and low end by weighted least squares on each one's codes,
 /// and keep the smallest weighted squared error. Unlike ggml, a refit is only kept when its codes
 /// still reach the sub-block's extremes within half a step: ggml may clip an outlier to lower
 /// the weighted error, which leaves no bound on one weight's error (docs/quantization.md).
-AffineFit fitAffine(const float *x, const float *w, int n, int qmax, float rmin, float rdelta, int nstep) {
-  float dataMin = x[0], dataMax = x[0];
-  float sumW = 0.0f, sumX = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    dataMin = std::min(dataMin, x[i]);
-    dataMax = std::max(dataMax, x[i]);
-    sumW += w[i];
-    sumX += w[i] * x[i];
+/// Returns each lane's scale and offset (the negated low end).
+template <class V, int N>
+HELM_LANES void fitAffine(const V (&xt)[N], const V (&wt)[N], int qmax, float rmin, float rdelta, int nstep,
+                          V &scaleOut, V &offsetOut) {
+  V dataMin = xt[0], dataMax = xt[0], sumW{}, sumX{};
+  for (int i = 0; i < N; ++i) {
+    dataMin = minimum(dataMin, xt[i]);
+    dataMax = maximum(dataMax, xt[i]);
+    sumW += wt[i];
+    sumX += wt[i] * xt[i];
   }
+  const V q = splat<V>(float(qmax));
+  // Weighted squared error of every lane against scale * q + low, q the nearest code.
+  auto error = [&](V scale, V low) HELM_LANES_LAMBDA {
+    V err{};
+    for (int i = 0; i < N; ++i) {
+      const V code = nearestClampedLanes((xt[i] - low) / scale, 0.0f, float(qmax));
+      const V diff = scale * code + low - xt[i];
+      err += wt[i] * diff * diff;
+    }
+    return err;
+  };
   // The low end is never above zero: the offset code is unsigned.
-  const float lowEnd = std::min(dataMin, 0.0f);
-  if (dataMax == lowEnd) // a constant non-positive sub-block: the offset alone represents it
-    return {0.0f, -lowEnd};
-  AffineFit best{(dataMax - lowEnd) / float(qmax), -lowEnd};
-  float bestError = affineError(x, w, n, qmax, best.scale, lowEnd);
+  const V lowEnd = minimum(dataMin, V{});
+  V bestScale = (dataMax - lowEnd) / q, bestLow = lowEnd;
+  V bestError = error(bestScale, lowEnd);
   for (int step = 0; step <= nstep; ++step) {
-    const float iscale = (rmin + rdelta * float(step) + float(qmax)) / (dataMax - lowEnd);
-    float sumL = 0.0f, sumL2 = 0.0f, sumXL = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float q = float(nearestClamped(iscale * (x[i] - lowEnd), 0, qmax));
-      sumL += w[i] * q;
-      sumL2 += w[i] * q * q;
-      sumXL += w[i] * q * x[i];
+    const V iscale = (rmin + rdelta * float(step) + float(qmax)) / (dataMax - lowEnd);
+    V sumL{}, sumL2{}, sumXL{};
+    for (int i = 0; i < N; ++i) {
+      const V code = nearestClampedLanes(iscale * (xt[i] - lowEnd), 0.0f, float(qmax));
+      sumL += wt[i] * code;
+      sumL2 += wt[i] * code * code;
+      sumXL += wt[i] * code * xt[i];
     }
-    const float det = sumW * sumL2 - sumL * sumL;
-    if (!(det > 0.0f))
-      continue;
-    float scale = (sumW * sumXL - sumX * sumL) / det;
-    float low = (sumL2 * sumX - sumL * sumXL) / det;
-    if (low > 0.0f) {
-      low = 0.0f;
-      scale = sumXL / sumL2;
-    }
-    if (!(scale > 0.0f) || !std::isfinite(scale) || !std::isfinite(low))
-      continue;
-    const bool coversData = dataMin >= low - 0.5f * scale && dataMax <= low + (float(qmax) + 0.5f) * scale;
-    if (!coversData)
-      continue;
-    const float error = affineError(x, w, n, qmax, scale, low);
-    if (error < bestError) {
-      bestError = error;
-      best = {scale, -low};
-    }
+    const V det = sumW * sumL2 - sumL * sumL;
+    V scale = (sumW * sumXL - sumX * sumL) / det;
+    V low = (sumL2 * sumX - sumL * sumXL) / det;
+    const auto lowAboveZero = low > V{};
+    scale = lowAboveZero ? sumXL / sumL2 : scale;
+    low = lowAboveZero ? V{} : low;
+    const auto coversData = (dataMin >= low - 0.5f * scale) & (dataMax <= low + (float(qmax) + 0.5f) * scale);
+    const auto usable = (det > V{}) & (scale > V{}) & finiteLanes(scale) & finiteLanes(low) & coversData;
+    const V err = error(scale, low);
+    const auto better = usable & (err < bestError);
+    bestError = better ? err : bestError;
+    bestScale = better ? scale : bestScale;
+    bestLow = better ? low : bestLow;
   }
-  return best;
+  // A constant non-positive sub-block: the offset alone represents it.
+  const auto constant = dataMax == lowEnd;
+  scaleOut = constant ? V{} : bestScale;
+  offsetOut = -(constant ? lowEnd : bestLow);
+}
+
+#define HELM_FIT_AVX2 __attribute__((target("avx2,fma")))
+#define HELM_FIT_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+void fitAffine8Scalar(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin, float rdelta,
+                      int nstep, Floats8 &scale, Floats8 &offset) {
+  fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+}
+HELM_FIT_AVX2 void fitAffine8Avx2(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin,
+                                  float rdelta, int nstep, Floats8 &scale, Floats8 &offset) {
+  fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+}
+HELM_FIT_AVX512 void fitAffine8Avx512(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin,
+                                      float rdelta, int nstep, Floats8 &scale, Floats8 &offset) {
+  fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+}
+/// fitAffine of the eight sub-blocks of 32 of a Q4_K / Q5_K super-block, for the CPU's ISA.
+void fitAffine8(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin, float rdelta, int nstep,
+                Floats8 &scale, Floats8 &offset) {
+  switch (kernels::activeIsa()) {
+  case kernels::Isa::avx512: return fitAffine8Avx512(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+  case kernels::Isa::avx2: return fitAffine8Avx2(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+  case kernels::Isa::scalar: break;
+  }
+  fitAffine8Scalar(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
 }
 
 /// The sub-block fits of a Q4_K / Q5_K super-block packed into d, dmin and the 12 scale bytes;
@@ -290,19 +352,26 @@ AffineFit fitAffine(const float *x, const float *w, int n, int qmax, float rmin,
 /// dmin overflows f16.
 bool quantizeAffineSuperBlock(const float *x, int qmax, float rmin, float rdelta, int nstep, uint16_t &dField,
                               uint16_t &dminField, uint8_t packed[12], uint8_t codes[kSuperBlock]) {
-  AffineFit fits[8];
-  float maxScale = 0.0f, maxOffset = 0.0f;
+  // The eight sub-blocks of 32 side by side, with ggml's weights: the sub-block's RMS plus each
+  // weight's magnitude.
+  Floats8 xt[32], wt[32];
   for (int j = 0; j < 8; ++j) {
     const float *sub = x + 32 * j;
-    // ggml's weights: the sub-block's RMS plus each weight's magnitude.
     float sumSquares = 0.0f;
     for (int l = 0; l < 32; ++l)
       sumSquares += sub[l] * sub[l];
     const float rms = std::sqrt(sumSquares / 32.0f);
-    float weights[32];
-    for (int l = 0; l < 32; ++l)
-      weights[l] = rms + std::fabs(sub[l]);
-    fits[j] = fitAffine(sub, weights, 32, qmax, rmin, rdelta, nstep);
+    for (int l = 0; l < 32; ++l) {
+      xt[l][j] = sub[l];
+      wt[l][j] = rms + std::fabs(sub[l]);
+    }
+  }
+  Floats8 scales, offsets;
+  fitAffine8(xt, wt, qmax, rmin, rdelta, nstep, scales, offsets);
+  AffineFit fits[8];
+  float maxScale = 0.0f, maxOffset = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    fits[j] = {scales[j], offsets[j]};
     maxScale = std::max(maxScale, fits[j].scale);
     maxOffset = std::max(maxOffset, fits[j].offset);
   }
@@ -373,51 +442,60 @@ bool quantizeQ5K(const float *x, uint8_t *out) {
 /// signed scale s with x ~ s * q, q in [-32, 31]. The start maps the value of largest magnitude to
 /// q = -32 (so s has the opposite sign); refits by weighted least squares for 19 step counts around
 /// 32 are kept when they lower the weighted error and still reach every weight within one step
-/// (the start itself may clamp the opposite extreme, +32 steps, to 31).
-float fitSymmetric(const float *x, int n) {
-  constexpr int qmax = 32;
-  float amax = 0.0f, max = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
+/// (the start itself may clamp the opposite extreme, +32 steps, to 31). All 16 sub-blocks of 16
+/// side by side, as fitAffine's lanes.
+HELM_LANES void fitSymmetric(const Floats16 (&xt)[16], Floats16 &scales) {
+  constexpr int qmax = 32, N = 16;
+  using V = Floats16;
+  V amax{}, max{};
+  for (int i = 0; i < N; ++i) {
+    const auto larger = absolute(xt[i]) > amax;
+    amax = larger ? absolute(xt[i]) : amax;
+    max = larger ? xt[i] : max;
   }
-  if (amax < 1e-30f) // ggml treats this as all zero
-    return 0.0f;
-  auto weightedError = [&](float s, float &maxError) {
-    float err = 0.0f;
-    maxError = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float diff = x[i] - s * float(nearestClamped(x[i] / s, -qmax, qmax - 1));
-      err += x[i] * x[i] * diff * diff;
-      maxError = std::max(maxError, std::fabs(diff));
+  // Weighted error and largest error of every lane for scale s.
+  auto errors = [&](V s, V &maxError) HELM_LANES_LAMBDA {
+    V err{};
+    maxError = V{};
+    for (int i = 0; i < N; ++i) {
+      const V diff = xt[i] - s * nearestClampedLanes(xt[i] / s, -float(qmax), float(qmax - 1));
+      err += xt[i] * xt[i] * diff * diff;
+      maxError = maximum(maxError, absolute(diff));
     }
     return err;
   };
-  float best = -max / float(qmax), maxError;
-  float bestError = weightedError(best, maxError);
+  V best = -max / float(qmax), maxError;
+  V bestError = errors(best, maxError);
   for (int step = -9; step <= 9; ++step) {
-    const float iscale = -(float(qmax) + 0.1f * float(step)) / max;
-    float sumXL = 0.0f, sumL2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float q = float(nearestClamped(iscale * x[i], -qmax, qmax - 1));
-      const float w = x[i] * x[i];
-      sumXL += w * x[i] * q;
-      sumL2 += w * q * q;
+    const V iscale = -(float(qmax) + 0.1f * float(step)) / max;
+    V sumXL{}, sumL2{};
+    for (int i = 0; i < N; ++i) {
+      const V code = nearestClampedLanes(iscale * xt[i], -float(qmax), float(qmax - 1));
+      const V w = xt[i] * xt[i];
+      sumXL += w * xt[i] * code;
+      sumL2 += w * code * code;
     }
-    if (!(sumL2 > 0.0f))
-      continue;
-    const float s = sumXL / sumL2;
-    if (!(s != 0.0f) || !std::isfinite(s))
-      continue;
-    const float error = weightedError(s, maxError);
-    if (error < bestError && maxError <= std::fabs(s)) {
-      bestError = error;
-      best = s;
-    }
+    const V s = sumXL / sumL2;
+    const V error = errors(s, maxError);
+    const auto better = (sumL2 > V{}) & (s != V{}) & finiteLanes(s) & (error < bestError) &
+                        (maxError <= absolute(s));
+    bestError = better ? error : bestError;
+    best = better ? s : best;
   }
-  return best;
+  scales = amax < splat<V>(1e-30f) ? V{} : best; // ggml treats a tiny maximum as all zero
+}
+
+void fitSymmetric16Scalar(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
+HELM_FIT_AVX2 void fitSymmetric16Avx2(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
+HELM_FIT_AVX512 void fitSymmetric16Avx512(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
+/// fitSymmetric of the 16 sub-blocks of 16 of a Q6_K super-block, for the CPU's ISA.
+void fitSymmetric16(const Floats16 (&xt)[16], Floats16 &scales) {
+  switch (kernels::activeIsa()) {
+  case kernels::Isa::avx512: return fitSymmetric16Avx512(xt, scales);
+  case kernels::Isa::avx2: return fitSymmetric16Avx2(xt, scales);
+  case kernels::Isa::scalar: break;
+  }
+  fitSymmetric16Scalar(xt, scales);
 }
 
 /// Q6_K's 6-bit codes into ql/qh. Per 128 weights (half h): ql[64h + l] holds weight l (low
@@ -436,10 +514,17 @@ void packQ6K(const uint8_t codes[kSuperBlock], BlockQ6K &b) {
 }
 
 bool quantizeQ6K(const float *x, uint8_t *out) {
+  Floats16 xt[16]; // the 16 sub-blocks side by side
+  for (int j = 0; j < 16; ++j)
+    for (int l = 0; l < 16; ++l)
+      xt[l][j] = x[16 * j + l];
+  Floats16 fitted;
+  fitSymmetric16(xt, fitted);
   float scales[16];
+  for (int j = 0; j < 16; ++j)
+    scales[j] = fitted[j];
   float maxScale = 0.0f, maxAbsScale = 0.0f;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = fitSymmetric(x + 16 * j, 16);
     if (std::fabs(scales[j]) > maxAbsScale) {
       maxAbsScale = std::fabs(scales[j]);
       maxScale = scales[j];

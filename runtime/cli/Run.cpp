@@ -28,7 +28,6 @@
 #include <cstdio>
 #include <climits>
 #include <random>
-#include <sched.h>
 #include <sys/resource.h>
 #include <thread>
 #include <type_traits>
@@ -70,16 +69,6 @@ Expected<std::vector<int32_t>> parseIds(StringRef text) {
     ids.push_back(int32_t(v));
   }
   return ids;
-}
-
-/// CPU cores this process may run on (its affinity mask), else what the C++ library reports.
-int availableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    if (int n = CPU_COUNT(&set); n > 0)
-      return n;
-  return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 uint64_t peakRssBytes() {
@@ -183,7 +172,7 @@ int64_t openFileDescriptors() {
 /// More threads than cores only slows the kernels down (they wait on each other's time slices):
 /// warned and capped unless forced.
 int startThreads(const Options &o) {
-  int cores = availableCores();
+  int cores = helm::kernels::availableCores();
   int nThreads = o.threads > 0 ? o.threads : cores;
   if (o.threads > cores && !o.forceThreads) {
     errs() << "helm-rt: warning: -t " << o.threads << " is more than the " << cores

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Driver.h"
 #include "compiler/PlanReport.h"
+#include "kernels/common/ThreadPool.h"
 #include "passes/plan/TargetProfile.h"
 #include "tools/helmc/Options.h"
 
@@ -121,6 +122,9 @@ int main(int argc, char **argv) {
       return fail(resolved.takeError());
     opts.compile.target = std::move(*resolved);
   }
+
+  // Quantizing weights (--quantize) is split over every core this process may use.
+  helm::kernels::setThreads(helm::kernels::availableCores());
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -33,6 +33,7 @@
 //       |x - x'| <= |s| + 32 Ds <= |S| + 33 Ds + slack.
 //===------------------------------------------------------------------------------===//
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/common/Isa.h"
 
 #include <gtest/gtest.h>
 
@@ -614,6 +615,59 @@ TEST_P(EveryFormat, RowIsItsBlocks) {
                                pieces.data() + b * info.bytesPerBlock)
                     .ok());
   EXPECT_EQ(whole, pieces);
+}
+
+// The k-quant fits run in vector lanes compiled for each ISA (kernels/common's Isa): the bytes must
+// not depend on which one ran, so a package is the same whichever machine compiled it. Rows of every
+// kind the fits branch on: random, outliers, one-signed, constant, tiny, and sub-blocks of zeros.
+TEST_P(EveryFormat, SameBytesOnEveryIsa) {
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 1; seed <= 4; ++seed)
+    for (int kind = 0; kind < 3; ++kind)
+      rows.push_back(randomRow(kRowLength, seed, kind));
+  std::vector<float> x = randomRow(kRowLength, 7, 0);
+  x[100] = 1.0e4f;
+  x[700] = -3.0e4f;
+  rows.push_back(x);
+  for (float &v : x = randomRow(kRowLength, 8, 0))
+    v = -std::fabs(v) - 0.5f;
+  rows.push_back(x);
+  for (float &v : x = randomRow(kRowLength, 10, 1))
+    v = std::fabs(v);
+  rows.push_back(x);
+  rows.push_back(std::vector<float>(kRowLength, 2.5f));
+  rows.push_back(std::vector<float>(kRowLength, -2.5f));
+  for (const float tiny : {1.0e-6f, 1.0e-9f, 1.0e-40f}) {
+    for (float &v : x = randomRow(kRowLength, 9, 0))
+      v *= tiny;
+    rows.push_back(x);
+  }
+  x = randomRow(kRowLength, 11, 0);
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f); // zero sub-blocks inside a super-block
+  std::fill(x.begin() + 300, x.begin() + 316, 0.0f);
+  rows.push_back(x);
+
+  const BlockFormat format = GetParam();
+  const int64_t rowBytes = *q::rowBytes(format, kRowLength);
+  auto quantizeAll = [&] {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto &row : rows) {
+      out.emplace_back(size_t(rowBytes));
+      EXPECT_TRUE(q::quantizeRow(format, row.data(), kRowLength, out.back().data()).ok());
+    }
+    return out;
+  };
+  ASSERT_TRUE(helm::kernels::setIsaForTesting(helm::kernels::Isa::scalar));
+  const auto reference = quantizeAll();
+  for (helm::kernels::Isa isa : {helm::kernels::Isa::avx2, helm::kernels::Isa::avx512}) {
+    if (!helm::kernels::isaSupported(isa))
+      continue;
+    ASSERT_TRUE(helm::kernels::setIsaForTesting(isa));
+    const auto got = quantizeAll();
+    for (size_t r = 0; r < rows.size(); ++r)
+      EXPECT_EQ(got[r], reference[r]) << helm::kernels::isaName(isa) << ", row " << r;
+  }
+  helm::kernels::resetIsaForTesting();
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockFormats, EveryFormat,
