@@ -9,6 +9,9 @@
 // GEMV; HELM_CUDA_QGEMV=staged measures the staged GEMV where their rows allow it.
 //
 // usage: helm-gpu-linear-bench [--repeats N] [--decode-only]   (--decode-only: m = 1 and 8)
+//        helm-gpu-linear-bench --bandwidth   the device memory's speed alone: a 1 GiB
+//            device-to-device copy (median of 10), printed as "device copy: N GB/s (read + write)",
+//            the figure scripts/gpu-check.sh divides decode speed by
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/Numeric.h"
@@ -16,6 +19,8 @@
 #include "kernels/quant/BlockFormats.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/device/DeviceOps.h"
+
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,19 +45,49 @@ struct Shape {
   int64_t k, n;
 };
 
+/// Median GB/s (bytes read plus bytes written) of ten device-to-device copies of 1 GiB.
+int deviceCopyBandwidth(CudaDevice &device) {
+  constexpr uint64_t bytes = uint64_t(1) << 30;
+  auto from = device.allocate(bytes, "copy source");
+  if (!from)
+    return fail(llvm::toString(from.takeError()));
+  auto to = device.allocate(bytes, "copy target");
+  if (!to)
+    return fail(llvm::toString(to.takeError()));
+  std::vector<double> seconds;
+  for (int r = 0; r < 12; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    cudaError_t status = cudaMemcpyAsync(*to, *from, bytes, cudaMemcpyDeviceToDevice,
+                                         device.cudaStream(Stream::compute));
+    if (status != cudaSuccess)
+      return fail(std::string("cudaMemcpyAsync: ") + cudaGetErrorString(status));
+    if (llvm::Error e = device.synchronizeStream(Stream::compute))
+      return fail(llvm::toString(std::move(e)));
+    if (r >= 2)
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  std::printf("device copy: %.0f GB/s (read + write)\n", 2.0 * double(bytes) / seconds[seconds.size() / 2] / 1e9);
+  device.free(*from);
+  device.free(*to);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int repeats = 20;
-  bool decodeOnly = false;
+  bool decodeOnly = false, bandwidth = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
       repeats = std::max(3, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--decode-only") == 0)
       decodeOnly = true;
+    else if (std::strcmp(argv[i], "--bandwidth") == 0)
+      bandwidth = true;
     else
       return fail(std::string("unknown argument '") + argv[i] +
-                  "' (usage: [--repeats N] [--decode-only])");
+                  "' (usage: [--repeats N] [--decode-only] | --bandwidth)");
   }
   std::string reason;
   if (!cudaAvailable(&reason))
@@ -60,6 +95,8 @@ int main(int argc, char **argv) {
   auto device = CudaDevice::create({});
   if (!device)
     return fail(llvm::toString(device.takeError()));
+  if (bandwidth)
+    return deviceCopyBandwidth(**device);
   auto ops = createCudaDeviceOps(**device, helm::kernels::cudaKernelImage());
   if (!ops)
     return fail(llvm::toString(ops.takeError()));

@@ -2,16 +2,24 @@
 # The CUDA checks, for a GPU machine that has the CUDA toolkit and a driver but no LLVM/MLIR (the
 # device machines this project is sometimes lent; docs/devices.md). Two halves:
 #
-#   scripts/gpu-check.sh prepare [BUILD]   here, with a CUDA-enabled build (default build/):
-#       builds helm-device-gpu-tests and helm-rt-portable (LLVM and libstdc++ linked statically, no
-#       oneDNN: they need only cuBLAS and system libraries there),
+#   scripts/gpu-check.sh prepare [--no-speed] [BUILD]   here, with a CUDA-enabled build (default
+#       build/): builds helm-device-gpu-tests and helm-rt-portable (LLVM and libstdc++ linked
+#       statically, no oneDNN: they need only cuBLAS and system libraries there),
 #       compiles CUDA packages of corpus models (--target=h100-pcie, all on the GPU and split
 #       cpu(2)->cuda), runs each model's all-CPU package here for the references (greedy ids at
-#       batch 1 and 2, the first step's logits), and packs it all into .gpu/bundle.tar.xz.
+#       batch 1 and 2, the first step's logits), and, for the speed part, packages of Llama-3-8B-
+#       and Qwen3-0.6B-shaped models at f16 and q4_k_m whose weights repeat (bench/gpu/
+#       make_periodic_gguf.py: 16 GB packages that zstd --long=30 shrinks to a few MB; the GGUF
+#       files are cached in models/.cache/gpu, ~17 GB, and the step takes several minutes;
+#       GPU_CHECK_SPEED=qwen3 keeps only the packages whose name contains it), and packs it all
+#       into .gpu/bundle.tar.xz.
 #   scripts/gpu-check.sh run               there, from the repository root, with .gpu carried:
 #       runs every CUDA unit test, then --check and every package, and compares each against its
-#       all-CPU reference. Writes the log to $OUT/gpu-check.log (or .gpu/gpu-check.log); exit 1
-#       when anything failed.
+#       all-CPU reference; then the speed part (not a check): per realistic-size package decode and
+#       prefill tok/s, batch-16 decode, GB/s and % of the device copy bandwidth it measures, the
+#       time per token beyond its weights' bytes, allocations and host waits per step, and the
+#       plan's prediction beside the measurement. Writes the log to $OUT/gpu-check.log (or
+#       .gpu/gpu-check.log); exit 1 when a check failed.
 #
 # The tree that travels to the GPU machine is limited (64 MiB with the tracked files), so the
 # bundle carries only what the checks need, compressed, and the references rather than the
@@ -42,7 +50,54 @@ tolerance_for() { [[ $1 == *fp16* ]] && echo 4e-3 || echo 1e-3; }
 
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
+# The speed part's packages: name, make_periodic_gguf.py preset, helmc flags, helm-rt flags. The
+# split one plans for the H200 with its GPU capped at 8 GiB and runs with that budget.
+speed_packages=(
+  "qwen3-0.6b-f16-gpu|qwen3-0.6b|--target=h100-pcie|"
+  "qwen3-0.6b-q4_k_m-gpu|qwen3-0.6b|--target=h100-pcie --quantize=q4_k_m|"
+  "llama-8b-f16-gpu|llama-8b|--target=h100-pcie|"
+  "llama-8b-q4_k_m-gpu|llama-8b|--target=h100-pcie --quantize=q4_k_m|"
+  "llama-8b-f16-split-8g|llama-8b|--target=bench/gpu/h200-capped-8g.json|--gpu-memory 8G"
+)
+
+prepare_speed() {
+  local build=$1 stage=$2 cache=$root/models/.cache/gpu
+  mkdir -p "$cache" "$stage/speed" "$stage/tools"
+  local zstd_bin
+  zstd_bin=$(command -v zstd) || die "the speed part needs zstd here (apt-get install zstd)"
+  # A GPU machine may lack zstd: this one's binary, with its one uncommon library, travels along.
+  cp "$zstd_bin" "$stage/tools/zstd"
+  local lz4
+  lz4=$(ldd "$zstd_bin" | awk '/liblz4/ {print $3}')
+  [[ -n $lz4 ]] && cp "$lz4" "$stage/tools/"
+  local entry name preset flags
+  for entry in "${speed_packages[@]}"; do
+    IFS='|' read -r name preset flags _ <<<"$entry"
+    [[ $name == *${GPU_CHECK_SPEED:-}* ]] || continue
+    local gguf=$cache/$preset.gguf
+    if [[ ! -f $gguf ]]; then
+      echo "gpu-check: generating $gguf"
+      "$root/.venv/bin/python" "$root/bench/gpu/make_periodic_gguf.py" --preset "$preset" --out "$gguf" ||
+        die "make_periodic_gguf.py failed"
+    fi
+    echo "gpu-check: compiling $name ($flags)"
+    # shellcheck disable=SC2086
+    (cd "$root" && "$build/bin/helmc" "$gguf" -q $flags --emit=plan-json -o "$stage/speed/$name.plan.json") ||
+      die "helmc --emit=plan-json failed on $name"
+    # shellcheck disable=SC2086
+    (cd "$root" && "$build/bin/helmc" "$gguf" -q $flags -o "$cache/$name.helmpkg") || die "helmc failed on $name"
+    zstd -q -f --long=30 -T0 -3 "$cache/$name.helmpkg" -o "$stage/speed/$name.helmpkg.zst" ||
+      die "zstd failed on $name"
+    rm -f "$cache/$name.helmpkg"
+  done
+}
+
 prepare() {
+  local speed=1
+  if [[ ${1:-} == --no-speed ]]; then
+    speed=0
+    shift
+  fi
   local build=${1:-$root/build}
   [[ -f $build/build.ninja ]] || die "no build in $build (run the README's install first)"
   grep -q 'HELM_HAVE_CUDA\|cudart_static' "$build/build.ninja" ||
@@ -83,6 +138,7 @@ prepare() {
         -o "$stage/pkg/$model.k$k.helmpkg" || die "helmc --target=h100-pcie failed on $model"
     done
   done
+  [[ $speed == 1 ]] && prepare_speed "$build" "$stage"
   echo "gpu-check: packing $gpu_dir/bundle.tar.xz"
   tar cf - -C "$stage" . | xz -9e -T2 >"$gpu_dir/bundle.tar.xz" || die "packing failed"
   rm -rf "$stage"
@@ -205,8 +261,54 @@ EOF
   echo "== the same decode calls on the staged GEMV (HELM_CUDA_QGEMV=staged; not a check)"
   HELM_CUDA_QGEMV=staged timeout 120 "$work/helm-gpu-linear-bench" --repeats 10 --decode-only ||
     echo "helm-gpu-linear-bench failed"
+  run_speed "$work"
   echo "== result: $failures failing group(s)"
   [[ $failures -eq 0 ]]
+}
+
+# The speed part: each realistic-size package in turn, unpacked, run and deleted (the 8B f16
+# packages are 16 GB each). Figures only; nothing here fails the check.
+run_speed() {
+  local work=$1
+  [[ -d $work/speed ]] || { echo "== speed: not in this bundle (prepared with --no-speed)"; return 0; }
+  echo "== speed at realistic size (not a check)"
+  local zstd_cmd=zstd
+  if ! command -v zstd >/dev/null; then
+    chmod +x "$work/tools/zstd"
+    zstd_cmd=$work/tools/zstd
+    export LD_LIBRARY_PATH=$work/tools${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  local copy
+  copy=$(timeout 60 "$work/helm-gpu-linear-bench" --bandwidth | sed -n 's/^device copy: \([0-9.]*\) GB.*/\1/p')
+  echo "device copy bandwidth (read + write): ${copy:-unknown} GB/s"
+  local prompt128 prompts16=() i
+  prompt128=$(seq -s, 10 137)
+  for i in $(seq 1 16); do prompts16+=(--prompt-ids "$(seq -s, $((100 * i)) $((100 * i + 31)))"); done
+  local entry name preset flags runflags
+  for entry in "${speed_packages[@]}"; do
+    IFS='|' read -r name preset flags runflags <<<"$entry"
+    local zst=$work/speed/$name.helmpkg.zst pkg=$work/speed.helmpkg
+    [[ -f $zst ]] || continue
+    echo "-- $name ($flags${runflags:+; helm-rt $runflags})"
+    local t0=$SECONDS
+    "$zstd_cmd" -q -d -f --long=30 "$zst" -o "$pkg" || { echo "   cannot unpack"; continue; }
+    echo "   unpacked $(du -BM "$pkg" | cut -f1) in $((SECONDS - t0)) s"
+    local n=128
+    [[ $name == *split* ]] && n=32
+    # shellcheck disable=SC2086
+    timeout 300 "$work/helm-rt" "$pkg" --prompt-ids "$prompt128" -n $n --temperature 0 --ignore-eos -q \
+      --stats-json "$work/$name.b1.json" $runflags >/dev/null 2>"$work/$name.err" ||
+      { echo "   batch 1 run failed:"; tail -3 "$work/$name.err"; }
+    if [[ $name != *split* ]]; then
+      # shellcheck disable=SC2086
+      timeout 300 "$work/helm-rt" "$pkg" "${prompts16[@]}" -n 64 --temperature 0 --ignore-eos -q \
+        --stats-json "$work/$name.b16.json" $runflags >/dev/null 2>"$work/$name.err" ||
+        { echo "   batch 16 run failed:"; tail -3 "$work/$name.err"; }
+    fi
+    rm -f "$pkg"
+    python3 "$root/scripts/gpu_speed_report.py" "$work/$name.b1.json" "$work/$name.b16.json" \
+      "$work/speed/$name.plan.json" "${copy:-0}"
+  done
 }
 
 case ${1:-} in
