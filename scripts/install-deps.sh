@@ -32,6 +32,7 @@ apt_pkgs=(
   libgtest-dev libgmock-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   libcpp-httplib-dev nlohmann-json3-dev pkgconf
+  zstd  # scripts/gpu-check.sh prepare packs the realistic-size GPU packages with it
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
