@@ -120,7 +120,11 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    const bool mixed = format == "q4_k_m";
+    // llama.cpp's _M recipes: a base k-quant with more bits where they pay.
+    std::optional<BlockFormat> recipeBase = format == "q4_k_m"   ? std::optional(BlockFormat::q4_k)
+                                            : format == "q5_k_m" ? std::optional(BlockFormat::q5_k)
+                                                                 : std::nullopt;
+    const bool mixed = recipeBase.has_value();
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
     if (!llvm::is_contained(quantizationSchemes(), llvm::StringRef(format))) {
       if (single)
@@ -157,35 +161,38 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
       }
       if (!storable || rowDim < 0)
         continue;
-      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr());
+      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr(), *recipeBase);
       if (std::optional<BlockFormat> fitted = fitFormat(wanted, type.getDimSize(1 - rowDim)))
         decl.setBlocksAttr(BlocksAttr::get(ctx, *fitted, rowDim));
     }
   }
 
-  /// q4_k_m's format for one weight.
-  static BlockFormat recipeFormat(const Roles &roles, StringAttr name) {
+  /// The format of one weight in the recipe whose base is `base` (q4_k for q4_k_m, q5_k for
+  /// q5_k_m), as llama-quantize picks it: q6_k for the output head; one step above the base for a
+  /// fused QKV projection; q6_k for the attention V and FFN down projections of the blocks that
+  /// get more bits; the base for everything else.
+  static BlockFormat recipeFormat(const Roles &roles, StringAttr name, BlockFormat base) {
     auto role = roles.role.find(name);
     switch (role == roles.role.end() ? Role::other : role->second) {
     case Role::head: return BlockFormat::q6_k;
-    case Role::fusedQkv: return BlockFormat::q5_k;
+    case Role::fusedQkv: return base == BlockFormat::q4_k ? BlockFormat::q5_k : BlockFormat::q6_k;
     case Role::attentionV:
     case Role::ffnDown: {
       auto block = roles.block.find(name);
       if (block != roles.block.end() && moreBitsInBlock(block->second, roles.blocks))
         return BlockFormat::q6_k;
-      return BlockFormat::q4_k;
+      return base;
     }
     case Role::other: break;
     }
-    return BlockFormat::q4_k;
+    return base;
   }
 };
 } // namespace
 
 llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
   // Every block format of the contract's table that helmc quantizes to, then llama.cpp's mixed
-  // recipe.
+  // recipes.
   static const std::vector<llvm::StringLiteral> kSchemes = [] {
     std::vector<llvm::StringLiteral> schemes;
 #define HELM_SCHEME_NAME(NAME, CODE, name, ggml, weights, bytes, quantizable)                                   \
@@ -194,6 +201,7 @@ llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
     HELM_BLOCK_FORMATS(HELM_SCHEME_NAME)
 #undef HELM_SCHEME_NAME
     schemes.push_back("q4_k_m");
+    schemes.push_back("q5_k_m");
     return schemes;
   }();
   return kSchemes;

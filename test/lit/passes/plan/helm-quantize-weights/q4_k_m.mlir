@@ -1,4 +1,5 @@
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_k_m | FileCheck %s
+// RUN: helm-opt %s --helm-quantize-weights=format=q5_k_m | FileCheck %s --check-prefix=Q5
 //
 // The q4_k_m recipe on eight blocks of 256-wide weights (whole k-quant super-blocks), units numbered
 // as helm-form-units does (embedding 0, blocks 1..8, head 9), so block i is unit i + 1. With n = 8
@@ -28,6 +29,27 @@
 // CHECK: helm.weight_decl @v_7 {{.*}}format = q6_k,
 // CHECK: helm.weight_decl @up_7 {{.*}}format = q4_k,
 // CHECK: helm.weight_decl @down_7 {{.*}}format = q6_k,
+//
+// q5_k_m is the same recipe on a q5_k base (llama.cpp's Q5_K_M): the fused QKV projection takes
+// q6_k, the head and the more-bits blocks' V and down projections q6_k, everything else q5_k.
+// Q5: helm.weight_decl @table {{.*}}format = q5_k,
+// Q5: helm.weight_decl @head {{.*}}format = q6_k,
+// Q5: helm.weight_decl @q_0 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @v_0 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @o_0 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @gate_0 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @down_0 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @v_1 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @down_1 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @v_3 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @down_3 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @qkv_4 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @down_4 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @v_6 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @down_6 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @v_7 {{.*}}format = q6_k,
+// Q5: helm.weight_decl @up_7 {{.*}}format = q5_k,
+// Q5: helm.weight_decl @down_7 {{.*}}format = q6_k,
 module {
   helm.weight_decl @table : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "table"}
   helm.weight_decl @head : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "head"}
