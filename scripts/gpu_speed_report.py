@@ -45,7 +45,15 @@ def main() -> int:
           f"(first step {b1.get('device_allocations_first_step', '?')}), "
           f"{b1.get('host_syncs_per_step', '?')} host waits")
     predicted = plan["predicted_ms_per_token"]
-    print(f"   plan: {predicted:.2f} ms/token predicted, {ms:.2f} measured ({ms / predicted:.2f}x)")
+    line = f"   plan: {predicted:.2f} ms/token predicted, {ms:.2f} measured ({ms / predicted:.2f}x)"
+    # The per-block overhead the cost model would need to predict this run (delta_gpu of
+    # docs/cost-model.md, for a profile of this machine): the time the plan does not explain,
+    # spread over the GPU stage's units.
+    gpu_units = len(plan["units"]) - k
+    delta = plan.get("target", {}).get("gpu", {}).get("overhead_ms_per_block") if isinstance(plan.get("target"), dict) else None
+    if k == 0 and gpu_units > 0 and ms != float("inf"):
+        line += f"; implied overhead_ms_per_block {max(0.0, ms - predicted) / gpu_units + (delta or 0):.3f}"
+    print(line)
     return 0
 
 
