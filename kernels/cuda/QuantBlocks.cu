@@ -17,6 +17,9 @@
 //                           int64_t k)
 //   out[r, :] = the K weights of row r as f32. Launch: any grid and block, grid-strided over the
 //   rows * K weights, one thread per weight.
+// helm_cuda_dequantize_rows_f16(const uint8_t *w, int32_t format, __half *out, int64_t rows,
+//                               int64_t k)
+//   The same weights rounded to f16 (nearest even), for the prefill GEMM on tensor cores.
 // helm_cuda_qgemv(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
 //                 int64_t k, int64_t n)
 //   y[i, j] = sum_k x[i, k] * W[j, k] for i < m <= kQgemvMaxRows: one block per output row j
@@ -198,13 +201,14 @@ template <class Fn> __device__ __forceinline__ void forFormat(int32_t format, Fn
 }
 
 /// One thread per weight, in order: neighbouring threads read neighbouring codes and write
-/// neighbouring floats.
-template <int F>
-__device__ void dequantizeRows(const uint8_t *w, float *out, int64_t rows, int64_t k) {
+/// neighbouring values (f32 as dequantizeRow gives them, or those rounded to f16 for the tensor
+/// cores).
+template <int F, typename T>
+__device__ void dequantizeRows(const uint8_t *w, T *out, int64_t rows, int64_t k) {
   const int64_t bytes = rowBytes<F>(k);
   for (int64_t i = gridStart(); i < rows * k; i += gridStride()) {
     const int64_t r = i / k, c = i % k;
-    out[i] = weightAt<F>(w + r * bytes, c / 32, int(c % 32));
+    store(out + i, weightAt<F>(w + r * bytes, c / 32, int(c % 32)));
   }
 }
 
@@ -366,6 +370,11 @@ __device__ void embedBlocks(const uint8_t *table, int32_t format, const int64_t 
 
 extern "C" __global__ void helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out,
                                                      int64_t rows, int64_t k) {
+  helm_cuda::forFormat(format, [&](auto f) { helm_cuda::dequantizeRows<decltype(f)::value>(w, out, rows, k); });
+}
+
+extern "C" __global__ void helm_cuda_dequantize_rows_f16(const uint8_t *w, int32_t format, __half *out,
+                                                         int64_t rows, int64_t k) {
   helm_cuda::forFormat(format, [&](auto f) { helm_cuda::dequantizeRows<decltype(f)::value>(w, out, rows, k); });
 }
 

@@ -188,6 +188,9 @@ private:
   TypedKernel embedBlocks_;
   Function qgemv_ = nullptr, dequantizeRows_ = nullptr;
   bool haveBlockKernels_ = false;
+  // helm_cuda_dequantize_rows_f16: panels for the f16 tensor-core GEMM. Optional (a package
+  // compiled before it existed takes the TF32 path on f32 panels).
+  Function dequantizeRowsF16_ = nullptr;
   // helm_cuda_qgemv_staged: the decode GEMV for rows on 16-byte boundaries. Optional (a package
   // compiled before it existed has helm_cuda_qgemv only); used under HELM_CUDA_QGEMV=staged.
   Function qgemvStaged_ = nullptr;
@@ -255,6 +258,11 @@ llvm::Error CudaDeviceOpsImpl::init() {
     blocks = lookup(embedBlocks_, "helm_cuda_embed_blocks");
   haveBlockKernels_ = !blocks;
   llvm::consumeError(std::move(blocks));
+  if (haveBlockKernels_)
+    if (llvm::Error f16 = lookup(dequantizeRowsF16_, "helm_cuda_dequantize_rows_f16")) {
+      llvm::consumeError(std::move(f16));
+      dequantizeRowsF16_ = nullptr;
+    }
   llvm::Error gemma = lookup(geglu_, "helm_cuda_geglu");
   if (!gemma)
     gemma = lookup(scale_, "helm_cuda_scale");
@@ -620,9 +628,17 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
     if (status != cudaSuccess)
       return cudaCallError(op, "cudaMemsetAsync", status);
   } else {
-    // The kernels read f32 activations.
+    int32_t code = wBlockDtype;
+    const int64_t rowBytes = *quant::rowBytes(*format, k);
+    // Prefill (m above the GEMV's rows) multiplies on the tensor cores: f16 activations with the
+    // weights dequantized to f16, others as f32 with TF32 products (both with f32 sums). Either
+    // rounds each weight and activation to 11 significant bits, as the 16-bit GEMMs of models
+    // with f16 weights do; decode keeps the GEMV's exact f32 weights.
+    const bool gemm = m > kQgemvMaxM;
+    const bool f16Panels = gemm && xdtype == DType::f16 && dequantizeRowsF16_;
+    // The GEMV and the TF32 GEMM read f32 activations.
     const void *xf = x;
-    if (xdtype != DType::f32) {
+    if (xdtype != DType::f32 && !f16Panels) {
       auto converted = scratch(convertedX_, uint64_t(m * k * 4), "linear's input as f32");
       if (!converted)
         return opError(op, llvm::toString(converted.takeError()));
@@ -630,9 +646,7 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
         return e;
       xf = *converted;
     }
-    int32_t code = wBlockDtype;
-    const int64_t rowBytes = *quant::rowBytes(*format, k);
-    if (m <= kQgemvMaxM) {
+    if (!gemm) {
       // The staged GEMV copies rows in 16-byte words: every row must start on a 16-byte boundary.
       const bool staged = qgemvStaged_ && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
                           rowBytes % 16 == 0;
@@ -652,22 +666,28 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
       // Row-major c[m, n] = x[m, k] . P^T, one panel P of weight rows [n0, n0 + p) at a time:
       // column-major c^T[n, m] = P x^T, with P row-major [p, k] (column-major [k, p], used
       // transposed, lda k), x column-major [k, m] (ldb k), c^T's rows n0.. (ldc n).
-      const int64_t panelRows = std::clamp<int64_t>(kDequantizedPanelBytes / (k * 4), 1, n);
-      auto panel = scratch(dequantized_, uint64_t(panelRows * k * 4), "dequantized weight rows");
+      const int64_t panelElementBytes = f16Panels ? 2 : 4;
+      const int64_t panelRows =
+          std::clamp<int64_t>(kDequantizedPanelBytes / (k * panelElementBytes), 1, n);
+      auto panel = scratch(dequantized_, uint64_t(panelRows * k * panelElementBytes),
+                           "dequantized weight rows");
       if (!panel)
         return opError(op, llvm::toString(panel.takeError()));
+      const cudaDataType_t panelType = f16Panels ? CUDA_R_16F : CUDA_R_32F;
+      const cublasComputeType_t compute =
+          f16Panels ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
       const float one = 1.0f, zero = 0.0f;
       for (int64_t n0 = 0; n0 < n; n0 += panelRows) {
         int64_t rows = std::min(panelRows, n - n0);
         const void *wr = static_cast<const char *>(w) + n0 * rowBytes;
         void *p = *panel;
-        if (llvm::Error e = launch(op, dequantizeRows_, {gridFor(rows * k)}, kThreads,
-                                   {&wr, &code, &p, &rows, &k}))
+        if (llvm::Error e = launch(op, f16Panels ? dequantizeRowsF16_ : dequantizeRows_,
+                                   {gridFor(rows * k)}, kThreads, {&wr, &code, &p, &rows, &k}))
           return e;
         cublasStatus_t status = cublas_->gemmEx(
             device_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(m), int(k), &one, p,
-            CUDA_R_32F, int(k), xf, CUDA_R_32F, int(k), &zero, static_cast<float *>(c) + n0,
-            CUDA_R_32F, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            panelType, int(k), xf, panelType, int(k), &zero, static_cast<float *>(c) + n0,
+            CUDA_R_32F, int(n), compute, CUBLAS_GEMM_DEFAULT);
         if (status != CUBLAS_STATUS_SUCCESS)
           return opError(op, llvm::formatv("cublasGemmEx ({0}x{1}x{2}): {3}", m, k, rows,
                                            cublas_->statusString(status)));
