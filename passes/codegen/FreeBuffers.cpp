@@ -3,6 +3,7 @@
 // Stage functions are straight-line code after bufferization, so liveness is a position in the
 // entry block. Anything the buffer's address flows into (views, pointer extraction, kernel calls,
 // ops in nested regions) counts as a use; an address that reaches a return keeps its buffer alive.
+// Its sizes (memref.dim) are not its address: what they compute is not followed.
 // A unit function's result that is a buffer it allocated belongs to the caller, which frees it
 // like its own allocations (a module pass: the callers look at their callees' bodies).
 //
@@ -39,6 +40,19 @@ SmallVector<bool> freshResults(func::FuncOp function) {
   for (size_t i = 0; i < allocs.size(); ++i)
     fresh[i] = allocs[i] && llvm::count(allocs, allocs[i]) == 1;
   return fresh;
+}
+
+/// Whether `result` of `user`, an op the buffer's address flows into, may carry that address
+/// (and so must be followed as an alias). Sizes and ranks read from the buffer's descriptor do
+/// not: they size the next buffers of a layer, and followed they made every buffer shaped like
+/// this one an alias of it, so the buffer the function returns kept them all alive. Nor does a
+/// buffer the op allocates (sized by the buffer, or by something loaded from it): it is new.
+bool mayCarryAddress(Operation *user, OpResult result) {
+  if (isa<memref::DimOp, memref::RankOp>(user))
+    return false;
+  if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(user))
+    return result == metadata.getBaseBuffer();
+  return !hasEffect<MemoryEffects::Allocate>(user, result);
 }
 
 /// Frees each buffer `func` owns (its allocations, and the fresh results of the unit functions it
@@ -90,7 +104,7 @@ void freeOwnedBuffers(func::FuncOp func,
           if (auto it = freshByCallee.find(symbols.lookup(call.getCallee())); it != freshByCallee.end())
             fresh = &it->second;
         for (auto [i, r] : llvm::enumerate(user->getResults()))
-          if (!(fresh && (*fresh)[i]) && seen.insert(r).second)
+          if (!(fresh && (*fresh)[i]) && mayCarryAddress(user, r) && seen.insert(r).second)
             worklist.push_back(r);
       }
     }

@@ -16,8 +16,8 @@ For each model (test/models/*/model.onnx) with N units (embedding, one per block
                        device whenever k < N);
      so no weight byte crosses the link after load; at k = N nothing crosses at all. The host
      waits for the device once per step (for the logits; twice for code compiled for the host,
-     which waits before it touches its buffers), and in the kernel form the device allocates
-     nothing after the first decode step (the stage's buffers are kept for reuse);
+     which waits before it touches its buffers), and the device allocates nothing after the first
+     decode step (the stage frees its buffers and the device keeps them for reuse);
 It also checks that a package whose GPU stage does not fit the emu arena fails at load with one
 line naming the sizes, and that a profile JSON given as --target=emu:profile.json plans and runs.
 
@@ -92,12 +92,10 @@ def check_link(stats: dict, k: int, n_units: int, batch: int, cfg: dict, form: s
         # The host waits once, for the logits; code compiled for the host also waits before it
         # touches its buffers.
         "host_syncs_per_step": 1 if form == "kernels" else 2,
+        # The buffers of a step are freed by the stage's code and kept by the device for the next
+        # step: no allocation after the first decode step (a buffer never freed would be one).
+        "device_allocations_per_step": 0,
     }
-    # The kernel form's buffers of a step are kept and serve the next step: no allocation after
-    # the first decode step. (Code compiled for the host concatenates past keys into buffers that
-    # grow with the context, so it allocates whenever one outgrows its size class.)
-    if form == "kernels":
-        want["device_allocations_per_step"] = 0
     for key, value in want.items():
         if stats.get(key) != value:
             return f"{key} = {stats.get(key)}, expected {value}"

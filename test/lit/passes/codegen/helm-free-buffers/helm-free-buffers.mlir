@@ -93,3 +93,64 @@ func.func @caller(%n: index, %out: memref<?xf32>) {
   memref.copy %p, %out : memref<?xf32> to memref<?xf32>
   return
 }
+
+// -----
+
+// A buffer's sizes are not its address: the next buffers are sized like this one (memref.dim, or
+// the sizes of memref.extract_strided_metadata), and neither they nor a view of the returned
+// buffer cut to that size are its aliases, so it is freed after its own last use even though the
+// buffer sized like it is returned. (Followed, the sizes made every later buffer of a layer an
+// alias of its first ones, and the returned one leaked them: 8 buffers per decode step.)
+// CHECK-LABEL: func.func @sized_like
+// CHECK: %[[A:.*]] = memref.alloc
+// CHECK: %[[D:.*]] = memref.dim %[[A]]
+// CHECK-NEXT: %[[B:.*]] = memref.alloc(%[[D]])
+// CHECK-NEXT: linalg.copy ins(%[[A]] : memref<?xf32>) outs(%[[B]] : memref<?xf32>)
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: %[[C:.*]] = memref.alloc(%[[D]])
+// CHECK-NEXT: linalg.copy ins(%[[B]] : memref<?xf32>) outs(%[[C]] : memref<?xf32>)
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK-NEXT: return %[[C]]
+func.func @sized_like(%n: index) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc(%n) : memref<?xf32>
+  %d = memref.dim %a, %c0 : memref<?xf32>
+  %b = memref.alloc(%d) : memref<?xf32>
+  linalg.copy ins(%a : memref<?xf32>) outs(%b : memref<?xf32>)
+  %c = memref.alloc(%d) : memref<?xf32>
+  linalg.copy ins(%b : memref<?xf32>) outs(%c : memref<?xf32>)
+  return %c : memref<?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @metadata_sizes
+// CHECK: %[[A:.*]] = memref.alloc
+// CHECK: memref.extract_strided_metadata %[[A]]
+// CHECK-NEXT: %[[V:.*]] = memref.subview %[[OUT:.*]][0] [%{{.*}}] [1]
+// CHECK-NEXT: linalg.copy ins(%[[A]] : memref<?xf32>) outs(%[[V]]
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: return %[[OUT]]
+func.func @metadata_sizes(%n: index, %out: memref<?xf32>) -> memref<?xf32> {
+  %a = memref.alloc(%n) : memref<?xf32>
+  %base, %offset, %size, %stride = memref.extract_strided_metadata %a : memref<?xf32> -> memref<f32>, index, index, index
+  %v = memref.subview %out[0] [%size] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  linalg.copy ins(%a : memref<?xf32>) outs(%v : memref<?xf32, strided<[1]>>)
+  return %out : memref<?xf32>
+}
+
+// -----
+
+// A buffer allocated with a size loaded from another buffer is a new buffer, not a view of it.
+// CHECK-LABEL: func.func @sized_by_contents
+// CHECK: %[[A:.*]] = memref.alloc() : memref<index>
+// CHECK-NEXT: %[[K:.*]] = memref.load %[[A]][]
+// CHECK-NEXT: %[[B:.*]] = memref.alloc(%[[K]])
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: return %[[B]]
+func.func @sized_by_contents() -> memref<?xf32> {
+  %a = memref.alloc() : memref<index>
+  %k = memref.load %a[] : memref<index>
+  %b = memref.alloc(%k) : memref<?xf32>
+  return %b : memref<?xf32>
+}
