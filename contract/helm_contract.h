@@ -39,7 +39,7 @@ extern "C" {
  * quantizable). The name is the manifest's dtype and helmc's --quantize spelling; the ggml type id
  * is what GGUF tensor infos hold; quantizable says whether helmc quantizes to the format (1) or only
  * reads it from GGUF files (0: the iq4 formats, whose scales come from an importance search HELM
- * does not reproduce, and q2_k / q3_k, which have no quantizer in HELM yet). Everything else about a format derives from this table: the helm_dtype
+ * does not reproduce). Everything else about a format derives from this table: the helm_dtype
  * codes and helpers below, the manifest names (manifest_schema.h), kernels/quant's format table,
  * the GGUF importer's accepted types, helm-quantize-weights' schemes. The dialect's BlockFormat
  * enum (TableGen) is checked against it (dialects/helm/HelmDialect.cpp). */
@@ -54,8 +54,8 @@ extern "C" {
   X(Q5_1, 10, "q5_1", 7, 32, 24, 1)        \
   X(IQ4_NL, 11, "iq4_nl", 20, 32, 18, 0)   \
   X(IQ4_XS, 12, "iq4_xs", 23, 256, 136, 0)  \
-  X(Q2_K, 13, "q2_k", 10, 256, 84, 0)      \
-  X(Q3_K, 14, "q3_k", 11, 256, 110, 0)
+  X(Q2_K, 13, "q2_k", 10, 256, 84, 1)      \
+  X(Q3_K, 14, "q3_k", 11, 256, 110, 1)
 
 /* Element types of every buffer that crosses the contract (the manifest spells them "f32",
  * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: a weight of N rows (output

@@ -236,7 +236,7 @@ struct AffineFit {
 // depend on the vector width the compiler picks or on the CPU that runs helmc. Where a loop over
 // one sub-block would stop early, a lane computes on and its result is not taken.
 //
-// The fits are compiled three times, for AVX-512, AVX2 and baseline x86-64 (fitAffine8 and
+// The fits are compiled three times, for AVX-512, AVX2 and baseline x86-64 (fitAffineOnIsa and
 // fitSymmetric16 pick one by kernels::activeIsa()); the vector helpers are always inlined into
 // them, so no vector value crosses a call (GCC's -Wpsabi notes about the vector ABI of such calls
 // do not apply and are silenced here). No contraction into fused multiply-adds (the library is
@@ -324,27 +324,32 @@ HELM_LANES void fitAffine(const V (&xt)[N], const V (&wt)[N], int qmax, float rm
 #define HELM_FIT_AVX2 __attribute__((target("avx2,fma")))
 #define HELM_FIT_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
 
-void fitAffine8Scalar(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin, float rdelta,
-                      int nstep, Floats8 &scale, Floats8 &offset) {
+template <class V, int N>
+void fitAffineScalar(const V (&xt)[N], const V (&wt)[N], int qmax, float rmin, float rdelta, int nstep, V &scale,
+                     V &offset) {
   fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
 }
-HELM_FIT_AVX2 void fitAffine8Avx2(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin,
-                                  float rdelta, int nstep, Floats8 &scale, Floats8 &offset) {
+template <class V, int N>
+HELM_FIT_AVX2 void fitAffineAvx2(const V (&xt)[N], const V (&wt)[N], int qmax, float rmin, float rdelta, int nstep,
+                                 V &scale, V &offset) {
   fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
 }
-HELM_FIT_AVX512 void fitAffine8Avx512(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin,
-                                      float rdelta, int nstep, Floats8 &scale, Floats8 &offset) {
+template <class V, int N>
+HELM_FIT_AVX512 void fitAffineAvx512(const V (&xt)[N], const V (&wt)[N], int qmax, float rmin, float rdelta,
+                                     int nstep, V &scale, V &offset) {
   fitAffine(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
 }
-/// fitAffine of the eight sub-blocks of 32 of a Q4_K / Q5_K super-block, for the CPU's ISA.
-void fitAffine8(const Floats8 (&xt)[32], const Floats8 (&wt)[32], int qmax, float rmin, float rdelta, int nstep,
-                Floats8 &scale, Floats8 &offset) {
+/// fitAffine compiled for the CPU's ISA: the eight sub-blocks of 32 of a Q4_K / Q5_K super-block,
+/// or the sixteen of 16 of a Q2_K one.
+template <class V, int N>
+void fitAffineOnIsa(const V (&xt)[N], const V (&wt)[N], int qmax, float rmin, float rdelta, int nstep, V &scale,
+                    V &offset) {
   switch (kernels::activeIsa()) {
-  case kernels::Isa::avx512: return fitAffine8Avx512(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
-  case kernels::Isa::avx2: return fitAffine8Avx2(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+  case kernels::Isa::avx512: return fitAffineAvx512(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+  case kernels::Isa::avx2: return fitAffineAvx2(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
   case kernels::Isa::scalar: break;
   }
-  fitAffine8Scalar(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
+  fitAffineScalar(xt, wt, qmax, rmin, rdelta, nstep, scale, offset);
 }
 
 /// The sub-block fits of a Q4_K / Q5_K super-block packed into d, dmin and the 12 scale bytes;
@@ -367,7 +372,7 @@ bool quantizeAffineSuperBlock(const float *x, int qmax, float rmin, float rdelta
     }
   }
   Floats8 scales, offsets;
-  fitAffine8(xt, wt, qmax, rmin, rdelta, nstep, scales, offsets);
+  fitAffineOnIsa(xt, wt, qmax, rmin, rdelta, nstep, scales, offsets);
   AffineFit fits[8];
   float maxScale = 0.0f, maxOffset = 0.0f;
   for (int j = 0; j < 8; ++j) {
@@ -438,14 +443,14 @@ bool quantizeQ5K(const float *x, uint8_t *out) {
   return ok;
 }
 
-/// Q6_K's sub-block fit (ggml's make_qx_quants with squared-magnitude weights, in spirit): a
-/// signed scale s with x ~ s * q, q in [-32, 31]. The start maps the value of largest magnitude to
-/// q = -32 (so s has the opposite sign); refits by weighted least squares for 19 step counts around
-/// 32 are kept when they lower the weighted error and still reach every weight within one step
-/// (the start itself may clamp the opposite extreme, +32 steps, to 31). All 16 sub-blocks of 16
-/// side by side, as fitAffine's lanes.
-HELM_LANES void fitSymmetric(const Floats16 (&xt)[16], Floats16 &scales) {
-  constexpr int qmax = 32, N = 16;
+/// The Q6_K and Q3_K sub-block fit (ggml's make_qx_quants with squared-magnitude weights, in
+/// spirit): a signed scale s with x ~ s * q, q in [-qmax, qmax - 1] (qmax 32 for Q6_K, 4 for Q3_K).
+/// The start maps the value of largest magnitude to q = -qmax (so s has the opposite sign); refits
+/// by weighted least squares for 19 step counts around qmax are kept when they lower the weighted
+/// error and still reach every weight within one step (the start itself may clamp the opposite
+/// extreme, +qmax steps, to qmax - 1). All 16 sub-blocks of 16 side by side, as fitAffine's lanes.
+HELM_LANES void fitSymmetric(const Floats16 (&xt)[16], int qmax, Floats16 &scales) {
+  constexpr int N = 16;
   using V = Floats16;
   V amax{}, max{};
   for (int i = 0; i < N; ++i) {
@@ -485,17 +490,40 @@ HELM_LANES void fitSymmetric(const Floats16 (&xt)[16], Floats16 &scales) {
   scales = amax < splat<V>(1e-30f) ? V{} : best; // ggml treats a tiny maximum as all zero
 }
 
-void fitSymmetric16Scalar(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
-HELM_FIT_AVX2 void fitSymmetric16Avx2(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
-HELM_FIT_AVX512 void fitSymmetric16Avx512(const Floats16 (&xt)[16], Floats16 &scales) { fitSymmetric(xt, scales); }
-/// fitSymmetric of the 16 sub-blocks of 16 of a Q6_K super-block, for the CPU's ISA.
-void fitSymmetric16(const Floats16 (&xt)[16], Floats16 &scales) {
+void fitSymmetric16Scalar(const Floats16 (&xt)[16], int qmax, Floats16 &scales) {
+  fitSymmetric(xt, qmax, scales);
+}
+HELM_FIT_AVX2 void fitSymmetric16Avx2(const Floats16 (&xt)[16], int qmax, Floats16 &scales) {
+  fitSymmetric(xt, qmax, scales);
+}
+HELM_FIT_AVX512 void fitSymmetric16Avx512(const Floats16 (&xt)[16], int qmax, Floats16 &scales) {
+  fitSymmetric(xt, qmax, scales);
+}
+/// fitSymmetric of the 16 sub-blocks of 16 of a Q6_K or Q3_K super-block, for the CPU's ISA.
+void fitSymmetric16(const Floats16 (&xt)[16], int qmax, Floats16 &scales) {
   switch (kernels::activeIsa()) {
-  case kernels::Isa::avx512: return fitSymmetric16Avx512(xt, scales);
-  case kernels::Isa::avx2: return fitSymmetric16Avx2(xt, scales);
+  case kernels::Isa::avx512: return fitSymmetric16Avx512(xt, qmax, scales);
+  case kernels::Isa::avx2: return fitSymmetric16Avx2(xt, qmax, scales);
   case kernels::Isa::scalar: break;
   }
-  fitSymmetric16Scalar(xt, scales);
+  fitSymmetric16Scalar(xt, qmax, scales);
+}
+
+/// The 16 sub-blocks of 16 of a super-block side by side (xt[l][j] = weight l of sub-block j).
+void transposeSixteens(const float *x, Floats16 (&xt)[16]) {
+  for (int j = 0; j < 16; ++j)
+    for (int l = 0; l < 16; ++l)
+      xt[l][j] = x[16 * j + l];
+}
+
+/// The 2-bit code planes of Q2_K and Q3_K: weight 128n + 32t + 16h + l (n, h < 2, t < 4, l < 16)
+/// is bits 2t..2t+1 of qs[32n + 16h + l].
+void packTwoBitCodes(const uint8_t codes[kSuperBlock], uint8_t qs[64]) {
+  std::memset(qs, 0, 64);
+  for (int i = 0; i < kSuperBlock; ++i) {
+    const int n = i / 128, t = i % 128 / 32, rest = i % 32;
+    qs[32 * n + rest] |= uint8_t((codes[i] & 3) << (2 * t));
+  }
 }
 
 /// Q6_K's 6-bit codes into ql/qh. Per 128 weights (half h): ql[64h + l] holds weight l (low
@@ -514,12 +542,10 @@ void packQ6K(const uint8_t codes[kSuperBlock], BlockQ6K &b) {
 }
 
 bool quantizeQ6K(const float *x, uint8_t *out) {
-  Floats16 xt[16]; // the 16 sub-blocks side by side
-  for (int j = 0; j < 16; ++j)
-    for (int l = 0; l < 16; ++l)
-      xt[l][j] = x[16 * j + l];
+  Floats16 xt[16];
+  transposeSixteens(x, xt);
   Floats16 fitted;
-  fitSymmetric16(xt, fitted);
+  fitSymmetric16(xt, 32, fitted);
   float scales[16];
   for (int j = 0; j < 16; ++j)
     scales[j] = fitted[j];
@@ -553,6 +579,93 @@ bool quantizeQ6K(const float *x, uint8_t *out) {
       codes[16 * j + l] = scale == 0.0f ? 32 : uint8_t(nearestClamped(x[16 * j + l] / scale, -32, 31) + 32);
   }
   packQ6K(codes, b);
+  storeBlock(b, out);
+  return true;
+}
+
+/// Q2_K: per sub-block of 16 an affine fit (ggml's make_qkx2_quants with magnitude weights and
+/// its Q2_K search: 16 step counts from qmax - 0.5), codes q in [0, 3]; scales and offsets as
+/// 4-bit codes relative to the largest of each (d = max scale / 15, dmin = max offset / 15), the
+/// scale in the low and the offset in the high nibble of scales[j]; each weight's code the nearest
+/// for the stored scale and offset.
+bool quantizeQ2K(const float *x, uint8_t *out) {
+  Floats16 xt[16], wt[16];
+  transposeSixteens(x, xt);
+  for (int l = 0; l < 16; ++l)
+    wt[l] = absolute(xt[l]);
+  Floats16 fitScales, fitOffsets;
+  fitAffineOnIsa(xt, wt, 3, -0.5f, 0.1f, 15, fitScales, fitOffsets);
+  float maxScale = 0.0f, maxOffset = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    maxScale = std::max(maxScale, fitScales[j]);
+    maxOffset = std::max(maxOffset, fitOffsets[j]);
+  }
+  BlockQ2K b;
+  const float invScale = maxScale > 0.0f ? 15.0f / maxScale : 0.0f;
+  const float invOffset = maxOffset > 0.0f ? 15.0f / maxOffset : 0.0f;
+  for (int j = 0; j < 16; ++j)
+    b.scales[j] = uint8_t(nearestClamped(invScale * fitScales[j], 0, 15) |
+                          (nearestClamped(invOffset * fitOffsets[j], 0, 15) << 4));
+  b.d = toHalf(maxScale / 15.0f);
+  b.dmin = toHalf(maxOffset / 15.0f);
+  const bool ok = halfIsFinite(b.d) && halfIsFinite(b.dmin);
+  const float d = fromHalf(b.d), dmin = fromHalf(b.dmin);
+  uint8_t codes[kSuperBlock];
+  for (int j = 0; j < 16; ++j) {
+    const float scale = d * float(b.scales[j] & 0xF), offset = dmin * float(b.scales[j] >> 4);
+    for (int l = 0; l < 16; ++l)
+      codes[16 * j + l] = scale == 0.0f ? 0 : uint8_t(nearestClamped((x[16 * j + l] + offset) / scale, 0, 3));
+  }
+  packTwoBitCodes(codes, b.qs);
+  storeBlock(b, out);
+  return ok;
+}
+
+/// Q3_K: per sub-block of 16 a symmetric fit (as Q6_K's with q in [-4, 3]); 6-bit signed scale
+/// codes relative to the largest scale, which becomes -32 (so d > 0), stored + 32 (q3KScale's
+/// layout); each weight's code the nearest for the stored scale, its low 2 bits in qs and the
+/// third in hmask (bit i / 32 of hmask[i % 32] for weight i; the code is q + 4).
+bool quantizeQ3K(const float *x, uint8_t *out) {
+  Floats16 xt[16];
+  transposeSixteens(x, xt);
+  Floats16 fitted;
+  fitSymmetric16(xt, 4, fitted);
+  float maxScale = 0.0f, maxAbsScale = 0.0f;
+  for (int j = 0; j < 16; ++j)
+    if (std::fabs(fitted[j]) > maxAbsScale) {
+      maxAbsScale = std::fabs(fitted[j]);
+      maxScale = fitted[j];
+    }
+  BlockQ3K b;
+  std::memset(&b, 0, sizeof b);
+  if (maxAbsScale == 0.0f) { // an all-zero super-block: d = 0 (codes 0 decode to zero too)
+    storeBlock(b, out);
+    return true;
+  }
+  const float iscale = -32.0f / maxScale;
+  int scaleCodes[16];
+  for (int j = 0; j < 16; ++j) {
+    scaleCodes[j] = nearestClamped(iscale * fitted[j], -32, 31) + 32;
+    b.scales[j % 8] |= uint8_t((scaleCodes[j] & 0xF) << (4 * (j / 8)));
+    b.scales[8 + j % 4] |= uint8_t((scaleCodes[j] >> 4) << (2 * (j / 4)));
+  }
+  b.d = toHalf(1.0f / iscale);
+  if (!halfIsFinite(b.d)) {
+    storeBlock(b, out);
+    return false;
+  }
+  const float d = fromHalf(b.d);
+  uint8_t codes[kSuperBlock];
+  for (int j = 0; j < 16; ++j) {
+    const float scale = d * float(scaleCodes[j] - 32);
+    for (int l = 0; l < 16; ++l) {
+      const int i = 16 * j + l;
+      codes[i] = scale == 0.0f ? 4 : uint8_t(nearestClamped(x[i] / scale, -4, 3) + 4);
+      if (codes[i] > 3)
+        b.hmask[i % 32] |= uint8_t(1 << (i / 32));
+    }
+  }
+  packTwoBitCodes(codes, b.qs);
   storeBlock(b, out);
   return true;
 }
@@ -720,10 +833,10 @@ QuantizeBlockFn quantizer(BlockFormat format) {
   case BlockFormat::q6_k: return quantizeQ6K;
   case BlockFormat::q5_0: return quantizeSymmetric<BlockQ5_0, 32>;
   case BlockFormat::q5_1: return quantizeAffine<BlockQ5_1, 32>;
+  case BlockFormat::q2_k: return quantizeQ2K;
+  case BlockFormat::q3_k: return quantizeQ3K;
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs:
-  case BlockFormat::q2_k:
-  case BlockFormat::q3_k: return nullptr; // read only (the table's quantizable column)
+  case BlockFormat::iq4_xs: return nullptr; // read only (the table's quantizable column)
   }
   return nullptr;
 }

@@ -1,15 +1,14 @@
 //===- BlockFormats.h - GGUF / ggml block formats: layouts, quantize, dequantize --===//
 //
 // The reference implementation of the ggml block formats HELM reads and writes (docs/quantization.md):
-// the byte layouts of ggml-common.h, a quantizer and a dequantizer per format. Plain scalar C++,
-// no LLVM or MLIR: the compile-time quantizer and the kernels' tests both use it as the definition.
+// the byte layouts of ggml-common.h, a quantizer and a dequantizer per format. Portable C++, no
+// LLVM or MLIR: the compile-time quantizer and the kernels' tests both use it as the definition.
 //
 // Exactness: q8_0, q4_0, q4_1, q5_0 and q5_1 quantize byte-for-byte like ggml's reference
-// quantizers (quantize_row_*_ref). The k-quants (q4_k, q5_k, q6_k) use ggml's scale search in spirit but never
-// clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's; every
-// format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow. iq4_nl and
-// iq4_xs, q2_k and q3_k are read only (the table's quantizable column is 0): quantizeRow refuses
-// them.
+// quantizers (quantize_row_*_ref). The k-quants (q2_k .. q6_k) use ggml's scale search in spirit
+// but never clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's;
+// every format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow.
+// iq4_nl and iq4_xs are read only (the table's quantizable column is 0): quantizeRow refuses them.
 //===------------------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_QUANT_BLOCKFORMATS_H
 #define HELM_KERNELS_QUANT_BLOCKFORMATS_H

@@ -22,7 +22,7 @@ namespace helm {
 #include "passes/plan/Passes.h.inc"
 
 /// What helm-quantize-weights stores weights as: each block format it quantizes to, then the mixed
-/// recipes q4_k_m and q5_k_m (llama.cpp's Q4_K_M and Q5_K_M), in the order messages list them.
+/// recipes q3_k_m, q4_k_m and q5_k_m (llama.cpp's), in the order messages list them.
 llvm::ArrayRef<llvm::StringLiteral> quantizationSchemes();
 
 /// Adds helm-annotate-costs and helm-partition with the planner's options (pipeline `helm-plan`,

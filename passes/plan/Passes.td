@@ -17,22 +17,26 @@ def QuantizeWeights : Pass<"helm-quantize-weights", "mlir::ModuleOp"> {
     read: the package builder quantizes the bytes as it writes them, one tensor at a time. Runs
     before helm-annotate-costs, so the costs and the plan count the quantized bytes.
 
-    `format` is one block format for every such weight (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k,
-    q6_k: the contract table's formats helmc quantizes to) or the
+    `format` is one block format for every such weight (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,
+    q4_k, q5_k, q6_k: the contract table's formats helmc quantizes to) or the
     mixed recipe q4_k_m: q6_k for the output head (the tied embedding table too), for the attention
     V projection and the FFN down projection of the blocks i of n where i < n/8, i >= 7n/8 or
     (i - n/8) % 3 == 2, q5_k for a fused QKV projection, q4_k for everything else (llama.cpp's
     Q4_K_M); or q5_k_m, the same with q5_k as the base and q6_k for a fused QKV projection
-    (llama.cpp's Q5_K_M). A row that is not a whole number of its format's blocks (the k-quants hold 256
+    (llama.cpp's Q5_K_M); or q3_k_m: q6_k for the head, q5_k for the V projections of the first
+    two blocks and the down projections of the first sixteenth, q4_k for the other V and down
+    projections, the attention output and a fused QKV projection, q3_k elsewhere (llama.cpp's
+    Q3_K_M). A row that is not a whole number of its format's blocks (the k-quants hold 256
     weights) takes a 32-weight format of at least as many bits instead, as llama.cpp's
-    llama-quantize does: q4_k falls back to q5_0, q5_k to q5_1, q6_k to q8_0; rows that are not a
+    llama-quantize does: q2_k and q3_k fall back to q4_0, q4_k to q5_0, q5_k to q5_1, q6_k to q8_0;
+    rows that are not a
     multiple of 32 stay in their source dtype.
 
     After: `helm.weight_decl @w : tensor<64x128xf32> {blocks = #helm.blocks<format = q8_0, row_dim = 1>, ...}`.
   }];
   let options = [
     Option<"format", "format", "std::string", "\"q8_0\"",
-           "Block format (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k) or mixed recipe (q4_k_m, q5_k_m)">,
+           "Block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k) or mixed recipe (q3_k_m, q4_k_m, q5_k_m)">,
   ];
   let dependentDialects = ["::helm::HelmDialect"];
 }

@@ -34,7 +34,10 @@ int64_t rowDimOfUse(Operation *user, Value weight) {
 }
 
 /// What a weight is to the mixed recipes.
-enum class Role { other, head, attentionV, fusedQkv, ffnDown };
+enum class Role { other, head, attentionV, fusedQkv, attentionOutput, ffnDown };
+
+/// llama.cpp's mixed recipes (llama-quantize's Q3_K_M, Q4_K_M, Q5_K_M).
+enum class Recipe { q3_k_m, q4_k_m, q5_k_m };
 
 /// The projection behind attention's V after raising: a helm.linear, or one piece (helm.split) of
 /// a fused one (`split` is then set). helm-raise-attention already traced V through the
@@ -88,6 +91,8 @@ Roles findRoles(ModuleOp module) {
     } else if (auto linear = dyn_cast<LinearOp>(op)) {
       if (linear.getInput().getDefiningOp<SwigluOp>() || linear.getInput().getDefiningOp<GegluOp>())
         mark(linear.getWeight(), Role::ffnDown);
+      else if (linear.getInput().getDefiningOp<AttentionOp>())
+        mark(linear.getWeight(), Role::attentionOutput);
     }
     if (auto weight = dyn_cast<WeightOp>(op))
       if (auto unit = op->getParentOfType<UnitOp>(); unit && unit.getKind() == UnitKind::block)
@@ -101,14 +106,15 @@ Roles findRoles(ModuleOp module) {
 bool moreBitsInBlock(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 /// The format a row of `rowLength` weights takes instead of `format` when it is not a whole number
-/// of `format`'s blocks (llama.cpp's llama-quantize rule: q4_k -> q5_0, q5_k -> q5_1, q6_k ->
-/// q8_0), or nullopt when no format fits.
+/// of `format`'s blocks (llama.cpp's llama-quantize rule: q2_k and q3_k -> q4_0, q4_k -> q5_0,
+/// q5_k -> q5_1, q6_k -> q8_0), or nullopt when no format fits.
 std::optional<BlockFormat> fitFormat(BlockFormat format, int64_t rowLength) {
   auto weightsOf = [](BlockFormat f) { return helm_dtype_block_weights(int32_t(f)); };
   if (rowLength % weightsOf(format) == 0)
     return format;
   BlockFormat fallback = format == BlockFormat::q4_k   ? BlockFormat::q5_0
                          : format == BlockFormat::q5_k ? BlockFormat::q5_1
+                         : format == BlockFormat::q2_k || format == BlockFormat::q3_k ? BlockFormat::q4_0
                                                        : BlockFormat::q8_0;
   if (rowLength % weightsOf(fallback) == 0)
     return fallback;
@@ -121,10 +127,11 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // llama.cpp's _M recipes: a base k-quant with more bits where they pay.
-    std::optional<BlockFormat> recipeBase = format == "q4_k_m"   ? std::optional(BlockFormat::q4_k)
-                                            : format == "q5_k_m" ? std::optional(BlockFormat::q5_k)
-                                                                 : std::nullopt;
-    const bool mixed = recipeBase.has_value();
+    std::optional<Recipe> recipe = format == "q3_k_m"   ? std::optional(Recipe::q3_k_m)
+                                   : format == "q4_k_m" ? std::optional(Recipe::q4_k_m)
+                                   : format == "q5_k_m" ? std::optional(Recipe::q5_k_m)
+                                                        : std::nullopt;
+    const bool mixed = recipe.has_value();
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
     if (!llvm::is_contained(quantizationSchemes(), llvm::StringRef(format))) {
       if (single)
@@ -161,28 +168,45 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
       }
       if (!storable || rowDim < 0)
         continue;
-      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr(), *recipeBase);
+      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr(), *recipe);
       if (std::optional<BlockFormat> fitted = fitFormat(wanted, type.getDimSize(1 - rowDim)))
         decl.setBlocksAttr(BlocksAttr::get(ctx, *fitted, rowDim));
     }
   }
 
-  /// The format of one weight in the recipe whose base is `base` (q4_k for q4_k_m, q5_k for
-  /// q5_k_m), as llama-quantize picks it: q6_k for the output head; one step above the base for a
-  /// fused QKV projection; q6_k for the attention V and FFN down projections of the blocks that
-  /// get more bits; the base for everything else.
-  static BlockFormat recipeFormat(const Roles &roles, StringAttr name, BlockFormat base) {
+  /// The format of one weight in `recipe`, as llama-quantize picks it (for models that are not
+  /// mixtures of experts). q4_k_m and q5_k_m: q6_k for the output head; one step above the base
+  /// (q4_k, q5_k) for a fused QKV projection; q6_k for the attention V and FFN down projections of
+  /// the blocks that get more bits; the base for everything else. q3_k_m: q6_k for the head; q5_k
+  /// for the V projections of the first two blocks and the down projections of the first
+  /// sixteenth, q4_k for the other V and down projections, the attention output and a fused QKV
+  /// projection; q3_k for everything else.
+  static BlockFormat recipeFormat(const Roles &roles, StringAttr name, Recipe recipe) {
     auto role = roles.role.find(name);
-    switch (role == roles.role.end() ? Role::other : role->second) {
-    case Role::head: return BlockFormat::q6_k;
+    auto block = roles.block.find(name);
+    const int64_t index = block == roles.block.end() ? -1 : block->second;
+    const Role r = role == roles.role.end() ? Role::other : role->second;
+    if (r == Role::head)
+      return BlockFormat::q6_k;
+    if (recipe == Recipe::q3_k_m) {
+      switch (r) {
+      case Role::attentionV: return index >= 0 && index < 2 ? BlockFormat::q5_k : BlockFormat::q4_k;
+      case Role::ffnDown: return index >= 0 && index < roles.blocks / 16 ? BlockFormat::q5_k : BlockFormat::q4_k;
+      case Role::attentionOutput:
+      case Role::fusedQkv: return BlockFormat::q4_k;
+      case Role::head:
+      case Role::other: break;
+      }
+      return BlockFormat::q3_k;
+    }
+    const BlockFormat base = recipe == Recipe::q4_k_m ? BlockFormat::q4_k : BlockFormat::q5_k;
+    switch (r) {
     case Role::fusedQkv: return base == BlockFormat::q4_k ? BlockFormat::q5_k : BlockFormat::q6_k;
     case Role::attentionV:
-    case Role::ffnDown: {
-      auto block = roles.block.find(name);
-      if (block != roles.block.end() && moreBitsInBlock(block->second, roles.blocks))
-        return BlockFormat::q6_k;
-      return base;
-    }
+    case Role::ffnDown:
+      return index >= 0 && moreBitsInBlock(index, roles.blocks) ? BlockFormat::q6_k : base;
+    case Role::head:
+    case Role::attentionOutput:
     case Role::other: break;
     }
     return base;
@@ -200,6 +224,7 @@ llvm::ArrayRef<llvm::StringLiteral> helm::quantizationSchemes() {
     schemes.push_back(name);
     HELM_BLOCK_FORMATS(HELM_SCHEME_NAME)
 #undef HELM_SCHEME_NAME
+    schemes.push_back("q3_k_m");
     schemes.push_back("q4_k_m");
     schemes.push_back("q5_k_m");
     return schemes;

@@ -44,6 +44,9 @@ on PyPI; scripts/test.sh runs that first):
    F32 (1e-3: 18 layers of the f16 GELU table), its text prompt and a whole text tokenized as
    llama.cpp does.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
+5. helmc's mixed recipes (--quantize=q3_k_m, q4_k_m, q5_k_m) give every tensor of an F32 file the
+   type llama-quantize's Q3_K_M, Q4_K_M and Q5_K_M give it (a 16-layer llama, so that the recipes'
+   layer patterns show).
 """
 import argparse
 import json
@@ -148,6 +151,35 @@ def check_bytes(label, gguf_path, package, failures):
     return checked
 
 
+def check_recipes(a, tmp, quantize, env, vocab, failures):
+    """helmc --quantize=q3_k_m / q4_k_m / q5_k_m picks, tensor by tensor, the type llama-quantize's
+    Q3_K_M / Q4_K_M / Q5_K_M gives the same F32 file: a 16-layer llama (the recipes' layer patterns
+    need that many: more bits in the first and last eighth and every third block between, the first
+    sixteenth, the first two V projections), untied."""
+    f32 = tmp / "llama-16-f32.gguf"
+    run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", f32,
+         "--vocab", vocab, "--untied", "--seed", "5", "--layers", "16"])
+    for recipe in ("Q3_K_M", "Q4_K_M", "Q5_K_M"):
+        q, package = tmp / f"llama-16-{recipe}.gguf", tmp / f"llama-16-{recipe}.helmpkg"
+        run([quantize, f32, q, recipe], env=env)
+        run([a.helmc, f32, "-q", f"--quantize={recipe.lower()}", "-o", package])
+        want = {t.name: gguf.GGMLQuantizationType(t.tensor_type).name.lower() for t in gguf.GGUFReader(q).tensors}
+        _, tensors = read_package_tensors(package)
+        got = {name: dtype for name, (dtype, _) in tensors.items()}
+        differ = sorted(name for name in want if got.get(name) != want[name])
+        counts = {}
+        for dtype in want.values():
+            counts[dtype] = counts.get(dtype, 0) + 1
+        print(f"llama 16 layers --quantize={recipe.lower()}: {len(want) - len(differ)}/{len(want)} tensors "
+              f"of llama-quantize's types ({', '.join(f'{n} {t}' for t, n in sorted(counts.items()))})")
+        for name in differ[:5]:
+            failures.append(f"--quantize={recipe.lower()}: {name} is {got.get(name)}, llama-quantize's {recipe} "
+                            f"makes it {want[name]}")
+        q.unlink()
+        package.unlink()
+    f32.unlink()
+
+
 def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=(), eos=2, template=True):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -249,6 +281,7 @@ def main():
                 compare(a, f"{arch} {qtype}", q, prompt, TOLERANCE[qtype], failures)
                 q.unlink()
             f32.unlink()
+        check_recipes(a, tmp, quantize, env, vocab_dir / "ggml-vocab-llama-spm.gguf", failures)
         # Q4_K_M of a model whose rows of 320 are not whole super-blocks: Q5_0 and Q8_0 fallbacks.
         narrow = tmp / "llama-320-f32.gguf"
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", narrow,

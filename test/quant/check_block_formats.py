@@ -8,8 +8,8 @@ blocks, tiny values; shapes such as 4x256 and 3x4096) and every format:
   * every format, the k-quants included: gguf.quants.dequantize(our bytes) equals our dequantizer's
     floats bit for bit, so ggml reads our blocks as we do;
   * the float64 error of each weight is within its format's bound (BOUNDS below);
-  * the formats HELM only reads (iq4_nl, iq4_xs, q2_k, q3_k): random blocks (every code, finite f16 scales of
-    either sign) decode to gguf.quants.dequantize's floats bit for bit.
+  * random blocks of iq4_nl, iq4_xs (which HELM only reads), q2_k and q3_k (every code, finite f16
+    scales of either sign) decode to gguf.quants.dequantize's floats bit for bit.
 Exits 0 when all hold, 1 otherwise (one line per failure, then a summary).
 """
 
@@ -37,9 +37,13 @@ FORMATS = {
     "q6_k": (GGMLQuantizationType.Q6_K, 256, 210, False),
     "q5_0": (GGMLQuantizationType.Q5_0, 32, 22, True),
     "q5_1": (GGMLQuantizationType.Q5_1, 32, 24, True),
+    "q2_k": (GGMLQuantizationType.Q2_K, 256, 84, False),
+    "q3_k": (GGMLQuantizationType.Q3_K, 256, 110, False),
 }
 
-READ_ONLY = {
+RANDOM_BLOCKS = {
+    # Formats whose every code and scale sign random blocks reach (our quantizer writes only some of
+    # q2_k's and q3_k's, and none of the iq4 formats').
     # name: (GGML type, weights per block, bytes per block, offsets of the f16 fields)
     "iq4_nl": (GGMLQuantizationType.IQ4_NL, 32, 18, (0,)),
     "iq4_xs": (GGMLQuantizationType.IQ4_XS, 256, 136, (0,)),
@@ -67,6 +71,10 @@ Per-weight bounds on |x - x'| (derivation; the same as test/unit/kernels/quant/B
   q6_k  sub-block of 16 with stored S = dh*sc: the fit s reaches every weight within |s|, the int8 code
         moves s by Ds <= |dh| + 129 half_error(dh), the final codes are the nearest for S:
         |S| + 33 Ds + slack
+  q2_k  as q4_k with qmax 3 per sub-block of 16 and 4-bit codes for scale and offset (Ds <= dh/2 +
+        16 half_error(dh), Dm likewise):  S/2 + 3.5 Ds + Dm + slack
+  q3_k  as q6_k with codes -4..3 and 6-bit scale codes -32..31 (Ds <= |dh| + 33 half_error(dh)):
+        |S| + 5 Ds + slack
 """
 
 
@@ -131,6 +139,21 @@ def error_bounds(name, x, blocks):
         scales = blocks[:, 192:208].copy().view(np.int8).astype(np.float64)
         scale_move = np.abs(dh) + 129 * half_error(dh)
         per_sub = np.abs(dh * scales) + 33 * scale_move  # (n_blocks, 16)
+        return np.repeat(per_sub, 16, axis=1) + slack
+    if name == "q2_k":
+        dh, dminh = f16_field(blocks, 80)[:, None], f16_field(blocks, 82)[:, None]
+        scale = (blocks[:, 0:16] & 0xF).astype(np.float64)
+        scale_move = dh / 2 + 16 * half_error(dh)
+        offset_move = dminh / 2 + 16 * half_error(dminh)
+        per_sub = dh * scale / 2 + 3.5 * scale_move + offset_move  # (n_blocks, 16)
+        return np.repeat(per_sub, 16, axis=1) + slack
+    if name == "q3_k":
+        dh = f16_field(blocks, 108)[:, None]
+        packed = blocks[:, 96:108].astype(np.int64)
+        sub = np.arange(16)
+        codes = ((packed[:, sub % 8] >> (4 * (sub // 8))) & 0xF) | (((packed[:, 8 + sub % 4] >> (2 * (sub // 4))) & 3) << 4)
+        scale_move = np.abs(dh) + 33 * half_error(dh)
+        per_sub = np.abs(dh * (codes - 32)) + 5 * scale_move  # (n_blocks, 16)
         return np.repeat(per_sub, 16, axis=1) + slack
     raise ValueError(name)
 
@@ -247,7 +270,7 @@ def check_read_only(oracle, workdir, failures):
     """The read-only formats: random blocks through our dequantizer and gguf's, bit for bit."""
     checked = 0
     rng = np.random.default_rng(7)
-    for name, (qtype, block, type_size, halves) in READ_ONLY.items():
+    for name, (qtype, block, type_size, halves) in RANDOM_BLOCKS.items():
         for rows in (1, 5, 64):
             blocks = rng.integers(0, 256, size=(rows * 8, type_size), dtype=np.uint8)
             # Finite f16 scales of either sign, 2^-10 .. 2^6 (every code byte stays random).

@@ -26,6 +26,12 @@
 //       that clips), the 6-bit codes move s by at most Ds = d/2 + 63 |d - dh| <= dh/2 + 64 halfError(dh)
 //       and m by Dm = dminh/2 + 64 halfError(dminh), and the final codes are the nearest for (S, M), so
 //       |x - x'| <= s/2 + qmax Ds + Dm <= S/2 + (qmax + 1/2) Ds + Dm + slack.
+// q2_k  as q4_k with qmax 3, per sub-block of 16, and 4-bit scale and offset codes relative to
+//       the largest (d = max s / 15, so Ds = dh/2 + 16 halfError(dh), Dm likewise):
+//       |x - x'| <= S/2 + 3.5 Ds + Dm + slack.
+// q3_k  as q6_k with q in [-4, 3] and 6-bit scale codes in [-32, 31] (the largest scale becomes
+//       -32; Ds = |d| + 32 |d - dh| <= |dh| + 33 halfError(dh)): |x - x'| <= |s| + 4 Ds <=
+//       |S| + 5 Ds + slack.
 // q6_k  per sub-block of 16 with stored scale S = dh * sc: the fit s reaches every weight within
 //       |s| (the start clamps the opposite extreme from +32 to 31 steps), the int8 code moves s by
 //       at most Ds = |d| + 128 |d - dh| <= |dh| + 129 halfError(dh) (half a step, or a whole one
@@ -134,10 +140,26 @@ std::vector<double> errorBounds(BlockFormat format, const std::vector<float> &x,
     }
     case BlockFormat::iq4_nl:
     case BlockFormat::iq4_xs:
-    case BlockFormat::q2_k:
-    case BlockFormat::q3_k:
       ADD_FAILURE() << "HELM does not quantize to " << info.name;
       break;
+    case BlockFormat::q2_k: {
+      const auto b = blockAt<q::BlockQ2K>(bytes, block);
+      const double dh = halfValue(b.d), dminh = halfValue(b.dmin);
+      const double scaleMove = dh / 2 + 16 * halfError(dh), offsetMove = dminh / 2 + 16 * halfError(dminh);
+      for (int j = 0; j < 16; ++j)
+        for (int l = 0; l < 16; ++l)
+          boundOut[16 * j + l] = dh * (b.scales[j] & 0xF) / 2 + 3.5 * scaleMove + offsetMove + slack;
+      break;
+    }
+    case BlockFormat::q3_k: {
+      const auto b = blockAt<q::BlockQ3K>(bytes, block);
+      const double dh = halfValue(b.d);
+      const double scaleMove = std::fabs(dh) + 33 * halfError(dh);
+      for (int j = 0; j < 16; ++j)
+        for (int l = 0; l < 16; ++l)
+          boundOut[16 * j + l] = std::fabs(dh * (q::q3KScale(b.scales, j) - 32)) + 5 * scaleMove + slack;
+      break;
+    }
     case BlockFormat::q4_k:
     case BlockFormat::q5_k: {
       const bool q4 = format == BlockFormat::q4_k;
@@ -244,10 +266,13 @@ std::pair<float, float> largestRange(BlockFormat format) {
   case BlockFormat::q6_k: return {-2.4e8f, 2.4e8f}; // below 65504 * 128 * 32: the scale search may widen the step
   case BlockFormat::q5_0: return {-65504.0f * 16, 65504.0f * 15};
   case BlockFormat::q5_1: return {-65504.0f, 65504.0f * 30};
+  // q2_k: offsets up to 65504 * 15 and steps up to that over codes 0..3, with room for the
+  // search's wider steps (down to range / 2.5); q3_k: steps up to 65504 * 32 over codes -4..3,
+  // likewise (down to amax / 3.1).
+  case BlockFormat::q2_k: return {-6.0e5f, 1.2e6f};
+  case BlockFormat::q3_k: return {-6.0e6f, 6.0e6f};
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs:
-  case BlockFormat::q2_k:
-  case BlockFormat::q3_k: break; // not quantizable
+  case BlockFormat::iq4_xs: break; // not quantizable
   }
   return {0, 0};
 }
@@ -281,8 +306,8 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
       {BlockFormat::q5_1, "q5_1", 7, 32, 24, sizeof(q::BlockQ5_1), true},
       {BlockFormat::iq4_nl, "iq4_nl", 20, 32, 18, sizeof(q::BlockIq4Nl), false},
       {BlockFormat::iq4_xs, "iq4_xs", 23, 256, 136, sizeof(q::BlockIq4Xs), false},
-      {BlockFormat::q2_k, "q2_k", 10, 256, 84, sizeof(q::BlockQ2K), false},
-      {BlockFormat::q3_k, "q3_k", 11, 256, 110, sizeof(q::BlockQ3K), false},
+      {BlockFormat::q2_k, "q2_k", 10, 256, 84, sizeof(q::BlockQ2K), true},
+      {BlockFormat::q3_k, "q3_k", 11, 256, 110, sizeof(q::BlockQ3K), true},
   };
   ASSERT_EQ(q::allBlockFormats().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
@@ -672,7 +697,8 @@ TEST_P(EveryFormat, SameBytesOnEveryIsa) {
 
 INSTANTIATE_TEST_SUITE_P(BlockFormats, EveryFormat,
                          ::testing::Values(BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1, BlockFormat::q4_k,
-                                           BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1),
+                                           BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1,
+                                           BlockFormat::q2_k, BlockFormat::q3_k),
                          formatName);
 
 // The formats HELM only reads: quantizeRow refuses them in one line, and EveryFormat (above) covers
@@ -689,5 +715,5 @@ TEST(BlockFormats, ReadOnlyFormatsAreRefusedByTheQuantizer) {
     const q::QuantStatus status = q::quantizeRow(info.format, x.data(), 256, bytes.data());
     EXPECT_EQ(status.error, std::string(info.name) + ": HELM reads this format from GGUF files but does not quantize to it");
   }
-  EXPECT_EQ(quantizable, 8u) << "a quantizable format missing from EveryFormat's list";
+  EXPECT_EQ(quantizable, 10u) << "a quantizable format missing from EveryFormat's list";
 }

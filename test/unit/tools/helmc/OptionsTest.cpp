@@ -95,8 +95,8 @@ TEST(HelmcOptions, TypedAtTheEdge) {
   EXPECT_EQ(o.stopAfter(), helm::CompilePhase::Plan);
   EXPECT_EQ(parseError({"m.onnx", "-o", "m.helmpkg", "--gpu-code=ptx"}),
             "--gpu-code must be auto, host or kernels, not 'ptx'");
-  EXPECT_EQ(parseError({"m.onnx", "--quantize=q2_k"}),
-            "--quantize must be none, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q4_k_m or q5_k_m, got 'q2_k'");
+  EXPECT_EQ(parseError({"m.onnx", "--quantize=q7_k"}),
+            "--quantize must be none, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k_m or q5_k_m, got 'q7_k'");
 }
 
 TEST(HelmcOptions, NoChatTemplateGoesWithAPackage) {

@@ -34,8 +34,8 @@
 // CHECK: helm.weight_decl @short : tensor<16x16xf32> {length
 // Read as [K, N] by one linear and as [N, K] by another: no single row dimension.
 // CHECK: helm.weight_decl @both : tensor<64x64xf32> {length
-// BAD: error: unknown quantization format 'q9_9' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q4_k_m, q5_k_m)
-// READONLY: error: block format 'iq4_nl' is read from GGUF files only; helmc quantizes to q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q4_k_m, q5_k_m
+// BAD: error: unknown quantization format 'q9_9' (known: q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k_m, q5_k_m)
+// READONLY: error: block format 'iq4_nl' is read from GGUF files only; helmc quantizes to q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, q2_k, q3_k, q3_k_m, q4_k_m, q5_k_m
 module {
   helm.weight_decl @kn : tensor<64x16xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "kn"}
   helm.weight_decl @nk : tensor<16x64xf32> {length = 4096 : i64, location = "", offset = -1 : i64, onnx_name = "nk"}

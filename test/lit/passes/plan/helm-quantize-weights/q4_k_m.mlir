@@ -1,5 +1,6 @@
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_k_m | FileCheck %s
 // RUN: helm-opt %s --helm-quantize-weights=format=q5_k_m | FileCheck %s --check-prefix=Q5
+// RUN: helm-opt %s --helm-quantize-weights=format=q3_k_m | FileCheck %s --check-prefix=Q3
 //
 // The q4_k_m recipe on eight blocks of 256-wide weights (whole k-quant super-blocks), units numbered
 // as helm-form-units does (embedding 0, blocks 1..8, head 9), so block i is unit i + 1. With n = 8
@@ -50,6 +51,22 @@
 // Q5: helm.weight_decl @v_7 {{.*}}format = q6_k,
 // Q5: helm.weight_decl @up_7 {{.*}}format = q5_k,
 // Q5: helm.weight_decl @down_7 {{.*}}format = q6_k,
+//
+// q3_k_m (llama.cpp's Q3_K_M): q6_k for the head; q5_k for the V projections of blocks 0 and 1 and
+// the down projections of the first sixteenth (none of 8 blocks), q4_k for the other V and down
+// projections, the attention output and the fused QKV projection; q3_k for everything else.
+// Q3: helm.weight_decl @table {{.*}}format = q3_k,
+// Q3: helm.weight_decl @head {{.*}}format = q6_k,
+// Q3: helm.weight_decl @q_0 {{.*}}format = q3_k,
+// Q3: helm.weight_decl @v_0 {{.*}}format = q5_k,
+// Q3: helm.weight_decl @o_0 {{.*}}format = q4_k,
+// Q3: helm.weight_decl @gate_0 {{.*}}format = q3_k,
+// Q3: helm.weight_decl @down_0 {{.*}}format = q4_k,
+// Q3: helm.weight_decl @v_1 {{.*}}format = q5_k,
+// Q3: helm.weight_decl @down_1 {{.*}}format = q4_k,
+// Q3: helm.weight_decl @v_2 {{.*}}format = q4_k,
+// Q3: helm.weight_decl @qkv_4 {{.*}}format = q4_k,
+// Q3: helm.weight_decl @up_7 {{.*}}format = q3_k,
 module {
   helm.weight_decl @table : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "table"}
   helm.weight_decl @head : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "head"}
