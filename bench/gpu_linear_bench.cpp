@@ -6,7 +6,8 @@
 // time per call (median of the repeats, with the range), the weight bytes read per second and,
 // for prefill, the rate in TFLOP/s. The weights are random blocks (quantizeRow); each call's
 // result is not checked here (CudaDeviceOpsTest does that). Block weights decode on the byte-load
-// GEMV; HELM_CUDA_QGEMV=staged measures the staged GEMV where their rows allow it.
+// GEMV; HELM_CUDA_QGEMV=staged measures the staged GEMV where their rows allow it, and
+// HELM_CUDA_QGEMV=lanes the q4_k GEMV on the q4_k weights (read when the device ops are created).
 //
 // usage: helm-gpu-linear-bench [--repeats N] [--decode-only]   (--decode-only: m = 1 and 8)
 //        helm-gpu-linear-bench --bandwidth   the device memory's speed alone: a 1 GiB

@@ -263,6 +263,9 @@ EOF
   echo "== the same decode calls on the staged GEMV (HELM_CUDA_QGEMV=staged; not a check)"
   HELM_CUDA_QGEMV=staged timeout 120 "$work/helm-gpu-linear-bench" --repeats 10 --decode-only ||
     echo "helm-gpu-linear-bench failed"
+  echo "== the same decode calls on the q4_k lane GEMV (HELM_CUDA_QGEMV=lanes; not a check)"
+  HELM_CUDA_QGEMV=lanes timeout 120 "$work/helm-gpu-linear-bench" --repeats 10 --decode-only ||
+    echo "helm-gpu-linear-bench failed"
   run_speed "$work"
   echo "== result: $failures failing group(s)"
   [[ $failures -eq 0 ]]
@@ -307,9 +310,26 @@ run_speed() {
         --stats-json "$work/$name.b16.json" $runflags >/dev/null 2>"$work/$name.err" ||
         { echo "   batch 16 run failed:"; tail -3 "$work/$name.err"; }
     fi
+    # The q4_k weights once more on the lane GEMV (off by default; the q6_k ones stay on the
+    # byte-load GEMV): batch-1 decode beside the default's.
+    local lanes=
+    if [[ $name == *q4_k* ]]; then
+      # shellcheck disable=SC2086
+      if HELM_CUDA_QGEMV=lanes timeout 300 "$work/helm-rt" "$pkg" --prompt-ids "$prompt128" -n $n \
+        --temperature 0 --ignore-eos -q --stats-json "$work/$name.lanes.json" $runflags \
+        >/dev/null 2>"$work/$name.err"; then
+        lanes=$(python3 -c 'import json, sys
+lanes, default = (json.load(open(p)).get("decode_tok_s", 0) for p in sys.argv[1:3])
+print(f"decode {lanes:.1f} tok/s (default GEMV: {default:.1f} tok/s)")' \
+          "$work/$name.lanes.json" "$work/$name.b1.json" 2>&1)
+      else
+        lanes="run failed: $(tail -1 "$work/$name.err")"
+      fi
+    fi
     rm -f "$pkg"
     python3 "$root/scripts/gpu_speed_report.py" "$work/$name.b1.json" "$work/$name.b16.json" \
       "$work/speed/$name.plan.json" "${copy:-0}"
+    if [[ -n $lanes ]]; then echo "   with HELM_CUDA_QGEMV=lanes: $lanes"; fi
   done
 }
 

@@ -12,7 +12,7 @@ const KnobInfo &knobInfo(Knob knob) {
       {"HELM_KERNEL_GEMM", {"auto", "always", "never"}, "the linear's prefill path: oneDNN's GEMM, the GEMV, or chosen by rows"},
       {"HELM_QUANT_PREFILL", {"integer", "dequantize"}, "a block weight's prefill path"},
       {"HELM_QUANT_EXACT", {"0", "1"}, "1: every block linear dequantizes its weight (exact f32 arithmetic)"},
-      {"HELM_CUDA_QGEMV", {"bytes", "staged"}, "the CUDA block GEMV's form"},
+      {"HELM_CUDA_QGEMV", {"bytes", "staged", "lanes"}, "the CUDA block GEMV's form"},
   };
   return knobs[int(knob)];
 }

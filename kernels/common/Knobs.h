@@ -8,7 +8,7 @@
 //   HELM_KERNEL_GEMM   auto | always | never      the f32/f16/bf16 linear's prefill path (Gemm.h)
 //   HELM_QUANT_PREFILL integer | dequantize       a block weight's prefill path (docs/quantization.md)
 //   HELM_QUANT_EXACT   0 | 1                      1: every block linear dequantizes (exact f32)
-//   HELM_CUDA_QGEMV    bytes | staged             the CUDA block GEMV's form
+//   HELM_CUDA_QGEMV    bytes | staged | lanes     the CUDA block GEMV's form
 //
 //===----------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_COMMON_KNOBS_H

@@ -22,13 +22,17 @@ namespace helm_cuda {
 /// Element-type codes of helm_cuda_convert: the contract's helm_dtype.
 enum : int32_t { kDTypeF32 = HELM_DTYPE_F32, kDTypeF16 = HELM_DTYPE_F16, kDTypeBf16 = HELM_DTYPE_BF16 };
 
-// --- helm_cuda_qgemv, helm_cuda_qgemv_staged ------------------------------------------------
+// --- helm_cuda_qgemv, helm_cuda_qgemv_staged, helm_cuda_qgemv_q4k ----------------------------
 
-/// Rows of x one launch of either block GEMV multiplies (the kernels' accumulators per thread).
+/// Rows of x one launch of any block GEMV multiplies (the kernels' accumulators per thread).
 constexpr int kQgemvMaxRows = 8;
 /// helm_cuda_qgemv_staged's thread block, and the output rows it takes at a time.
 constexpr int kQgemvStagedThreads = 256;
 constexpr int kQgemvStagedRows = 4;
+/// helm_cuda_qgemv_q4k's thread block, and the output rows each of its warps takes at a time
+/// (sharing every load of x among them).
+constexpr int kQgemvQ4KThreads = 256;
+constexpr int kQgemvQ4KRowsPerWarp = 2;
 
 // --- helm_cuda_kv_append -------------------------------------------------------------------
 

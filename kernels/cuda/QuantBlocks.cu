@@ -11,7 +11,8 @@
 // Each weight is dequantized with the operations of quant::dequantizeRow, in its order and
 // without fused multiply-adds (__fmul_rn / __fsub_rn / __fadd_rn are never contracted), so the
 // f32 weights are bit-identical to the CPU's dequantization. Blocks are 2-byte aligned at best
-// (34, 18, 20, 144, 176 and 210 bytes), so fields are read byte by byte.
+// (34, 18, 20, 144, 176 and 210 bytes), so fields are read byte by byte; helm_cuda_qgemv_q4k
+// alone reads 16-byte words, of q4_k weights on 16-byte boundaries.
 //
 // helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out, int64_t rows,
 //                           int64_t k)
@@ -31,6 +32,11 @@
 //   helm_cuda_qgemv's result, for weights whose rows start on 16-byte boundaries (w 16-byte
 //   aligned and the row's bytes a multiple of 16; the host checks). Launch: kQgemvStagedThreads
 //   threads, grid-strided over the output rows kQgemvStagedRows at a time (KernelParams.h).
+// helm_cuda_qgemv_q4k(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k, int64_t n)
+//   helm_cuda_qgemv's result for q4_k weights at a 16-byte aligned address (every q4_k row is a
+//   whole number of 144-byte super-blocks, so every row and super-block is then aligned too) and
+//   x 16-byte aligned; m <= kQgemvMaxRows. Launch: kQgemvQ4KThreads threads, grid-strided over
+//   the output rows, kQgemvQ4KRowsPerWarp per warp at a time (KernelParams.h).
 // helm_cuda_embed_blocks(const uint8_t *table, int32_t format, const int64_t *ids, T *y,
 //                        int64_t rows, int64_t vocab, int64_t width)
 //   y[r, :] = row clamp(ids[r], 0, vocab - 1) of the table, dequantized and rounded to T
@@ -41,6 +47,7 @@
 
 #include "contract/helm_contract.h"
 #include "kernels/cuda/KernelParams.h"
+#include "kernels/cuda/QuantLanes.h"
 #include "kernels/quant/BlockFormats.h"
 
 #include <cuda_pipeline.h>
@@ -348,6 +355,109 @@ __device__ void qgemvStaged(const float *x, const uint8_t *w, float *y, int64_t 
   }
 }
 
+/// The byte-load GEMV keeps a warp's lanes on one 32-weight group at a time (34 bytes or less in
+/// flight per warp, single-byte loads); here a warp takes kQgemvQ4KRowsPerWarp output rows and 4
+/// super-blocks of each at a time, 8 lanes per super-block (QuantLanes.h): lane part p loads the
+/// super-block's 16 header bytes (the 8 lanes read the same ones) and its 16 code bytes with one
+/// 16-byte load each, 576 bytes per row and warp in all, and decodes its 32 weights with the exact
+/// dequantization. Each load of x (16-byte, the 16 consecutive x values a nibble half of the part
+/// multiplies) serves all of the warp's weight rows: x comes from the L1 cache, whose bandwidth,
+/// not the memory's, bounds a GEMV that reads 4 bytes of x per weight for one weight row. The next
+/// super-blocks' words are loaded before the current ones are decoded, so a warp's loads overlap
+/// its arithmetic; they are streaming loads (evict first), read once, so that x stays cached.
+/// Products are f32 fused multiply-adds; each lane's sums are added by a warp reduction.
+__device__ __forceinline__ void q4kWords(const uint4 &v, uint32_t (&words)[4]) {
+  words[0] = v.x;
+  words[1] = v.y;
+  words[2] = v.z;
+  words[3] = v.w;
+}
+
+__device__ void qgemvQ4K(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k,
+                         int64_t n) {
+  constexpr int rowsPerWarp = kQgemvQ4KRowsPerWarp, warpsPerBlock = kQgemvQ4KThreads / 32;
+  constexpr int blocksAtOnce = 32 / kQ4KLaneParts;
+  const int lane = int(threadIdx.x & 31u), part = lane % kQ4KLaneParts,
+            slot = lane / kQ4KLaneParts, codeOffset = q4kLaneCodeOffset(part);
+  const int64_t blocks = k / 256, rowBytes = blocks * int64_t(sizeof(BlockQ4K));
+  const int64_t warp = int64_t(blockIdx.x) * warpsPerBlock + (threadIdx.x >> 5),
+                warps = int64_t(gridDim.x) * warpsPerBlock;
+  for (int64_t j0 = warp * rowsPerWarp; j0 < n; j0 += warps * rowsPerWarp) {
+    // Rows past the last (odd n) read the last row again and write nothing.
+    const uint8_t *rows[rowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < rowsPerWarp; ++r)
+      rows[r] = w + min(j0 + r, n - 1) * rowBytes;
+    float acc[rowsPerWarp][kQgemvMaxRows];
+#pragma unroll
+    for (int r = 0; r < rowsPerWarp; ++r)
+#pragma unroll
+      for (int i = 0; i < kQgemvMaxRows; ++i)
+        acc[r][i] = 0.0f;
+    uint4 header[rowsPerWarp], codes[rowsPerWarp];
+    int64_t b = slot;
+    if (b < blocks)
+#pragma unroll
+      for (int r = 0; r < rowsPerWarp; ++r) {
+        const uint8_t *block = rows[r] + b * int64_t(sizeof(BlockQ4K));
+        header[r] = __ldcs(reinterpret_cast<const uint4 *>(block));
+        codes[r] = __ldcs(reinterpret_cast<const uint4 *>(block + codeOffset));
+      }
+    for (; b < blocks; b += blocksAtOnce) {
+      uint32_t headerWords[rowsPerWarp][4], codeWords[rowsPerWarp][4];
+#pragma unroll
+      for (int r = 0; r < rowsPerWarp; ++r) {
+        q4kWords(header[r], headerWords[r]);
+        q4kWords(codes[r], codeWords[r]);
+      }
+      if (b + blocksAtOnce < blocks)
+#pragma unroll
+        for (int r = 0; r < rowsPerWarp; ++r) {
+          const uint8_t *block = rows[r] + (b + blocksAtOnce) * int64_t(sizeof(BlockQ4K));
+          header[r] = __ldcs(reinterpret_cast<const uint4 *>(block));
+          codes[r] = __ldcs(reinterpret_cast<const uint4 *>(block + codeOffset));
+        }
+      const float *xb = x + b * 256;
+#pragma unroll
+      for (int high = 0; high < 2; ++high) {
+        float weights[rowsPerWarp][16];
+#pragma unroll
+        for (int r = 0; r < rowsPerWarp; ++r)
+          q4kLaneHalf(headerWords[r], codeWords[r], part, high, weights[r]);
+        const float *xh = xb + q4kLaneFirstWeight(part, high);
+#pragma unroll
+        for (int i = 0; i < kQgemvMaxRows; ++i) {
+          if (i >= m)
+            break;
+          const float4 *xv = reinterpret_cast<const float4 *>(xh + i * k);
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const float4 v = __ldg(xv + t);
+#pragma unroll
+            for (int r = 0; r < rowsPerWarp; ++r) {
+              float a = acc[r][i];
+              a = fmaf(weights[r][4 * t + 0], v.x, a);
+              a = fmaf(weights[r][4 * t + 1], v.y, a);
+              a = fmaf(weights[r][4 * t + 2], v.z, a);
+              a = fmaf(weights[r][4 * t + 3], v.w, a);
+              acc[r][i] = a;
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < rowsPerWarp; ++r)
+#pragma unroll
+      for (int i = 0; i < kQgemvMaxRows; ++i)
+        if (i < m) {
+          const float total = warpSum(acc[r][i]);
+          if (lane == 0 && j0 + r < n)
+            y[i * n + j0 + r] = total;
+        }
+  }
+}
+
 /// One thread block per picked row, threads over its weights.
 template <typename T, int F>
 __device__ void embedBlocksOf(const uint8_t *table, const int64_t *ids, T *y, int64_t rows,
@@ -389,6 +499,12 @@ extern "C" __global__ void __launch_bounds__(helm_cuda::kQgemvStagedThreads)
   __shared__ helm_cuda::StagedShared shared;
   helm_cuda::forFormat(format,
                        [&](auto f) { helm_cuda::qgemvStaged<decltype(f)::value>(x, w, y, m, k, n, shared); });
+}
+
+extern "C" __global__ void __launch_bounds__(helm_cuda::kQgemvQ4KThreads)
+    helm_cuda_qgemv_q4k(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k,
+                        int64_t n) {
+  helm_cuda::qgemvQ4K(x, w, y, m, k, n);
 }
 
 #define HELM_EMBED_BLOCKS_PARAMS(T)                                                                \

@@ -72,11 +72,12 @@ llvm::Error cudaCallError(llvm::StringRef op, llvm::StringRef call, cudaError_t 
 
 bool validDType(DType dtype) { return kernels::isDType(int32_t(dtype)); }
 
-/// HELM_CUDA_QGEMV=staged: decode weights whose rows allow it on helm_cuda_qgemv_staged. Off by
-/// default until it has run on a GPU (docs/quantization.md, "On the GPU"): the byte-load GEMV is
-/// the one checked there.
-bool stagedGemvRequested() {
-  return kernels::knobValue(kernels::Knob::CudaQgemv, "bytes") == "staged";
+/// HELM_CUDA_QGEMV: the decode GEMV on weights in blocks. "bytes" (the default) is the byte-load
+/// GEMV, the one checked on a GPU; "staged" decodes weights whose rows allow it on
+/// helm_cuda_qgemv_staged, "lanes" aligned q4_k weights on helm_cuda_qgemv_q4k. Both are off by
+/// default until they have run on a GPU (docs/quantization.md, "On the GPU").
+std::string requestedGemv() {
+  return kernels::knobValue(kernels::Knob::CudaQgemv, "bytes").value_or("bytes");
 }
 
 llvm::Error badDType(llvm::StringRef op, DType dtype) {
@@ -194,6 +195,9 @@ private:
   // helm_cuda_qgemv_staged: the decode GEMV for rows on 16-byte boundaries. Optional (a package
   // compiled before it existed has helm_cuda_qgemv only); used under HELM_CUDA_QGEMV=staged.
   Function qgemvStaged_ = nullptr;
+  // helm_cuda_qgemv_q4k: the decode GEMV for q4_k weights on 16-byte boundaries. Optional as the
+  // staged one; used under HELM_CUDA_QGEMV=lanes.
+  Function qgemvQ4K_ = nullptr;
   // Gemma's elementwise kernels (Elementwise.cu). Optional, as the block kernels: a package
   // compiled before they existed has none and runs no model that needs them.
   TypedKernel geglu_, scale_, softcap_;
@@ -270,11 +274,20 @@ llvm::Error CudaDeviceOpsImpl::init() {
     gemma = lookup(softcap_, "helm_cuda_softcap");
   haveGemmaKernels_ = !gemma;
   llvm::consumeError(std::move(gemma));
-  if (haveBlockKernels_ && stagedGemvRequested())
-    if (llvm::Error staged = lookup(qgemvStaged_, "helm_cuda_qgemv_staged")) {
-      llvm::consumeError(std::move(staged));
-      qgemvStaged_ = nullptr;
-    }
+  if (haveBlockKernels_) {
+    // A package without the requested GEMV decodes on the byte-load one.
+    auto optional = [&](Function &fn, llvm::StringRef name) {
+      if (llvm::Error missing = lookup(fn, name)) {
+        llvm::consumeError(std::move(missing));
+        fn = nullptr;
+      }
+    };
+    const std::string gemv = requestedGemv();
+    if (gemv == "staged")
+      optional(qgemvStaged_, "helm_cuda_qgemv_staged");
+    else if (gemv == "lanes")
+      optional(qgemvQ4K_, "helm_cuda_qgemv_q4k");
+  }
   return llvm::Error::success();
 }
 
@@ -647,19 +660,31 @@ llvm::Error CudaDeviceOpsImpl::linearBlocks(const void *x, DType xdtype, const v
       xf = *converted;
     }
     if (!gemm) {
+      auto aligned = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
       // The staged GEMV copies rows in 16-byte words: every row must start on a 16-byte boundary.
-      const bool staged = qgemvStaged_ && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
-                          rowBytes % 16 == 0;
-      const int64_t stagedRows = helm_cuda::kQgemvStagedRows, xRows = helm_cuda::kQgemvMaxRows;
-      const uint32_t threads = staged ? uint32_t(helm_cuda::kQgemvStagedThreads) : kBlockThreads;
-      const uint32_t grid =
-          uint32_t(std::min(staged ? (n + stagedRows - 1) / stagedRows : n, kMaxBlocks));
+      // The q4_k one loads weights and x in 16-byte words (a q4_k row is a whole number of
+      // 144-byte super-blocks, and k a multiple of 256 keeps every row of x aligned).
+      const bool q4k =
+          qgemvQ4K_ && *format == quant::BlockFormat::q4_k && aligned(w) && aligned(xf);
+      const bool staged = !q4k && qgemvStaged_ && aligned(w) && rowBytes % 16 == 0;
+      const int64_t xRows = helm_cuda::kQgemvMaxRows;
+      const int64_t rowsPerBlock =
+          q4k ? helm_cuda::kQgemvQ4KThreads / 32 * helm_cuda::kQgemvQ4KRowsPerWarp
+              : staged ? helm_cuda::kQgemvStagedRows : 1;
+      const uint32_t threads = q4k      ? uint32_t(helm_cuda::kQgemvQ4KThreads)
+                               : staged ? uint32_t(helm_cuda::kQgemvStagedThreads)
+                                        : kBlockThreads;
+      const uint32_t grid = uint32_t(std::min((n + rowsPerBlock - 1) / rowsPerBlock, kMaxBlocks));
       for (int64_t r0 = 0; r0 < m; r0 += xRows) {
         const void *xr = static_cast<const char *>(xf) + r0 * k * 4;
         void *cr = static_cast<char *>(c) + r0 * n * 4;
         int64_t rows = std::min(xRows, m - r0);
-        if (llvm::Error e = launch(op, staged ? qgemvStaged_ : qgemv_, {grid}, threads,
-                                   {&xr, &w, &code, &cr, &rows, &k, &n}))
+        // helm_cuda_qgemv_q4k reads one format: it takes no format code.
+        llvm::Error e =
+            q4k ? launch(op, qgemvQ4K_, {grid}, threads, {&xr, &w, &cr, &rows, &k, &n})
+                : launch(op, staged ? qgemvStaged_ : qgemv_, {grid}, threads,
+                         {&xr, &w, &code, &cr, &rows, &k, &n});
+        if (e)
           return e;
       }
     } else {

@@ -563,7 +563,10 @@ TEST_F(CudaDeviceOpsTest, EmbedBlocksDequantizesBitForBitLikeTheCpu) {
 // rows start on 16-byte boundaries (every format but q6_k at these K, q6_k at K = 16384) and the
 // byte-load one elsewhere (q6_k's 210-byte blocks, a weight 2 bytes past an aligned address);
 // K = 11008 and 16384 give a warp of the staged GEMV more than one stage, n = 5 and 9 a last step
-// with fewer rows than it takes.
+// with fewer rows than it takes. Under HELM_CUDA_QGEMV=lanes q4_k weights at an aligned address
+// run the q4_k GEMV: K = 256 and 768 leave some of a warp's 4 super-block slots idle, K = 11008
+// and 16384 take it around its loop more than once (43 and 64 super-blocks), odd n leave a warp's
+// second row past the end; the weight at +2 bytes falls back to the byte-load GEMV.
 void CudaDeviceOpsTest::checkLinearInBlocks(uint32_t seed) {
   struct Case {
     int64_t m, k, n;
@@ -630,6 +633,17 @@ TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheStagedGemvMatchesToo) {
   ASSERT_TRUE(bool(ops)) << llvm::toString(ops.takeError());
   ops_ = std::move(*ops);
   checkLinearInBlocks(900);
+}
+
+// The same with the q4_k lane GEMV (HELM_CUDA_QGEMV=lanes): the other formats on the byte-load one.
+TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheLaneGemvMatchesToo) {
+  ops_.reset();
+  ::setenv("HELM_CUDA_QGEMV", "lanes", 1);
+  auto ops = createCudaDeviceOps(*device_, helm::kernels::cudaKernelImage());
+  ::unsetenv("HELM_CUDA_QGEMV");
+  ASSERT_TRUE(bool(ops)) << llvm::toString(ops.takeError());
+  ops_ = std::move(*ops);
+  checkLinearInBlocks(1300);
 }
 
 TEST_F(CudaDeviceOpsTest, BlockCallsRefuseBadFormatsAndSizes) {
