@@ -53,7 +53,7 @@ REQUIRED = [
     "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct", "meta-llama-Llama-3.3-70B-Instruct",
     "microsoft-Phi-3.5-mini-instruct", "mistralai-Mistral-Nemo-Instruct-2407",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "google-gemma-2-2b-it",
-    "ibm-granite-granite-3.3-2B-Instruct", "smollm2-default",
+    "google-gemma-4-31B-it", "ibm-granite-granite-3.3-2B-Instruct", "smollm2-default",
 ]
 MIN_RENDERED = 0.2
 FIXED_NOW = datetime.datetime(2025, 7, 14, 9, 5, 3)
