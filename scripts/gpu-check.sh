@@ -35,6 +35,11 @@ models=(llama-fp32 qwen3-kv-fp32 llama-kv-gqa-fp32 phi3-fp32 mistral-fp32
 splits=(0 2)
 prompt1=1,2,3,4,5
 prompt2=7,8,9
+# A prompt past the GEMV's 32 rows: its prefill multiplies on the tensor cores (block weights:
+# f16 panels or TF32 products, 11-bit roundings of weights and activations), checked against the
+# all-CPU logits within prefill_tolerance.
+prompt40=$(seq -s, 1 40)
+prefill_tolerance=1e-2
 new_tokens=32
 long_tokens=200
 # First-step logits against the all-CPU package's, relative to the largest: f32 models within 1e-3
@@ -130,6 +135,8 @@ prepare() {
       die "reference run failed: $model (batch 2)"
     "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n 1 --temperature 0 -q \
       --logits-out "$stage/ref/$model.logits" >/dev/null 2>&1 || die "reference logits failed: $model"
+    "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids "$prompt40" -n 1 --temperature 0 -q \
+      --logits-out "$stage/ref/$model.logits40" >/dev/null 2>&1 || die "reference logits failed: $model (40 tokens)"
     "$build/bin/helm-rt" "$cpu_pkg" --prompt-ids $prompt1 -n $long_tokens --temperature 0 \
       --ignore-eos --emit-ids -q 2>/dev/null >"$stage/ref/$model.long.ids" ||
       die "reference run failed: $model (long)"
@@ -190,6 +197,27 @@ run() {
       -n $new_tokens --temperature 0 --ignore-eos --emit-ids -q)
     timeout 120 "$work/helm-rt" "$pkg" --prompt-ids $prompt1 -n 1 --temperature 0 -q \
       --logits-out "$work/$name.logits" >/dev/null
+    timeout 120 "$work/helm-rt" "$pkg" --prompt-ids "$prompt40" -n 1 --temperature 0 -q \
+      --logits-out "$work/$name.logits40" >/dev/null
+    python3 - "$work/ref/$model.logits40" "$work/$name.logits40" "$prefill_tolerance" <<'EOF' ||
+import struct, sys
+def floats(path):
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        return ()
+    return struct.unpack(f"<{len(data) // 4}f", data)
+want, got, tol = floats(sys.argv[1]), floats(sys.argv[2]), float(sys.argv[3])
+if len(want) != len(got) or not want:
+    print(f"   40-token prompt logits: {len(got)} values, want {len(want)}")
+    sys.exit(1)
+err = max(abs(a - b) for a, b in zip(want, got))
+scale = max(abs(a) for a in want)
+print(f"   40-token prompt logits: max |diff| {err:.3g}, {err / scale:.3g} of the largest: "
+      f"{'within' if err <= tol * scale else 'OUTSIDE'} {tol}")
+sys.exit(0 if err <= tol * scale else 1)
+EOF
+      failures=$((failures + 1))
     python3 - "$work/ref/$model.b1.ids" "$work/ref/$model.b2.ids" "$work/ref/$model.logits" \
       "$work/$name.logits" "$work/$name.b1.json" "$(tolerance_for "$model")" "$got1" "$got2" <<'EOF' ||
 import json, struct, sys

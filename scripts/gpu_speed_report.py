@@ -25,6 +25,14 @@ def main() -> int:
     if not b1 or not plan:
         print("   no figures (a run failed)")
         return 0
+    try:
+        report(b1, b16, plan, copy)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+        print(f"   no figures ({type(e).__name__}: {e})")
+    return 0
+
+
+def report(b1, b16, plan, copy: float) -> None:
     k = plan["chosen_k"]
     gpu_bytes = sum(u["param_bytes"] for u in plan["units"][k:])
     tok_s = b1.get("decode_tok_s", 0)
@@ -45,7 +53,8 @@ def main() -> int:
           f"(first step {b1.get('device_allocations_first_step', '?')}), "
           f"{b1.get('host_syncs_per_step', '?')} host waits")
     predicted = plan["predicted_ms_per_token"]
-    line = f"   plan: {predicted:.2f} ms/token predicted, {ms:.2f} measured ({ms / predicted:.2f}x)"
+    ratio = f"{ms / predicted:.2f}x" if predicted > 0 else "no prediction"
+    line = f"   plan: {predicted:.2f} ms/token predicted, {ms:.2f} measured ({ratio})"
     # The per-block overhead the cost model would need to predict this run (delta_gpu of
     # docs/cost-model.md, for a profile of this machine): the time the plan does not explain,
     # spread over the GPU stage's units.
@@ -54,7 +63,6 @@ def main() -> int:
     if k == 0 and gpu_units > 0 and ms != float("inf"):
         line += f"; implied overhead_ms_per_block {max(0.0, ms - predicted) / gpu_units + (delta or 0):.3f}"
     print(line)
-    return 0
 
 
 if __name__ == "__main__":

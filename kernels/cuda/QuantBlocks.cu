@@ -29,11 +29,13 @@
 //   block reduction per row of x.
 // helm_cuda_qgemv_staged(const float *x, const uint8_t *w, int32_t format, float *y, int64_t m,
 //                        int64_t k, int64_t n)
-//   helm_cuda_qgemv's result, for weights whose rows start on 16-byte boundaries (w 16-byte
+//   helm_cuda_qgemv's products (the same f32 weights), summed in another order, for weights whose
+//   rows start on 16-byte boundaries (w 16-byte
 //   aligned and the row's bytes a multiple of 16; the host checks). Launch: kQgemvStagedThreads
 //   threads, grid-strided over the output rows kQgemvStagedRows at a time (KernelParams.h).
 // helm_cuda_qgemv_q4k(const float *x, const uint8_t *w, float *y, int64_t m, int64_t k, int64_t n)
-//   helm_cuda_qgemv's result for q4_k weights at a 16-byte aligned address (every q4_k row is a
+//   helm_cuda_qgemv's products, summed in another order, for q4_k weights at a 16-byte aligned
+//   address (every q4_k row is a
 //   whole number of 144-byte super-blocks, so every row and super-block is then aligned too) and
 //   x 16-byte aligned; m <= kQgemvMaxRows. Launch: kQgemvQ4KThreads threads, grid-strided over
 //   the output rows, kQgemvQ4KRowsPerWarp per warp at a time (KernelParams.h).

@@ -622,7 +622,7 @@ bool quantizeQ2K(const float *x, uint8_t *out) {
 }
 
 /// Q3_K: per sub-block of 16 a symmetric fit (as Q6_K's with q in [-4, 3]); 6-bit signed scale
-/// codes relative to the largest scale, which becomes -32 (so d > 0), stored + 32 (q3KScale's
+/// codes relative to the scale of largest magnitude, which becomes code -32, stored + 32 (q3KScale's
 /// layout); each weight's code the nearest for the stored scale, its low 2 bits in qs and the
 /// third in hmask (bit i / 32 of hmask[i % 32] for weight i; the code is q + 4).
 bool quantizeQ3K(const float *x, uint8_t *out) {

@@ -127,11 +127,8 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // llama.cpp's _M recipes: a base k-quant with more bits where they pay.
-    std::optional<Recipe> recipe = format == "q3_k_m"   ? std::optional(Recipe::q3_k_m)
-                                   : format == "q4_k_m" ? std::optional(Recipe::q4_k_m)
-                                   : format == "q5_k_m" ? std::optional(Recipe::q5_k_m)
-                                                        : std::nullopt;
-    const bool mixed = recipe.has_value();
+    const bool mixed = format == "q3_k_m" || format == "q4_k_m" || format == "q5_k_m";
+    const Recipe recipe = format == "q3_k_m" ? Recipe::q3_k_m : format == "q5_k_m" ? Recipe::q5_k_m : Recipe::q4_k_m;
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
     if (!llvm::is_contained(quantizationSchemes(), llvm::StringRef(format))) {
       if (single)
@@ -168,14 +165,14 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
       }
       if (!storable || rowDim < 0)
         continue;
-      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr(), *recipe);
+      BlockFormat wanted = single ? *single : recipeFormat(roles, decl.getSymNameAttr(), recipe);
       if (std::optional<BlockFormat> fitted = fitFormat(wanted, type.getDimSize(1 - rowDim)))
         decl.setBlocksAttr(BlocksAttr::get(ctx, *fitted, rowDim));
     }
   }
 
-  /// The format of one weight in `recipe`, as llama-quantize picks it (for models that are not
-  /// mixtures of experts). q4_k_m and q5_k_m: q6_k for the output head; one step above the base
+  /// The format of one weight in `recipe`, as llama-quantize picks it for models that are not
+  /// mixtures of experts (except its 70B rule, which bumps an 80-layer Llama's V projections). q4_k_m and q5_k_m: q6_k for the output head; one step above the base
   /// (q4_k, q5_k) for a fused QKV projection; q6_k for the attention V and FFN down projections of
   /// the blocks that get more bits; the base for everything else. q3_k_m: q6_k for the head; q5_k
   /// for the V projections of the first two blocks and the down projections of the first

@@ -129,9 +129,13 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     accept(i, token);
   }
 
-  // Decode: every unfinished sequence advances by one token per step.
-  if (device)
+  // Decode: every unfinished sequence advances by one token per step. The stage buffers the
+  // prompt's chunks left for reuse are sized for them, not for a decode step: given back now, so
+  // that what the device keeps is the larger of the two, not their sum.
+  if (device) {
+    device->releaseKeptStageBuffers();
     stats.prefillDevice = device->counters() - linkStart;
+  }
   auto decodeStart = Clock::now();
   for (;;) {
     std::vector<int> rows;
@@ -176,6 +180,9 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     }
   }
   stats.decodeMs = msSince(decodeStart);
+  // The next request's shapes are its own: nothing stays held between requests.
+  if (device)
+    device->releaseKeptStageBuffers();
   std::sort(stats.contextLimited.begin(), stats.contextLimited.end());
   if (paged)
     stats.kvPaging = paged->paging();

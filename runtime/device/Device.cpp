@@ -85,8 +85,25 @@ llvm::Expected<void *> Device::allocate(uint64_t bytes, llvm::StringRef what) {
 }
 
 void Device::free(void *p) {
-  if (p)
-    freeImpl(p);
+  if (!p)
+    return;
+  {
+    // A stage buffer given back this way leaves the kept list too, so it is not handed out again.
+    std::lock_guard<std::mutex> lock(stageBuffersMutex_);
+    if (auto it = stageBuffers_.find(p); it != stageBuffers_.end()) {
+      if (it->second.kept) {
+        auto [first, last] = keptStageBuffers_.equal_range(it->second.size);
+        for (auto kept = first; kept != last; ++kept)
+          if (kept->second == p) {
+            keptStageBuffers_.erase(kept);
+            keptStageBytes_ -= it->second.size;
+            break;
+          }
+      }
+      stageBuffers_.erase(it);
+    }
+  }
+  freeImpl(p);
 }
 
 namespace {
@@ -118,11 +135,19 @@ llvm::Expected<void *> Device::allocateStageBuffer(uint64_t bytes, llvm::StringR
       return block;
     }
   }
+  uint64_t held = size;
   auto p = allocate(size, what);
+  if (!p && granuleBytes(bytes) < size) {
+    // Near the budget the class's extra bytes may be what does not fit (allocate has given the
+    // kept buffers back already): the request's own granules, kept under that size.
+    llvm::consumeError(p.takeError());
+    held = granuleBytes(bytes);
+    p = allocate(bytes, what);
+  }
   if (!p)
     return p;
   std::lock_guard<std::mutex> lock(stageBuffersMutex_);
-  stageBuffers_[*p] = StageBuffer{size, /*kept=*/false};
+  stageBuffers_[*p] = StageBuffer{held, /*kept=*/false};
   return p;
 }
 
@@ -203,8 +228,9 @@ public:
   uint64_t capacity() const override { return UINT64_MAX; }
   uint64_t bytesInUse() const override { return inUse_; }
   uint64_t peakBytesInUse() const override { return peak_; }
-  llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocate(bytes, "host staging"); }
-  void freeHost(void *p) override { free(p); }
+  // Host memory is this device's memory too, but not an allocation a step is counted for.
+  llvm::Expected<void *> allocateHost(uint64_t bytes) override { return allocateImpl(bytes, "host staging"); }
+  void freeHost(void *p) override { freeImpl(p); }
 
 protected:
   llvm::Expected<void *> allocateImpl(uint64_t bytes, llvm::StringRef what) override {

@@ -7,8 +7,11 @@
 // `_mlir_memref_to_llvm_*` functions, which runHostStage serves from the device).
 //
 //   cuda - CudaDeviceOps (runtime/backends/cuda/CudaDeviceOps.cpp): kernels/cuda kernels and
-//          cuBLAS on the compute stream, launched asynchronously; the runtime synchronises once
-//          per stage call (freeing a stage buffer, cudaFree, also waits). Where it departs from the
+//          cuBLAS on the compute stream, launched asynchronously; a decode step's one host wait
+//          is the copy of its logits. Stage buffers are kept for reuse without a wait
+//          (Device::allocateStageBuffer), which is safe only because everything that touches
+//          them runs in order on the compute stream: no copy-stream or host access to a stage
+//          buffer. Where it departs from the
 //          arithmetic below: linear converts x to w's type when they differ (cuBLAS takes one
 //          input type), and attention does not round the probabilities (the online form never
 //          holds them normalised); summation orders differ from the host's. So CUDA results are

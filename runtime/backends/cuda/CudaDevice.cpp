@@ -321,7 +321,8 @@ void CudaDeviceImpl::freeImpl(void *p) {
     inUse_ -= it->second;
     blocks_.erase(it);
   }
-  // cudaFree waits for the device to finish work that may still use the block.
+  // cudaFree waits for the device to finish work that may still use the block: a host wait.
+  ++counters_.hostSynchronizations;
   if (cudaSetDevice(options_.ordinal) != cudaSuccess || cudaFree(p) != cudaSuccess)
     (void)cudaGetLastError();
 }

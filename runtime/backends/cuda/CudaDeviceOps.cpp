@@ -14,8 +14,10 @@
 // launches in a device scratch buffer.
 //
 // Single-threaded: the scratch buffers, the constants map and the per-call lists are the object's
-// own. The stage's buffers come from CudaDevice::allocate/free (cudaMalloc/cudaFree, which waits
-// for the device), so a freed buffer is never reused while a kernel still reads it.
+// own. The stage's buffers come from the device's kept stage buffers (Device::allocateStageBuffer):
+// a buffer the stage freed is handed out again without a wait, and that is safe only because every
+// op here reads and writes stage buffers on the compute stream, in order. Nothing may read one
+// on the copy stream or from the host.
 //
 // Scratch buffers (x converted to the weight's dtype, a GEMM result in f32, the attention state,
 // the stage call's positions) are device memory from the device's budget, kept and grown as

@@ -637,6 +637,13 @@ TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheStagedGemvMatchesToo) {
 
 // The same with the q4_k lane GEMV (HELM_CUDA_QGEMV=lanes): the other formats on the byte-load one.
 TEST_F(CudaDeviceOpsTest, LinearInBlocksOnTheLaneGemvMatchesToo) {
+  // The ops fall back to the byte-load GEMV when the image lacks the lane kernel: this image must
+  // have it, or the cases below would check the other kernel.
+  auto module = device_->loadModule(helm::kernels::cudaKernelImage());
+  ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+  auto lanes = device_->getFunction(*module, "helm_cuda_qgemv_q4k");
+  EXPECT_TRUE(bool(lanes)) << llvm::toString(lanes.takeError());
+  device_->unloadModule(*module);
   ops_.reset();
   ::setenv("HELM_CUDA_QGEMV", "lanes", 1);
   auto ops = createCudaDeviceOps(*device_, helm::kernels::cudaKernelImage());

@@ -275,6 +275,31 @@ TEST(EmuDevice, AStageBufferFreedTwiceIsKeptOnce) {
   EXPECT_EQ(d->keptStageBytes(), 2048u);
 }
 
+TEST(EmuDevice, AStageBufferGivenToFreeLeavesTheKeptList) {
+  auto d = emu(1 << 20);
+  auto p = d->allocateStageBuffer(1000, "x");
+  ASSERT_TRUE(bool(p));
+  d->freeStageBuffer(*p);
+  ASSERT_EQ(d->keptStageBytes(), 1024u);
+  d->free(*p); // back to the arena: it must not be handed out as a kept buffer any more
+  EXPECT_EQ(d->keptStageBytes(), 0u);
+  EXPECT_EQ(d->bytesInUse(), 0u);
+  auto q = d->allocateStageBuffer(1000, "y");
+  ASSERT_TRUE(bool(q));
+  EXPECT_EQ(d->bytesInUse(), 1024u);
+  d->freeStageBuffer(*q);
+}
+
+TEST(EmuDevice, AStageBufferNearTheBudgetGetsItsOwnSizeWhenItsClassDoesNotFit) {
+  auto d = emu(63 << 10);
+  // 60 KiB + 1 byte is in the 64 KiB class, which the 63 KiB arena cannot hold; its own granules can.
+  auto p = d->allocateStageBuffer((60 << 10) + 1, "big");
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  EXPECT_EQ(d->bytesInUse(), uint64_t((60 << 10) + 256));
+  d->freeStageBuffer(*p);
+  EXPECT_EQ(d->keptStageBytes(), uint64_t((60 << 10) + 256));
+}
+
 TEST(EmuDevice, AllocationsTakeBackTheKeptStageBuffersWhenTheArenaIsFull) {
   auto d = emu(64 << 10);
   runStep(*d, {48 << 10});
