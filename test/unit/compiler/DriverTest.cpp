@@ -118,12 +118,12 @@ TEST_F(Driver, PhasesRefuseWhatTheyCannotDoInOneLine) {
   EXPECT_GT(helm::unitsOf(*ggufRaised->model.module).size(), 2u);
 
   options.inputPath = corpusModel("qwen3-kv-fp32");
-  options.quantize = "q3_k";
+  options.quantize = "iq4_xs";
   auto badScheme = compile(options, helm::CompilePhase::Raise);
   ASSERT_FALSE(bool(badScheme));
   std::string message = llvm::toString(badScheme.takeError());
   EXPECT_EQ(message.find('\n'), std::string::npos);
-  EXPECT_NE(message.find("block format 'q3_k' is read from GGUF files only"), std::string::npos) << message;
+  EXPECT_NE(message.find("block format 'iq4_xs' is read from GGUF files only"), std::string::npos) << message;
   options.quantize = "q9_k";
   auto unknown = compile(options, helm::CompilePhase::Raise);
   ASSERT_FALSE(bool(unknown));
