@@ -541,43 +541,68 @@ void packQ6K(const uint8_t codes[kSuperBlock], BlockQ6K &b) {
   }
 }
 
-bool quantizeQ6K(const float *x, uint8_t *out) {
+/// The sub-block scales of a Q6_K or Q3_K super-block: fitSymmetric's fits (weight codes in
+/// [-qmax, qmax - 1]) as signed codes in [-scaleMax, scaleMax - 1] relative to the fit of largest
+/// magnitude, which becomes -scaleMax; d (f16) is the step of those codes.
+struct SymmetricScales {
+  bool zero = false; // every fit is 0: an all-zero super-block, stored as zeros
+  uint16_t d = 0;
+  int codes[16] = {};
+};
+
+SymmetricScales symmetricScales(const float *x, int qmax, int scaleMax) {
   Floats16 xt[16];
   transposeSixteens(x, xt);
   Floats16 fitted;
-  fitSymmetric16(xt, 32, fitted);
-  float scales[16];
-  for (int j = 0; j < 16; ++j)
-    scales[j] = fitted[j];
+  fitSymmetric16(xt, qmax, fitted);
   float maxScale = 0.0f, maxAbsScale = 0.0f;
-  for (int j = 0; j < 16; ++j) {
-    if (std::fabs(scales[j]) > maxAbsScale) {
-      maxAbsScale = std::fabs(scales[j]);
-      maxScale = scales[j];
+  for (int j = 0; j < 16; ++j)
+    if (std::fabs(fitted[j]) > maxAbsScale) {
+      maxAbsScale = std::fabs(fitted[j]);
+      maxScale = fitted[j];
     }
+  SymmetricScales scales;
+  if (maxAbsScale == 0.0f) {
+    scales.zero = true;
+    return scales;
   }
+  const float iscale = -float(scaleMax) / maxScale;
+  scales.d = toHalf(1.0f / iscale);
+  for (int j = 0; j < 16; ++j)
+    scales.codes[j] = nearestClamped(iscale * fitted[j], -scaleMax, scaleMax - 1);
+  return scales;
+}
+
+/// Each weight's code for its sub-block's scale as stored (f16 d times the scale code): the
+/// nearest in [-qmax, qmax - 1], plus qmax (qmax itself, a zero weight, where the scale is 0).
+void symmetricCodes(const float *x, const SymmetricScales &scales, int qmax, uint8_t codes[kSuperBlock]) {
+  const float d = fromHalf(scales.d);
+  for (int j = 0; j < 16; ++j) {
+    const float scale = d * float(scales.codes[j]);
+    for (int l = 0; l < 16; ++l)
+      codes[16 * j + l] =
+          scale == 0.0f ? uint8_t(qmax) : uint8_t(nearestClamped(x[16 * j + l] / scale, -qmax, qmax - 1) + qmax);
+  }
+}
+
+bool quantizeQ6K(const float *x, uint8_t *out) {
+  // int8 scale codes: the largest becomes -128 (the sign flips so that d > 0).
+  const SymmetricScales scales = symmetricScales(x, 32, 128);
   BlockQ6K b;
-  if (maxAbsScale == 0.0f) { // an all-zero super-block: d = 0, every code 0
-    std::memset(&b, 0, sizeof b);
+  std::memset(&b, 0, sizeof b);
+  if (scales.zero) {
     storeBlock(b, out);
     return true;
   }
-  // int8 scale codes relative to the largest: that one becomes -128 (the sign flips so that d > 0).
-  const float iscale = -128.0f / maxScale;
-  b.d = toHalf(1.0f / iscale);
+  b.d = scales.d;
   for (int j = 0; j < 16; ++j)
-    b.scales[j] = int8_t(nearestClamped(iscale * scales[j], -128, 127));
+    b.scales[j] = int8_t(scales.codes[j]);
   if (!halfIsFinite(b.d)) {
     storeBlock(b, out);
     return false;
   }
-  const float d = fromHalf(b.d);
   uint8_t codes[kSuperBlock];
-  for (int j = 0; j < 16; ++j) {
-    const float scale = d * float(b.scales[j]);
-    for (int l = 0; l < 16; ++l)
-      codes[16 * j + l] = scale == 0.0f ? 32 : uint8_t(nearestClamped(x[16 * j + l] / scale, -32, 31) + 32);
-  }
+  symmetricCodes(x, scales, 32, codes);
   packQ6K(codes, b);
   storeBlock(b, out);
   return true;
@@ -626,45 +651,28 @@ bool quantizeQ2K(const float *x, uint8_t *out) {
 /// layout); each weight's code the nearest for the stored scale, its low 2 bits in qs and the
 /// third in hmask (bit i / 32 of hmask[i % 32] for weight i; the code is q + 4).
 bool quantizeQ3K(const float *x, uint8_t *out) {
-  Floats16 xt[16];
-  transposeSixteens(x, xt);
-  Floats16 fitted;
-  fitSymmetric16(xt, 4, fitted);
-  float maxScale = 0.0f, maxAbsScale = 0.0f;
-  for (int j = 0; j < 16; ++j)
-    if (std::fabs(fitted[j]) > maxAbsScale) {
-      maxAbsScale = std::fabs(fitted[j]);
-      maxScale = fitted[j];
-    }
+  const SymmetricScales scales = symmetricScales(x, 4, 32);
   BlockQ3K b;
   std::memset(&b, 0, sizeof b);
-  if (maxAbsScale == 0.0f) { // an all-zero super-block: d = 0 (codes 0 decode to zero too)
+  if (scales.zero) { // codes 0 decode to zero too, with d = 0
     storeBlock(b, out);
     return true;
   }
-  const float iscale = -32.0f / maxScale;
-  int scaleCodes[16];
   for (int j = 0; j < 16; ++j) {
-    scaleCodes[j] = nearestClamped(iscale * fitted[j], -32, 31) + 32;
-    b.scales[j % 8] |= uint8_t((scaleCodes[j] & 0xF) << (4 * (j / 8)));
-    b.scales[8 + j % 4] |= uint8_t((scaleCodes[j] >> 4) << (2 * (j / 4)));
+    const int stored = scales.codes[j] + 32;
+    b.scales[j % 8] |= uint8_t((stored & 0xF) << (4 * (j / 8)));
+    b.scales[8 + j % 4] |= uint8_t((stored >> 4) << (2 * (j / 4)));
   }
-  b.d = toHalf(1.0f / iscale);
+  b.d = scales.d;
   if (!halfIsFinite(b.d)) {
     storeBlock(b, out);
     return false;
   }
-  const float d = fromHalf(b.d);
   uint8_t codes[kSuperBlock];
-  for (int j = 0; j < 16; ++j) {
-    const float scale = d * float(scaleCodes[j] - 32);
-    for (int l = 0; l < 16; ++l) {
-      const int i = 16 * j + l;
-      codes[i] = scale == 0.0f ? 4 : uint8_t(nearestClamped(x[i] / scale, -4, 3) + 4);
-      if (codes[i] > 3)
-        b.hmask[i % 32] |= uint8_t(1 << (i / 32));
-    }
-  }
+  symmetricCodes(x, scales, 4, codes);
+  for (int i = 0; i < kSuperBlock; ++i)
+    if (codes[i] > 3)
+      b.hmask[i % 32] |= uint8_t(1 << (i / 32));
   packTwoBitCodes(codes, b.qs);
   storeBlock(b, out);
   return true;
