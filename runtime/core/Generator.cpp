@@ -163,8 +163,8 @@ llvm::Error generate(const LoadedModel &model, const GenerateRequest &request,
     if (device) {
       DeviceCounters step = device->counters() - before;
       stats.decodeDevice = stats.decodeDevice + step;
-      (stats.decodeSteps == 1 ? stats.firstStepAllocations : stats.laterStepAllocations) +=
-          step.allocations;
+      if (stats.decodeSteps == 1)
+        stats.firstStepAllocations = step.allocations;
       stats.maxStepLinkBytes = std::max(stats.maxStepLinkBytes, step.bytes());
       stats.minStepLinkBytes =
           stats.decodeSteps == 1 ? step.bytes() : std::min(stats.minStepLinkBytes, step.bytes());

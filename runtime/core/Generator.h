@@ -29,8 +29,8 @@ struct GenerateStats {
   DeviceCounters prefillDevice, decodeDevice;
   uint64_t minStepLinkBytes = 0, maxStepLinkBytes = 0; // over decode steps
   /// Device allocations of the first decode step (the stage buffers for the batch's sizes are
-  /// made) and of the later ones (none in steady state: the kept buffers serve them).
-  uint64_t firstStepAllocations = 0, laterStepAllocations = 0;
+  /// made); the later steps' are the rest of decodeDevice's (none in steady state).
+  uint64_t firstStepAllocations = 0;
   /// The GPU stage's paged KV cache: evictions, prefetches, device pages (zero without one).
   PagingCounters kvPaging;
   int64_t kvPageTokens = 0; // 0: no paged cache
@@ -48,7 +48,9 @@ struct GenerateStats {
   }
   /// Mean device allocations of the decode steps after the first.
   double allocationsPerStep() const {
-    return decodeSteps > 1 ? double(laterStepAllocations) / double(decodeSteps - 1) : 0;
+    return decodeSteps > 1
+               ? double(decodeDevice.allocations - firstStepAllocations) / double(decodeSteps - 1)
+               : 0;
   }
   double hostSynchronizationsPerStep() const {
     return decodeSteps ? double(decodeDevice.hostSynchronizations) / double(decodeSteps) : 0;
