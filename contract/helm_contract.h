@@ -38,8 +38,8 @@ extern "C" {
  * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block,
  * quantizable). The name is the manifest's dtype and helmc's --quantize spelling; the ggml type id
  * is what GGUF tensor infos hold; quantizable says whether helmc quantizes to the format (1) or only
- * reads it from GGUF files (0: the iq4 formats, whose scales come from an importance search HELM
- * does not reproduce). Everything else about a format derives from this table: the helm_dtype
+ * reads it from GGUF files (0: the iq formats, whose scales and lattice codes come from an
+ * importance search HELM does not reproduce). Everything else about a format derives from this table: the helm_dtype
  * codes and helpers below, the manifest names (manifest_schema.h), kernels/quant's format table,
  * the GGUF importer's accepted types, helm-quantize-weights' schemes. The dialect's BlockFormat
  * enum (TableGen) is checked against it (dialects/helm/HelmDialect.cpp). */
@@ -55,7 +55,12 @@ extern "C" {
   X(IQ4_NL, 11, "iq4_nl", 20, 32, 18, 0)   \
   X(IQ4_XS, 12, "iq4_xs", 23, 256, 136, 0)  \
   X(Q2_K, 13, "q2_k", 10, 256, 84, 1)      \
-  X(Q3_K, 14, "q3_k", 11, 256, 110, 1)
+  X(Q3_K, 14, "q3_k", 11, 256, 110, 1)      \
+  X(IQ2_XXS, 15, "iq2_xxs", 16, 256, 66, 0) \
+  X(IQ2_XS, 16, "iq2_xs", 17, 256, 74, 0)   \
+  X(IQ2_S, 17, "iq2_s", 22, 256, 82, 0)     \
+  X(IQ3_XXS, 18, "iq3_xxs", 18, 256, 98, 0) \
+  X(IQ3_S, 19, "iq3_s", 21, 256, 110, 0)
 
 /* Element types of every buffer that crosses the contract (the manifest spells them "f32",
  * "f16", "bf16", "q8_0", ...). The block dtypes are weights only: a weight of N rows (output

@@ -54,7 +54,12 @@ def Helm_BlockFormat : I32EnumAttr<"BlockFormat", "block format of a quantized w
     I32EnumAttrCase<"iq4_nl", 11>,
     I32EnumAttrCase<"iq4_xs", 12>,
     I32EnumAttrCase<"q2_k", 13>,
-    I32EnumAttrCase<"q3_k", 14>]> {
+    I32EnumAttrCase<"q3_k", 14>,
+    I32EnumAttrCase<"iq2_xxs", 15>,
+    I32EnumAttrCase<"iq2_xs", 16>,
+    I32EnumAttrCase<"iq2_s", 17>,
+    I32EnumAttrCase<"iq3_xxs", 18>,
+    I32EnumAttrCase<"iq3_s", 19>]> {
   let cppNamespace = "::helm";
   let genSpecializedAttr = 0;
 }
@@ -202,6 +207,11 @@ def Helm_BlocksAttr : Helm_Attr<"Blocks", "blocks"> {
     | iq4_xs | 4 | 256 (8 x 32) | 6-bit scales, f16 super-scale; iq4_nl's table | symmetric |
     | q2_k | 2 | 256 (16 x 16) | 4-bit scales and mins, f16 super-scales | min |
     | q3_k | 3 | 256 (16 x 16) | 6-bit scales, f16 super-scale | symmetric (offset 4) |
+    | iq2_xxs | 2 | 256 (8 x 32) | 4-bit scales, f16 super-scale; 8-weight lattice codes, sign bits | symmetric |
+    | iq2_xs | 2 | 256 (16 x 16) | as iq2_xxs, a larger lattice | symmetric |
+    | iq2_s | 2 | 256 (16 x 16) | as iq2_xs, a larger lattice, explicit sign bits | symmetric |
+    | iq3_xxs | 3 | 256 (8 x 32) | 4-bit scales, f16 super-scale; 4-weight lattice codes, sign bits | symmetric |
+    | iq3_s | 3 | 256 (8 x 32) | as iq3_xxs, a larger lattice, explicit sign bits | symmetric |
   }];
   let parameters = (ins "::helm::BlockFormat":$format, "int64_t":$row_dim);
   let extraClassDeclaration = [{

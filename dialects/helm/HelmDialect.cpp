@@ -56,7 +56,10 @@ static_assert(int(BlockFormat::q8_0) == HELM_DTYPE_Q8_0 && int(BlockFormat::q4_0
                   int(BlockFormat::q5_0) == HELM_DTYPE_Q5_0 && int(BlockFormat::q5_1) == HELM_DTYPE_Q5_1 &&
                   int(BlockFormat::iq4_nl) == HELM_DTYPE_IQ4_NL && int(BlockFormat::iq4_xs) == HELM_DTYPE_IQ4_XS &&
                   int(BlockFormat::q2_k) == HELM_DTYPE_Q2_K && int(BlockFormat::q3_k) == HELM_DTYPE_Q3_K &&
-                  getMaxEnumValForBlockFormat() == HELM_DTYPE_Q3_K,
+                  int(BlockFormat::iq2_xxs) == HELM_DTYPE_IQ2_XXS && int(BlockFormat::iq2_xs) == HELM_DTYPE_IQ2_XS &&
+                  int(BlockFormat::iq2_s) == HELM_DTYPE_IQ2_S && int(BlockFormat::iq3_xxs) == HELM_DTYPE_IQ3_XXS &&
+                  int(BlockFormat::iq3_s) == HELM_DTYPE_IQ3_S &&
+                  getMaxEnumValForBlockFormat() == HELM_DTYPE_IQ3_S,
               "BlockFormat codes are the contract's helm_dtype codes");
 
 void HelmDialect::initialize() {

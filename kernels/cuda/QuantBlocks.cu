@@ -3,7 +3,7 @@
 // The formats are kernels/quant/BlockFormats.h's (ggml's byte layouts), given by the contract's
 // block dtype codes (the contract's HELM_BLOCK_FORMATS). A row of K weights is K / 32 blocks of
 // 32 (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl) or K / 256 super-blocks of 256 (q2_k, q3_k, q4_k,
-// q5_k, q6_k, iq4_xs); the kernels see a row
+// q5_k, q6_k, iq4_xs, the iq2 / iq3 lattice formats); the kernels see a row
 // as K / 32 groups of 32 consecutive weights (a block, or one eighth of a super-block) and give
 // the 32 lanes of a warp one weight of a group each, so that neighbouring lanes read neighbouring
 // code bytes (the block's scales are one broadcast read).
@@ -51,6 +51,7 @@
 #include "kernels/cuda/KernelParams.h"
 #include "kernels/cuda/QuantLanes.h"
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/quant/IqFormats.h"
 
 #include <cuda_pipeline.h>
 
@@ -68,6 +69,11 @@ using helm::quant::BlockQ6K;
 using helm::quant::BlockQ8_0;
 using helm::quant::BlockQ5_0;
 using helm::quant::BlockQ5_1;
+using helm::quant::BlockIq2S;
+using helm::quant::BlockIq2Xs;
+using helm::quant::BlockIq2Xxs;
+using helm::quant::BlockIq3S;
+using helm::quant::BlockIq3Xxs;
 using helm::quant::BlockIq4Nl;
 using helm::quant::BlockIq4Xs;
 using helm::quant::BlockQ2K;
@@ -83,6 +89,17 @@ static_assert([] {
       return false;
   return true;
 }(), "kIq4Grid is quant::kIq4Values");
+
+/// The iq lattices (quant::kIq2XxsGrid ...: IqGrids.h, the one owner) in global memory: a warp's
+/// lanes read up to 8 different entries at once, which the constant cache would serialise.
+__device__ const uint64_t kIq2XxsLattice[256] = {HELM_IQ2XXS_GRID};
+__device__ const uint64_t kIq2XsLattice[512] = {HELM_IQ2XS_GRID};
+__device__ const uint64_t kIq2SLattice[1024] = {HELM_IQ2S_GRID};
+__device__ const uint32_t kIq3XxsLattice[256] = {HELM_IQ3XXS_GRID};
+__device__ const uint32_t kIq3SLattice[512] = {HELM_IQ3S_GRID};
+
+/// ggml's sign bits of a 7-bit sign index (quant::iqSigns): the index, its parity as bit 7.
+__device__ __forceinline__ uint32_t iqSigns(uint32_t index) { return index | (uint32_t(__popc(index)) & 1u) << 7; }
 
 __device__ __forceinline__ float halfAt(const uint8_t *p) {
   const unsigned short bits = (unsigned short)(p[0] | (p[1] << 8));
@@ -163,6 +180,50 @@ __device__ __forceinline__ float weightAt(const uint8_t *row, int64_t g, int l) 
       const float dl = __fmul_rn(halfAt(b + offsetof(BlockQ3K, d)), float(code - 32));
       return __fmul_rn(dl, float(low - (high ? 0 : 4)));
     }
+  } else if constexpr (F == HELM_DTYPE_IQ2_XXS || F == HELM_DTYPE_IQ2_XS || F == HELM_DTYPE_IQ2_S ||
+                       F == HELM_DTYPE_IQ3_XXS || F == HELM_DTYPE_IQ3_S) {
+    // quant::decodeIq for one weight: sub-block j = g % 8 of super-block g / 8, 8-weight group
+    // t = l / 8 (lattice entries of 8 weights, or two of 4 for iq3), weight l % 8 of it; the value
+    // (D * s) * c with s = 2 ls + 1 and D = d / 8 (iq2), d / 4 (iq3_xxs), d (iq3_s).
+    const uint8_t *b = row + (g / 8) * helm_dtype_block_bytes(F);
+    const int j = int(g % 8), t = l / 8, i = l % 8, entry = 4 * j + t; // entry: the group in the super-block
+    uint32_t magnitude, signs;
+    int ls;
+    float D;
+    auto word = [](const uint8_t *p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; };
+    if constexpr (F == HELM_DTYPE_IQ2_XXS) {
+      const uint32_t aux = word(b + offsetof(BlockIq2Xxs, qs) + 8 * j + 4);
+      magnitude = uint32_t(kIq2XxsLattice[b[offsetof(BlockIq2Xxs, qs) + 8 * j + t]] >> (8 * i)) & 0xFF;
+      signs = iqSigns((aux >> (7 * t)) & 127);
+      ls = int(aux >> 28);
+      D = __fmul_rn(halfAt(b), 0.125f);
+    } else if constexpr (F == HELM_DTYPE_IQ2_XS) {
+      const uint32_t e = uint32_t(b[offsetof(BlockIq2Xs, qs) + 2 * entry]) | uint32_t(b[offsetof(BlockIq2Xs, qs) + 2 * entry + 1]) << 8;
+      magnitude = uint32_t(kIq2XsLattice[e & 511] >> (8 * i)) & 0xFF;
+      signs = iqSigns(e >> 9);
+      ls = (b[offsetof(BlockIq2Xs, scales) + j] >> (t < 2 ? 0 : 4)) & 0xF;
+      D = __fmul_rn(halfAt(b), 0.125f);
+    } else if constexpr (F == HELM_DTYPE_IQ2_S) {
+      const uint32_t index = b[offsetof(BlockIq2S, qs) + entry] | ((b[offsetof(BlockIq2S, qh) + j] >> (2 * t)) & 3) << 8;
+      magnitude = uint32_t(kIq2SLattice[index] >> (8 * i)) & 0xFF;
+      signs = b[offsetof(BlockIq2S, signs) + entry];
+      ls = (b[offsetof(BlockIq2S, scales) + j] >> (t < 2 ? 0 : 4)) & 0xF;
+      D = __fmul_rn(halfAt(b), 0.125f);
+    } else if constexpr (F == HELM_DTYPE_IQ3_XXS) {
+      const uint32_t aux = word(b + offsetof(BlockIq3Xxs, scalesAndSigns) + 4 * j);
+      magnitude = (kIq3XxsLattice[b[offsetof(BlockIq3Xxs, qs) + 2 * entry + i / 4]] >> (8 * (i % 4))) & 0xFF;
+      signs = iqSigns((aux >> (7 * t)) & 127);
+      ls = int(aux >> 28);
+      D = __fmul_rn(halfAt(b), 0.25f);
+    } else {
+      const int index = 2 * entry + i / 4; // iq3_s: 9-bit indices, the 9th in qh[index / 8] bit index % 8
+      magnitude = (kIq3SLattice[b[offsetof(BlockIq3S, qs) + index] | ((b[offsetof(BlockIq3S, qh) + index / 8] >> (index % 8)) & 1) << 8] >> (8 * (i % 4))) & 0xFF;
+      signs = b[offsetof(BlockIq3S, signs) + entry];
+      ls = (b[offsetof(BlockIq3S, scales) + j / 2] >> (4 * (j % 2))) & 0xF;
+      D = halfAt(b);
+    }
+    const float code = (signs >> i) & 1 ? -float(magnitude) : float(magnitude);
+    return __fmul_rn(__fmul_rn(D, float(2 * ls + 1)), code);
   } else if constexpr (F == HELM_DTYPE_Q4_K || F == HELM_DTYPE_Q5_K) {
     // Sub-block `sub` of super-block g / 8: qs bytes 32 * (sub / 2) .., low nibbles for even
     // sub-blocks, high nibbles for odd ones; q5_k adds bit `sub` of qh[l] as the fifth bit.

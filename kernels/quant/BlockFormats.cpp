@@ -5,6 +5,7 @@
 
 #include "kernels/common/Isa.h"
 #include "kernels/common/Numeric.h"
+#include "kernels/quant/IqFormats.h"
 
 #include <algorithm>
 #include <array>
@@ -24,14 +25,17 @@ namespace {
   {BlockFormat(CODE - HELM_DTYPE_Q8_0), name, ggml, weights, bytes, quantizable != 0},
 constexpr BlockFormatInfo kFormats[] = {HELM_BLOCK_FORMATS(HELM_QUANT_FORMAT_ROW)};
 #undef HELM_QUANT_FORMAT_ROW
-static_assert(std::size(kFormats) == size_t(BlockFormat::q3_k) + 1, "one row per BlockFormat");
+static_assert(std::size(kFormats) == size_t(BlockFormat::iq3_s) + 1, "one row per BlockFormat");
 static_assert(kFormats[int(BlockFormat::q8_0)].name == "q8_0" && kFormats[int(BlockFormat::q4_0)].name == "q4_0" &&
                   kFormats[int(BlockFormat::q4_1)].name == "q4_1" && kFormats[int(BlockFormat::q4_k)].name == "q4_k" &&
                   kFormats[int(BlockFormat::q5_k)].name == "q5_k" && kFormats[int(BlockFormat::q6_k)].name == "q6_k" &&
                   kFormats[int(BlockFormat::q5_0)].name == "q5_0" && kFormats[int(BlockFormat::q5_1)].name == "q5_1" &&
                   kFormats[int(BlockFormat::iq4_nl)].name == "iq4_nl" &&
                   kFormats[int(BlockFormat::iq4_xs)].name == "iq4_xs" &&
-                  kFormats[int(BlockFormat::q2_k)].name == "q2_k" && kFormats[int(BlockFormat::q3_k)].name == "q3_k",
+                  kFormats[int(BlockFormat::q2_k)].name == "q2_k" && kFormats[int(BlockFormat::q3_k)].name == "q3_k" &&
+                  kFormats[int(BlockFormat::iq2_xxs)].name == "iq2_xxs" &&
+                  kFormats[int(BlockFormat::iq2_xs)].name == "iq2_xs" && kFormats[int(BlockFormat::iq2_s)].name == "iq2_s" &&
+                  kFormats[int(BlockFormat::iq3_xxs)].name == "iq3_xxs" && kFormats[int(BlockFormat::iq3_s)].name == "iq3_s",
               "BlockFormat's order is the contract table's");
 static_assert([] {
   for (size_t i = 0; i < std::size(kFormats); ++i)
@@ -50,7 +54,12 @@ static_assert(sizeof(BlockQ8_0) == kFormats[int(BlockFormat::q8_0)].bytesPerBloc
               sizeof(BlockIq4Nl) == kFormats[int(BlockFormat::iq4_nl)].bytesPerBlock &&
               sizeof(BlockIq4Xs) == kFormats[int(BlockFormat::iq4_xs)].bytesPerBlock &&
               sizeof(BlockQ2K) == kFormats[int(BlockFormat::q2_k)].bytesPerBlock &&
-              sizeof(BlockQ3K) == kFormats[int(BlockFormat::q3_k)].bytesPerBlock,
+              sizeof(BlockQ3K) == kFormats[int(BlockFormat::q3_k)].bytesPerBlock &&
+              sizeof(BlockIq2Xxs) == kFormats[int(BlockFormat::iq2_xxs)].bytesPerBlock &&
+              sizeof(BlockIq2Xs) == kFormats[int(BlockFormat::iq2_xs)].bytesPerBlock &&
+              sizeof(BlockIq2S) == kFormats[int(BlockFormat::iq2_s)].bytesPerBlock &&
+              sizeof(BlockIq3Xxs) == kFormats[int(BlockFormat::iq3_xxs)].bytesPerBlock &&
+              sizeof(BlockIq3S) == kFormats[int(BlockFormat::iq3_s)].bytesPerBlock,
               "the layouts have the contract table's sizes");
 
 constexpr int kSuperBlock = 256;
@@ -828,6 +837,20 @@ void dequantizeQ6K(const uint8_t *in, float *y) {
   }
 }
 
+/// ggml's value of an iq weight: (d times the sub-block's factor) times the signed lattice
+/// magnitude, which is decodeIq's (D * s) * c (IqFormats.h).
+template <BlockFormat F> void dequantizeIq(const uint8_t *in, float *y) {
+  int8_t c[kSuperBlock];
+  int16_t s[16];
+  float D;
+  decodeIq<F>(in, c, s, D);
+  for (int sub = 0; sub < 16; ++sub) {
+    const float db = D * float(s[sub]);
+    for (int l = 0; l < 16; ++l)
+      y[16 * sub + l] = db * float(c[16 * sub + l]);
+  }
+}
+
 using QuantizeBlockFn = bool (*)(const float *, uint8_t *);
 using DequantizeBlockFn = void (*)(const uint8_t *, float *);
 
@@ -844,7 +867,12 @@ QuantizeBlockFn quantizer(BlockFormat format) {
   case BlockFormat::q2_k: return quantizeQ2K;
   case BlockFormat::q3_k: return quantizeQ3K;
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs: return nullptr; // read only (the table's quantizable column)
+  case BlockFormat::iq4_xs:
+  case BlockFormat::iq2_xxs:
+  case BlockFormat::iq2_xs:
+  case BlockFormat::iq2_s:
+  case BlockFormat::iq3_xxs:
+  case BlockFormat::iq3_s: return nullptr; // read only (the table's quantizable column)
   }
   return nullptr;
 }
@@ -863,6 +891,11 @@ DequantizeBlockFn dequantizer(BlockFormat format) {
   case BlockFormat::iq4_xs: return dequantizeIq4Xs;
   case BlockFormat::q2_k: return dequantizeQ2K;
   case BlockFormat::q3_k: return dequantizeQ3K;
+  case BlockFormat::iq2_xxs: return dequantizeIq<BlockFormat::iq2_xxs>;
+  case BlockFormat::iq2_xs: return dequantizeIq<BlockFormat::iq2_xs>;
+  case BlockFormat::iq2_s: return dequantizeIq<BlockFormat::iq2_s>;
+  case BlockFormat::iq3_xxs: return dequantizeIq<BlockFormat::iq3_xxs>;
+  case BlockFormat::iq3_s: return dequantizeIq<BlockFormat::iq3_s>;
   }
   return nullptr;
 }

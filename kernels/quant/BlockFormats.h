@@ -8,7 +8,7 @@
 // quantizers (quantize_row_*_ref). The k-quants (q2_k .. q6_k) use ggml's scale search in spirit
 // but never clip a sub-block's extremes beyond one step, so their bytes may differ from ggml's;
 // every format's bytes decode to the same floats with ggml's dequantizer as with dequantizeRow.
-// iq4_nl and iq4_xs are read only (the table's quantizable column is 0): quantizeRow refuses them.
+// The iq formats are read only (the table's quantizable column is 0): quantizeRow refuses them.
 //===------------------------------------------------------------------------------===//
 #ifndef HELM_KERNELS_QUANT_BLOCKFORMATS_H
 #define HELM_KERNELS_QUANT_BLOCKFORMATS_H
@@ -27,7 +27,10 @@ namespace helm::quant {
 static_assert(std::endian::native == std::endian::little, "block layouts assume a little-endian host");
 
 /// The contract's table (HELM_BLOCK_FORMATS) in its order: BlockFormat(code - HELM_DTYPE_Q8_0).
-enum class BlockFormat { q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, iq4_nl, iq4_xs, q2_k, q3_k };
+enum class BlockFormat {
+  q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q5_0, q5_1, iq4_nl, iq4_xs, q2_k, q3_k,
+  iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s // the lattice formats: layouts in IqFormats.h
+};
 
 /// One row of the format table.
 struct BlockFormatInfo {

@@ -30,6 +30,10 @@
 //     codes) + mn[2j+1] * (sum of the second 16) exactly; lane = lane + float(isum) * (d * dx),
 //     then lane = lane - float(msum) * (dmin * dx) (llama.cpp's q2_K uses q8_K's per-16 sums the
 //     same way).
+//   iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s (the lattice formats, decoded per super-block to signed
+//     codes c, odd integer scales s per 16 weights and one f32 factor D: IqFormats.h): q3_k's
+//     arithmetic with those, isum = s[2j] * sum c x (first 16) + s[2j+1] * sum c x (second 16)
+//     exactly; lane = lane + float(isum) * (D * dx).
 //   q5_0, q5_1, iq4_nl, iq4_xs (the "decoded" formats: every path decodes a group of 256 weights to
 //     int8 codes and one f32 scale, and for q5_1 one f32 min, per block of 32, then runs one
 //     kernel for all of them): q5_0's code is q - 16, q5_1's q (0..31), iq4's kIq4Values[nibble];
@@ -44,6 +48,7 @@
 #define HELM_KERNELS_QUANT_QUANTGEMVIMPL_H
 
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/quant/IqFormats.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -76,11 +81,11 @@ constexpr bool isDecoded(BlockFormat f) {
 constexpr bool isLowBitKQuant(BlockFormat f) { return f == BlockFormat::q2_k || f == BlockFormat::q3_k; }
 /// Formats of 256-weight blocks: a row is whole groups, never a partial last one.
 constexpr bool hasSuperBlocks(BlockFormat f) {
-  return isKQuant(f) || isLowBitKQuant(f) || f == BlockFormat::iq4_xs;
+  return isKQuant(f) || isLowBitKQuant(f) || isIq(f) || f == BlockFormat::iq4_xs;
 }
 /// The formats the AVX-512 path has a 16-row kernel of its own for (pathRows16, reading x stored
 /// in quads); the others take 16 rows through the path's row loop.
-constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f) && !isLowBitKQuant(f); }
+constexpr bool hasWideKernel(BlockFormat f) { return !isDecoded(f) && !isLowBitKQuant(f) && !isIq(f); }
 
 /// Bytes per weight block of the 32-weight formats, from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {
@@ -104,6 +109,11 @@ constexpr int64_t groupBytes(BlockFormat f) {
   case BlockFormat::iq4_xs: return sizeof(BlockIq4Xs);
   case BlockFormat::q2_k: return sizeof(BlockQ2K);
   case BlockFormat::q3_k: return sizeof(BlockQ3K);
+  case BlockFormat::iq2_xxs: return sizeof(BlockIq2Xxs);
+  case BlockFormat::iq2_xs: return sizeof(BlockIq2Xs);
+  case BlockFormat::iq2_s: return sizeof(BlockIq2S);
+  case BlockFormat::iq3_xxs: return sizeof(BlockIq3Xxs);
+  case BlockFormat::iq3_s: return sizeof(BlockIq3S);
   default: return 8 * blockBytes(f);
   }
 }
@@ -124,6 +134,11 @@ template <class Fn> inline void withFormat(BlockFormat f, Fn &&fn) {
   case BlockFormat::iq4_xs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq4_xs>{});
   case BlockFormat::q2_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q2_k>{});
   case BlockFormat::q3_k: return fn(std::integral_constant<BlockFormat, BlockFormat::q3_k>{});
+  case BlockFormat::iq2_xxs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq2_xxs>{});
+  case BlockFormat::iq2_xs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq2_xs>{});
+  case BlockFormat::iq2_s: return fn(std::integral_constant<BlockFormat, BlockFormat::iq2_s>{});
+  case BlockFormat::iq3_xxs: return fn(std::integral_constant<BlockFormat, BlockFormat::iq3_xxs>{});
+  case BlockFormat::iq3_s: return fn(std::integral_constant<BlockFormat, BlockFormat::iq3_s>{});
   }
 }
 

@@ -109,9 +109,10 @@ void rowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, 
   }
 }
 
-/// One k-quant super-block decoded: the 256 weight codes as the integer dot product uses them
-/// (q4_k / q5_k / q2_k: q; q6_k: q - 32; q3_k: q in -4..3), the sub-block scales (q3_k: code - 32),
-/// and for q4_k / q5_k / q2_k the min codes.
+/// One k-quant or iq super-block decoded: the 256 weight codes as the integer dot product uses them
+/// (q4_k / q5_k / q2_k: q; q6_k: q - 32; q3_k: q in -4..3; iq: the signed lattice codes), the
+/// sub-block scales (q3_k: code - 32; iq: 2 ls + 1, d their D), and for q4_k / q5_k / q2_k the min
+/// codes.
 struct SuperBlock {
   int8_t q[256];
   int32_t scale[16];
@@ -119,11 +120,17 @@ struct SuperBlock {
   float d, dmin;
 };
 
-/// Sub-blocks of 16 weights (q6_k, q2_k, q3_k) rather than 32.
-constexpr bool hasSubBlocksOf16(BlockFormat f) { return f == BlockFormat::q6_k || isLowBitKQuant(f); }
+/// Sub-blocks of 16 weights (q6_k, q2_k, q3_k, the iq lattice formats) rather than 32.
+constexpr bool hasSubBlocksOf16(BlockFormat f) { return f == BlockFormat::q6_k || isLowBitKQuant(f) || isIq(f); }
 
 template <BlockFormat F> void decodeSuperBlock(const uint8_t *blk, SuperBlock &sb) {
-  if constexpr (isLowBitKQuant(F)) {
+  if constexpr (isIq(F)) {
+    int16_t scale[16];
+    decodeIq<F>(blk, sb.q, scale, sb.d);
+    for (int s = 0; s < 16; ++s)
+      sb.scale[s] = scale[s];
+    sb.dmin = 0.0f;
+  } else if constexpr (isLowBitKQuant(F)) {
     // Sub-block s = 8n + 2t + h: bits 2t of qs[32n + 16h + l] (q3_k: hmask[16h + l] bit 4n + t).
     const uint8_t *qs = blk + (F == BlockFormat::q2_k ? offsetof(BlockQ2K, qs) : offsetof(BlockQ3K, qs));
     for (int s = 0; s < 16; ++s) {
@@ -319,7 +326,7 @@ void decodedRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8
 void rowsScalar(BlockFormat f, const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_t n0, int64_t n1,
                 float *y, int64_t N) {
   withFormat(f, [&](auto format) {
-    if constexpr (isKQuant(format) || isLowBitKQuant(format))
+    if constexpr (isKQuant(format) || isLowBitKQuant(format) || isIq(format))
       kRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);
     else if constexpr (isDecoded(format))
       decodedRowsScalarT<format>(q, m0, mb, w, n0, n1, y, N);

@@ -17,7 +17,8 @@
 //                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI;
 //   pathRows16<F>(...)             (kPathMaxRows >= 16 only) a whole call of 16 rows of x.
 // This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
-// integer dot products), the decoded formats' groups (q5_0, q5_1, iq4_nl, iq4_xs: each block
+// integer dot products), the iq lattice formats' super-blocks (decoded by decodeIq, then q3_k's
+// kernel), the decoded formats' groups (q5_0, q5_1, iq4_nl, iq4_xs: each block
 // decoded to 32 codes in a register, one kernel for all four) and the loop over rows, groups and the
 // tail. Everything is in
 // an anonymous namespace: each including file gets its own copy, compiled for its target.
@@ -329,15 +330,47 @@ HELM_QTARGET inline void decodedGroup(const uint8_t *p, const XRows &x, PathAcc<
   }
 }
 
-/// Adds a q2_k / q3_k super-block (at p) to the MB rows of x (QuantGemvImpl.h's arithmetic): the
-/// codes unsigned in registers (q2_k: q, 0..3; q3_k: q + 4, 0..7), u8 x s8 pairs times the int16
-/// sub-block scales (sub-block 2j in the low 128 bits, 2j + 1 in the high), q3_k's offset of 4
-/// and q2_k's mins through the per-16 sums of the codes (halfSum).
+/// Adds a super-block of sub-blocks of 16 to the MB rows of x (QuantGemvImpl.h's arithmetic), given
+/// its 256 codes unsigned in wv (each code plus 2^OffsetShift; OffsetShift < 0: no offset),
+/// its int16 sub-block scales (and, for HasMins, mins) and its factors: u8 x s8 pairs times the
+/// scales (sub-block 2j in the low 128 bits, 2j + 1 in the high), the offset and the mins through
+/// the per-16 sums of the codes (halfSum). Codes below 128: |pair| <= 2 * 126 * 127 fits int16.
+template <int OffsetShift, bool HasMins, int MB>
+HELM_QTARGET inline void subBlocks16Group(const __m256i (&wv)[8], const int16_t (&scale)[16], const int16_t (&min)[16],
+                                          float d, float dmin, const XRows &x, PathAcc<MB> &acc) {
+  __m256i scale16[8];
+  for (int j = 0; j < 8; ++j)
+    scale16[j] = _mm256_set_m128i(_mm_set1_epi16(scale[2 * j + 1]), _mm_set1_epi16(scale[2 * j]));
+  const __m256i scales = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(scale));
+  const __m256i mins = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(min));
+  const __m256 dv = _mm256_set1_ps(d), dminv = _mm256_set1_ps(dmin);
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    __m256i prod[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) // a pair times a scale of |s| <= 32, summed in pairs: int32
+      prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), j)), scale16[j]);
+    __m256i isum = reduce8x8(prod);
+    const __m256i halfSums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m)));
+    if constexpr (OffsetShift >= 0) // lane j loses 2^shift * (sc . per-16 sums)
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(scales, halfSums), OffsetShift));
+    const __m256 dx = _mm256_loadu_ps(x.dx(m));
+    acc.add(m, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dv, dx)));
+    if constexpr (HasMins) { // lane - t is lane + (-t), bit for bit
+      const __m256i msum = _mm256_madd_epi16(mins, halfSums);
+      const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dminv, dx));
+      acc.add(m, _mm256_xor_ps(t, _mm256_set1_ps(-0.0f)));
+    }
+  }
+}
+
+/// Adds a q2_k / q3_k super-block (at p) to the MB rows of x: the codes unsigned in registers
+/// (q2_k: q, 0..3; q3_k: q + 4, 0..7), q3_k's offset of 4 and q2_k's mins (subBlocks16Group).
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void lowBitKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
   const __m256i three = _mm256_set1_epi8(3);
   __m256i wv[8];
-  alignas(32) int16_t scale[16], min[16] = {};
+  int16_t scale[16], min[16] = {};
   float d, dmin = 0.0f;
   if constexpr (F == BlockFormat::q2_k) {
     for (int n = 0; n < 2; ++n) {
@@ -365,30 +398,32 @@ HELM_QTARGET inline void lowBitKQuantGroup(const uint8_t *p, const XRows &x, Pat
       scale[s] = int16_t(q3KScale(p + offsetof(BlockQ3K, scales), s) - 32);
     d = halfAt(p + offsetof(BlockQ3K, d));
   }
-  __m256i scale16[8];
-  for (int j = 0; j < 8; ++j)
-    scale16[j] = _mm256_set_m128i(_mm_set1_epi16(scale[2 * j + 1]), _mm_set1_epi16(scale[2 * j]));
-  const __m256i scales = _mm256_load_si256(reinterpret_cast<const __m256i *>(scale));
-  const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i *>(min));
-  const __m256 dv = _mm256_set1_ps(d), dminv = _mm256_set1_ps(dmin);
-#pragma GCC unroll 8
-  for (int m = 0; m < MB; ++m) {
-    __m256i prod[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) // |pair| <= 2 * 7 * 127 in int16; times a scale of |s| <= 32: int32
-      prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), j)), scale16[j]);
-    __m256i isum = reduce8x8(prod);
-    const __m256i halfSums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m)));
-    if constexpr (F == BlockFormat::q3_k) // the codes are q + 4: lane j loses 4 * (sc . per-16 sums)
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(scales, halfSums), 2));
-    const __m256 dx = _mm256_loadu_ps(x.dx(m));
-    acc.add(m, _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dv, dx)));
-    if constexpr (F == BlockFormat::q2_k) { // lane - t is lane + (-t), bit for bit
-      const __m256i msum = _mm256_madd_epi16(mins, halfSums);
-      const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dminv, dx));
-      acc.add(m, _mm256_xor_ps(t, _mm256_set1_ps(-0.0f)));
+  subBlocks16Group<F == BlockFormat::q3_k ? 2 : -1, F == BlockFormat::q2_k, MB>(wv, scale, min, d, dmin, x, acc);
+}
+
+/// Adds an iq lattice super-block (at p) to the MB rows of x: each group of 8 weights' signed
+/// codes (|c| <= 62) built in a general register (iqGroup, iqSignedCodes: two table reads and a few
+/// integer operations), four to a vector register, offset by 64 into unsigned bytes, then q3_k's
+/// arithmetic (subBlocks16Group).
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void iqSuperBlock(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  int16_t scale[16];
+  const int16_t none[16] = {};
+  float d;
+  iqScales<F>(p, scale, d);
+  const __m256i offset = _mm256_set1_epi8(64);
+  __m256i wv[8];
+  for (int j = 0; j < 8; ++j) {
+    long long codes[4];
+    for (int t = 0; t < 4; ++t) {
+      uint64_t magnitudes;
+      uint32_t signs;
+      iqGroup<F>(p, 4 * j + t, magnitudes, signs);
+      codes[t] = static_cast<long long>(iqSignedCodes(magnitudes, signs));
     }
+    wv[j] = _mm256_add_epi8(_mm256_set_epi64x(codes[3], codes[2], codes[1], codes[0]), offset);
   }
+  subBlocks16Group<6, false, MB>(wv, scale, none, d, 0.0f, x, acc);
 }
 
 template <BlockFormat F, int MB>
@@ -417,6 +452,8 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         decodedGroup<F, MB>(gp, x, acc);
       else if constexpr (isLowBitKQuant(F))
         lowBitKQuantGroup<F, MB>(gp, x, acc);
+      else if constexpr (isIq(F))
+        iqSuperBlock<F, MB>(gp, x, acc);
       else
         legacyGroup<F, MB>(gp, x, acc);
     }

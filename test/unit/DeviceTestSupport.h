@@ -77,7 +77,7 @@ inline void blockRows(quant::BlockFormat format, int64_t rows, int64_t width, ui
       std::vector<float> row = randomFloats(size_t(width), -1, 1, seed + uint32_t(r));
       ASSERT_TRUE(quant::quantizeRow(format, row.data(), width, dst).ok());
     } else {
-      // A format HELM only reads: random codes and sub-block scales, the f16 fields (iq4: d at
+      // A format HELM only reads: random codes and sub-block scales, the f16 fields (iq: d at
       // the start of each block; q2_k: d and dmin; q3_k: d) of either sign in [2^-10, 2^-9).
       std::vector<size_t> halves = {0};
       if (format == quant::BlockFormat::q2_k)

@@ -39,17 +39,20 @@
 //       |x - x'| <= |s| + 32 Ds <= |S| + 33 Ds + slack.
 //===------------------------------------------------------------------------------===//
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/quant/IqFormats.h"
 #include "kernels/common/Isa.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace q = helm::quant;
@@ -140,6 +143,11 @@ std::vector<double> errorBounds(BlockFormat format, const std::vector<float> &x,
     }
     case BlockFormat::iq4_nl:
     case BlockFormat::iq4_xs:
+    case BlockFormat::iq2_xxs:
+    case BlockFormat::iq2_xs:
+    case BlockFormat::iq2_s:
+    case BlockFormat::iq3_xxs:
+    case BlockFormat::iq3_s:
       ADD_FAILURE() << "HELM does not quantize to " << info.name;
       break;
     case BlockFormat::q2_k: {
@@ -272,7 +280,12 @@ std::pair<float, float> largestRange(BlockFormat format) {
   case BlockFormat::q2_k: return {-6.0e5f, 1.2e6f};
   case BlockFormat::q3_k: return {-6.0e6f, 6.0e6f};
   case BlockFormat::iq4_nl:
-  case BlockFormat::iq4_xs: break; // not quantizable
+  case BlockFormat::iq4_xs:
+  case BlockFormat::iq2_xxs:
+  case BlockFormat::iq2_xs:
+  case BlockFormat::iq2_s:
+  case BlockFormat::iq3_xxs:
+  case BlockFormat::iq3_s: break; // not quantizable
   }
   return {0, 0};
 }
@@ -308,6 +321,11 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
       {BlockFormat::iq4_xs, "iq4_xs", 23, 256, 136, sizeof(q::BlockIq4Xs), false},
       {BlockFormat::q2_k, "q2_k", 10, 256, 84, sizeof(q::BlockQ2K), true},
       {BlockFormat::q3_k, "q3_k", 11, 256, 110, sizeof(q::BlockQ3K), true},
+      {BlockFormat::iq2_xxs, "iq2_xxs", 16, 256, 66, sizeof(q::BlockIq2Xxs), false},
+      {BlockFormat::iq2_xs, "iq2_xs", 17, 256, 74, sizeof(q::BlockIq2Xs), false},
+      {BlockFormat::iq2_s, "iq2_s", 22, 256, 82, sizeof(q::BlockIq2S), false},
+      {BlockFormat::iq3_xxs, "iq3_xxs", 18, 256, 98, sizeof(q::BlockIq3Xxs), false},
+      {BlockFormat::iq3_s, "iq3_s", 21, 256, 110, sizeof(q::BlockIq3S), false},
   };
   ASSERT_EQ(q::allBlockFormats().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
@@ -342,6 +360,14 @@ TEST(BlockFormats, TableMatchesGgmlAndLayouts) {
   EXPECT_EQ(offsetof(q::BlockQ3K, qs), 32u);
   EXPECT_EQ(offsetof(q::BlockQ3K, scales), 96u);
   EXPECT_EQ(offsetof(q::BlockQ3K, d), 108u);
+  EXPECT_EQ(offsetof(q::BlockIq2Xs, scales), 66u);
+  EXPECT_EQ(offsetof(q::BlockIq2S, signs), 34u);
+  EXPECT_EQ(offsetof(q::BlockIq2S, qh), 66u);
+  EXPECT_EQ(offsetof(q::BlockIq2S, scales), 74u);
+  EXPECT_EQ(offsetof(q::BlockIq3Xxs, scalesAndSigns), 66u);
+  EXPECT_EQ(offsetof(q::BlockIq3S, qh), 66u);
+  EXPECT_EQ(offsetof(q::BlockIq3S, signs), 74u);
+  EXPECT_EQ(offsetof(q::BlockIq3S, scales), 106u);
   for (const char *bad : {"", "Q8_0", "q8", "q4_K", "q8_0 ", "f16"})
     EXPECT_FALSE(q::parseBlockFormat(bad).has_value()) << bad;
 }
@@ -716,4 +742,119 @@ TEST(BlockFormats, ReadOnlyFormatsAreRefusedByTheQuantizer) {
     EXPECT_EQ(status.error, std::string(info.name) + ": HELM reads this format from GGUF files but does not quantize to it");
   }
   EXPECT_EQ(quantizable, 10u) << "a quantizable format missing from EveryFormat's list";
+}
+
+// The lattices' shape (ggml's): iq2 entries hold the magnitudes 8, 25, 43; iq3_xxs' the 8 values
+// 4 + 8 i but 62 for the last; iq3_s' the odd numbers 1..15; no entry twice; the first and last
+// entries as ggml's. (check_block_formats.py compares every entry with the gguf package.)
+TEST(BlockFormats, LatticesHaveGgmlsShape) {
+  auto check = [](const auto &grid, int width, std::initializer_list<int> values, uint64_t first, uint64_t last) {
+    std::set<uint64_t> seen;
+    for (uint64_t entry : grid) {
+      EXPECT_TRUE(seen.insert(entry).second) << std::hex << entry;
+      for (int j = 0; j < width; ++j) {
+        const int v = int((entry >> (8 * j)) & 0xFF);
+        EXPECT_NE(std::find(values.begin(), values.end(), v), values.end()) << std::hex << entry;
+      }
+    }
+    EXPECT_EQ(uint64_t(grid[0]), first);
+    EXPECT_EQ(uint64_t(grid[std::size(grid) - 1]), last);
+  };
+  check(q::kIq2XxsGrid, 8, {8, 25, 43}, 0x0808080808080808ull, 0x2b2b2b1908081908ull);
+  check(q::kIq2XsGrid, 8, {8, 25, 43}, 0x0808080808080808ull, 0x2b2b2b2b2b2b2b2bull);
+  check(q::kIq2SGrid, 8, {8, 25, 43}, 0x0808080808080808ull, 0x2b2b2b2b2b2b2b2bull);
+  check(q::kIq3XxsGrid, 4, {4, 12, 20, 28, 36, 44, 52, 62}, 0x04040404u, 0x3e341c04u);
+  check(q::kIq3SGrid, 4, {1, 3, 5, 7, 9, 11, 13, 15}, 0x01010101u, 0x0f0f0101u);
+  for (uint32_t i = 0; i < 128; ++i) { // ggml's ksigns_iq2xs: an even count of set bits
+    EXPECT_EQ(q::iqSigns(i) & 127, i);
+    EXPECT_EQ(std::popcount(unsigned(q::iqSigns(i))) % 2, 0) << i;
+  }
+  EXPECT_EQ(q::iqSigns(1), 0x81);
+  EXPECT_EQ(q::iqSigns(3), 0x03);
+}
+
+// One hand-built super-block per iq format, its expected weights written from ggml's
+// dequantize_row_iq* (ggml-quants.c), independently of decodeIq.
+TEST(BlockFormats, HandBuiltIqBlocksDecodeAsGgml) {
+  std::vector<float> y(256);
+  auto decode = [&](BlockFormat f, const auto &b) {
+    ASSERT_TRUE(q::dequantizeRow(f, reinterpret_cast<const uint8_t *>(&b), 256, y.data()).ok());
+  };
+  auto byteOf = [](uint64_t entry, int j) { return float((entry >> (8 * j)) & 0xFF); };
+  { // IQ2_XXS sub-block 3: qs words 6, 7 (bytes 24..31); group 2's grid index in byte 26, its sign
+    // index bits 14..20 of the second word, the scale its top 4 bits; db = d * (0.5 + ls) * 0.25.
+    q::BlockIq2Xxs b{};
+    b.d = 0x4000; // 2
+    b.qs[24 + 2] = 200;
+    const uint32_t aux = 5u << 14 | 9u << 28; // signs index 5: bits 0 and 2, parity even
+    std::memcpy(b.qs + 28, &aux, 4);
+    decode(BlockFormat::iq2_xxs, b);
+    const float db = 2.0f * (0.5f + 9.0f) * 0.25f;
+    for (int j = 0; j < 8; ++j) {
+      const float sign = (j == 0 || j == 2) ? -1.0f : 1.0f;
+      EXPECT_EQ(y[96 + 16 + j], db * byteOf(q::kIq2XxsGrid[200], j) * sign) << j;
+    }
+    EXPECT_EQ(y[96], db * 8.0f); // group 0: index 0, no signs
+    EXPECT_EQ(y[0], 2.0f * 0.5f * 0.25f * 8.0f); // sub-block 0: ls 0
+  }
+  { // IQ2_XS entry 13 (sub-block 3, group 1: first half): index 0x1A5, sign index 0x41 (bits 0 and
+    // 6); scales[3] = 0x72: the first 16 weights ls 2, the second 7.
+    q::BlockIq2Xs b{};
+    b.d = 0x3c00;
+    const uint16_t e = uint16_t(0x1A5 | 0x41 << 9);
+    std::memcpy(b.qs + 2 * 13, &e, 2);
+    b.scales[3] = 0x72;
+    decode(BlockFormat::iq2_xs, b);
+    for (int j = 0; j < 8; ++j) {
+      const float sign = (j == 0 || j == 6) ? -1.0f : 1.0f;
+      EXPECT_EQ(y[104 + j], 1.0f * (0.5f + 2.0f) * 0.25f * byteOf(q::kIq2XsGrid[0x1A5], j) * sign) << j;
+    }
+    EXPECT_EQ(y[112], (0.5f + 7.0f) * 0.25f * 8.0f);
+  }
+  { // IQ2_S entry 6 (sub-block 1, group 2: second half): index qs[6] | qh[1] bits 4, 5 << 8; sign
+    // byte signs[6]; scales[1] = 0xA3.
+    q::BlockIq2S b{};
+    b.d = 0x3c00;
+    b.qs[6] = 0x37;
+    b.qh[1] = 0x3 << 4;
+    b.signs[6] = 0x81;
+    b.scales[1] = 0xA3;
+    decode(BlockFormat::iq2_s, b);
+    for (int j = 0; j < 8; ++j) {
+      const float sign = (j == 0 || j == 7) ? -1.0f : 1.0f;
+      EXPECT_EQ(y[48 + j], (0.5f + 10.0f) * 0.25f * byteOf(q::kIq2SGrid[0x337], j) * sign) << j;
+    }
+    EXPECT_EQ(y[32], (0.5f + 3.0f) * 0.25f * 8.0f);
+  }
+  { // IQ3_XXS sub-block 2, group 3: grid indices qs[16 + 6], qs[16 + 7]; the word at 64 + 8 holds
+    // its sign index (bits 21..27) and ls (top 4 bits); db = d * (0.5 + ls) * 0.5.
+    q::BlockIq3Xxs b{};
+    b.d = 0x3c00;
+    b.qs[22] = 17;
+    b.qs[23] = 255;
+    const uint32_t aux = 0x7Fu << 21 | 4u << 28; // sign index 127: parity odd, so bit 7 too: all 8
+    std::memcpy(b.scalesAndSigns + 8, &aux, 4);
+    decode(BlockFormat::iq3_xxs, b);
+    const float db = (0.5f + 4.0f) * 0.5f;
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_EQ(y[64 + 24 + j], -(db * byteOf(q::kIq3XxsGrid[17], j))) << j;
+      EXPECT_EQ(y[64 + 28 + j], -(db * byteOf(q::kIq3XxsGrid[255], j))) << j;
+    }
+  }
+  { // IQ3_S sub-block 5, group 1: grid indices qs[42] | qh[5] bit 2 << 8 and qs[43] | qh[5] bit 3;
+    // signs[21]; ls = scales[2]'s high nibble; db = d * (1 + 2 ls).
+    q::BlockIq3S b{};
+    b.d = 0x3800; // 0.5
+    b.qs[42] = 0x10;
+    b.qs[43] = 0x20;
+    b.qh[5] = 1 << 2; // the first index gets its 9th bit, the second not
+    b.signs[21] = 0x10;
+    b.scales[2] = 0x60;
+    decode(BlockFormat::iq3_s, b);
+    const float db = 0.5f * float(1 + 2 * 6);
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_EQ(y[160 + 8 + j], db * byteOf(q::kIq3SGrid[0x110], j)) << j;
+      EXPECT_EQ(y[160 + 12 + j], db * byteOf(q::kIq3SGrid[0x20], j) * (j == 0 ? -1.0f : 1.0f)) << j;
+    }
+  }
 }

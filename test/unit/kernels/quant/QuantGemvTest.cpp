@@ -26,6 +26,7 @@
 #include "kernels/common/Isa.h"
 #include "kernels/common/ThreadPool.h"
 #include "kernels/quant/BlockFormats.h"
+#include "kernels/quant/IqFormats.h"
 
 #include <gtest/gtest.h>
 
@@ -46,12 +47,15 @@ namespace {
 
 constexpr BlockFormat kFormats[] = {BlockFormat::q8_0, BlockFormat::q4_0, BlockFormat::q4_1,  BlockFormat::q4_k,
                                     BlockFormat::q5_k, BlockFormat::q6_k, BlockFormat::q5_0, BlockFormat::q5_1,
-                                    BlockFormat::iq4_nl, BlockFormat::iq4_xs, BlockFormat::q2_k, BlockFormat::q3_k};
+                                    BlockFormat::iq4_nl, BlockFormat::iq4_xs, BlockFormat::q2_k, BlockFormat::q3_k,
+                                    BlockFormat::iq2_xxs, BlockFormat::iq2_xs, BlockFormat::iq2_s,
+                                    BlockFormat::iq3_xxs, BlockFormat::iq3_s};
 
-/// The k-quants, whose weights are w = a - b per sub-block (kQuantParts).
+using q::isIq;
+/// The k-quants and iq lattice formats, whose weights are w = a - b per sub-block (kQuantParts).
 bool isKQuant(BlockFormat f) {
   return f == BlockFormat::q4_k || f == BlockFormat::q5_k || f == BlockFormat::q6_k || f == BlockFormat::q2_k ||
-         f == BlockFormat::q3_k;
+         f == BlockFormat::q3_k || isIq(f);
 }
 bool quantizable(BlockFormat f) { return q::blockFormatInfo(f).quantizable; }
 /// Whether rows of K weights are whole blocks of f.
@@ -222,6 +226,51 @@ void kQuantParts(BlockFormat f, const uint8_t *row, int64_t K, std::vector<doubl
     const uint8_t *blk = row + s * bs;
     double *as = a.data() + s * 256, *bsub = b.data() + s * 256;
     uint16_t dh, mh;
+    if (isIq(f)) {
+      // ggml-common.h's block_iq*: per 8 weights (iq3: two lattice entries of 4) an index and 8
+      // sign bits; a 4-bit scale code ls per 32 (iq2_xs, iq2_s: per 16); the weight is
+      // d * factor(ls) * lattice value * sign, factor (0.5 + ls) / 4 (iq2), (0.5 + ls) / 2
+      // (iq3_xxs), 1 + 2 ls (iq3_s). The lattices are the library's tables (data, not logic).
+      std::memcpy(&dh, blk, 2);
+      const double d = halfValue(dh);
+      auto word = [&](int at) { return uint32_t(blk[at]) | uint32_t(blk[at + 1]) << 8 | uint32_t(blk[at + 2]) << 16 | uint32_t(blk[at + 3]) << 24; };
+      auto parityFilled = [](uint32_t seven) { return seven | (uint32_t(__builtin_popcount(seven)) & 1u) << 7; };
+      for (int g = 0; g < 32; ++g) { // group of 8 weights
+        const int sub = g / 4, t = g % 4;
+        uint64_t lattice = 0;
+        uint32_t signs = 0;
+        double factor = 0;
+        if (f == BlockFormat::iq2_xxs) {
+          const uint32_t aux = word(2 + 8 * sub + 4);
+          lattice = q::kIq2XxsGrid[blk[2 + 8 * sub + t]];
+          signs = parityFilled((aux >> (7 * t)) & 127);
+          factor = (0.5 + double(aux >> 28)) / 4;
+        } else if (f == BlockFormat::iq2_xs) {
+          const int e = blk[2 + 2 * g] | blk[3 + 2 * g] << 8;
+          lattice = q::kIq2XsGrid[e & 511];
+          signs = parityFilled(uint32_t(e) >> 9);
+          factor = (0.5 + double((blk[66 + sub] >> (t < 2 ? 0 : 4)) & 0xF)) / 4;
+        } else if (f == BlockFormat::iq2_s) {
+          lattice = q::kIq2SGrid[blk[2 + g] | ((blk[66 + sub] >> (2 * t)) & 3) << 8];
+          signs = blk[34 + g];
+          factor = (0.5 + double((blk[74 + sub] >> (t < 2 ? 0 : 4)) & 0xF)) / 4;
+        } else if (f == BlockFormat::iq3_xxs) {
+          const uint32_t aux = word(66 + 4 * sub);
+          lattice = uint64_t(q::kIq3XxsGrid[blk[2 + 2 * g]]) | uint64_t(q::kIq3XxsGrid[blk[3 + 2 * g]]) << 32;
+          signs = parityFilled((aux >> (7 * t)) & 127);
+          factor = (0.5 + double(aux >> 28)) / 2;
+        } else { // iq3_s: 9-bit indices, the 9th of index i in qh[i / 8] bit i % 8
+          const int i0 = 2 * g, i1 = 2 * g + 1;
+          lattice = uint64_t(q::kIq3SGrid[blk[2 + i0] | ((blk[66 + i0 / 8] >> (i0 % 8)) & 1) << 8]) |
+                    uint64_t(q::kIq3SGrid[blk[2 + i1] | ((blk[66 + i1 / 8] >> (i1 % 8)) & 1) << 8]) << 32;
+          signs = blk[74 + g];
+          factor = 1.0 + 2.0 * double((blk[106 + sub / 2] >> (4 * (sub % 2))) & 0xF);
+        }
+        for (int j = 0; j < 8; ++j)
+          as[8 * g + j] = d * factor * double((lattice >> (8 * j)) & 0xFF) * ((signs >> j) & 1 ? -1.0 : 1.0);
+      }
+      continue;
+    }
     if (f == BlockFormat::q2_k || f == BlockFormat::q3_k) {
       // Sub-block s = 8n + 2t + h of 16: bits 2t of qs[32n + 16h + l]; q3_k's third bit is
       // hmask[16h + l] bit 4n + t (set: +0, clear: -4) and its 6-bit scale code is split over
@@ -344,7 +393,8 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
     std::vector<double> a, b;
     kQuantParts(f, row, K, a, b);
     const int64_t blocks = K / 32;
-    const double depth = double((f == BlockFormat::q6_k || f == BlockFormat::q3_k ? 1 : 2) * ((blocks + 7) / 8) + 3);
+    const double depth =
+        double((f == BlockFormat::q6_k || f == BlockFormat::q3_k || isIq(f) ? 1 : 2) * ((blocks + 7) / 8) + 3);
     // q2_k's mins take the exact code sums (times d_x), not the block's f16(d * sum).
     const bool minFromCodes = f == BlockFormat::q2_k;
     double y = 0, termBound = 0, plainY = 0, activationError = 0;
@@ -527,6 +577,53 @@ TEST(QuantGemv, IntegerRangeEdgesAreExactOnEveryPath) {
                 << " row " << n;
           }
       }
+    }
+  }
+}
+
+// (a) at the iq formats' integer edges: the largest lattice magnitude (iq3_xxs' 62, which the
+// vector paths hold as 126 after their offset of 64: u8 x s8 pairs of 2 * 126 * 127) against
+// activation codes of +-127, with either sign, and the largest scale code. x = 127/128 makes the
+// activation scale 2^-7 and every partial sum exact: each path must give the double value.
+TEST(QuantGemv, IqLatticeEdgesAreExactOnEveryPath) {
+  PathGuard guard;
+  int best = 0, bestCount = -1; // the iq3_xxs entry with the most 62s
+  for (int i = 0; i < 256; ++i) {
+    int count = 0;
+    for (int j = 0; j < 4; ++j)
+      count += ((q::kIq3XxsGrid[i] >> (8 * j)) & 0xFF) == 62;
+    if (count > bestCount)
+      best = i, bestCount = count;
+  }
+  ASSERT_GE(bestCount, 1);
+  constexpr int64_t K = 256, N = 3;
+  std::vector<uint8_t> w(size_t(N * 98), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    uint8_t *p = w.data() + n * 98;
+    const uint16_t d = 0x3c00;
+    std::memcpy(p, &d, 2);
+    std::memset(p + 2, best, 64);
+    for (int j = 0; j < 8; ++j) {
+      // Row 0: no signs, ls 0; row 1: every sign (index 127, parity bit too), ls 0; row 2: no
+      // signs, ls 15.
+      const uint32_t aux = (n == 1 ? 0x0FFFFFFFu : 0u) | (n == 2 ? 15u << 28 : 0u);
+      std::memcpy(p + 66 + 4 * j, &aux, 4);
+    }
+  }
+  std::vector<float> x(static_cast<size_t>(K));
+  for (int64_t i = 0; i < K; ++i)
+    x[size_t(i)] = i % 3 == 0 ? -127.0f / 128.0f : 127.0f / 128.0f;
+  std::vector<float> wdeq(static_cast<size_t>(K));
+  for (QuantPath path : kPaths) {
+    if (!q::quantPathSupported(path))
+      continue;
+    const std::vector<float> y = run(path, BlockFormat::iq3_xxs, x, 1, K, w, N, 1);
+    for (int64_t n = 0; n < N; ++n) {
+      ASSERT_TRUE(q::dequantizeRow(BlockFormat::iq3_xxs, w.data() + n * 98, K, wdeq.data()).ok());
+      double expected = 0;
+      for (int64_t i = 0; i < K; ++i)
+        expected += double(x[size_t(i)]) * double(wdeq[size_t(i)]);
+      EXPECT_EQ(double(y[size_t(n)]), expected) << q::quantPathName(path) << " row " << n;
     }
   }
 }
