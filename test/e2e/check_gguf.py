@@ -10,7 +10,12 @@ on PyPI; scripts/test.sh runs that first):
    vocabulary (llama-spm) and three byte-level BPE ones (gpt-2, llama-bpe, qwen2).
 2. Models: llama, qwen2, qwen3 and phi3 (F32, F16, Q8_0, Q4_K_M) files with random weights written by test/gguf/make_gguf_model.py
    (llama.cpp's tensor names and layout, written by its gguf package) in F32, and from it F16, Q8_0,
-   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K_M, Q3_K_M and Q2_K made by llama.cpp's llama-quantize, a Q4_K_M
+   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K_M, Q3_K_M and Q2_K made by llama.cpp's llama-quantize; for llama
+   also llama-quantize's lattice mixes IQ2_XXS, IQ2_XS, IQ2_M, IQ3_XXS and IQ3_S (each must hold its
+   type: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; its "IQ2_S" mix is IQ2_XS tensors, so IQ2_M stands for
+   IQ2_S), made with an importance matrix the test writes in llama-imatrix's GGUF form, every column
+   weighted alike (llama-quantize refuses the iq2 types without one; llama-imatrix is not built, and
+   the matrix only steers which blocks llama-quantize picks, not how they are read); a Q4_K_M
    file of a model 320 wide (its rows of 320 are not whole 256-weight blocks: llama-quantize falls
    back to Q5_0 and Q8_0 for them, as in most Q4_K_M files people hold), F32 files with Llama 3.1's
    rope_freqs.weight (all-CPU, and split on the emulated GPU in both code forms), with linear
@@ -30,6 +35,15 @@ on PyPI; scripts/test.sh runs that first):
    and random-weight models amplify that: 6e-2, the bound the ONNX tests use for 8-bit activations.
    Q4_K_M, Q3_K_M, Q2_K and IQ4_XS: llama.cpp quantizes activations in blocks of 256 for them
    (q8_K), HELM in 32s: 6e-2.
+   The lattice mixes (IQ2_XXS, IQ2_XS, IQ2_M, IQ3_XXS, IQ3_S): likewise q8_K against HELM's 32s:
+   6e-2. Measured (seeds 1-3) 2.5-3.8% on the first step and 4.6% at worst; each system's 8-bit
+   activations alone move the first logits by about 2% of the largest (2.1-2.5% for llama.cpp,
+   1.8-2.1% for HELM, against llama.cpp on the same weights in F32), in other blocks, so the two
+   differ by up to twice that. Their ids agree for 0-28 steps before a near-tie (Q2_K's for 7-13).
+   The lattice decoding itself is held exactly: a file with random blocks of all five types
+   (make_gguf_model.py) under HELM_QUANT_EXACT=1 (f32 activations, every block weight dequantized)
+   against llama.cpp on its weights dequantized to F32 by the gguf package: 1e-5, as F32 files
+   (measured 1e-6 and 2.4e-6 at worst, 32 ids identical).
    F16: llama.cpp rounds activations to f16 for F16 weights, HELM keeps f32: 1e-2.
    Gemma (GELU-gated MLP) in F32: llama.cpp's CPU GELU reads a table of f16 values (its input and
    output rounded to f16, ~5e-4 relative), HELM computes the tanh form in f32: 2e-4.
@@ -64,7 +78,11 @@ HERE = Path(__file__).resolve().parent
 TOKENS = 32
 # Relative first-step logit tolerance per weight type (why: the docstring, 2.).
 TOLERANCE = {"F32": 1e-5, "GELU_F32": 2e-4, "F16": 1e-2, "Q8_0": 6e-2, "Q4_0": 6e-2, "Q4_1": 6e-2, "Q5_0": 6e-2, "Q5_1": 6e-2,
-             "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "Q3_K_M": 6e-2, "Q2_K": 6e-2, "default": 6e-2}
+             "IQ4_NL": 6e-2, "IQ4_XS": 6e-2, "Q4_K_M": 6e-2, "Q3_K_M": 6e-2, "Q2_K": 6e-2, "IQ2_XXS": 6e-2,
+             "IQ2_XS": 6e-2, "IQ2_M": 6e-2, "IQ3_XXS": 6e-2, "IQ3_S": 6e-2, "default": 6e-2}
+# llama-quantize's lattice mixes (docstring, 2.) and the tensor type each must hold: its "IQ2_S" mix
+# is IQ2_XS tensors, IQ2_M's are IQ2_S.
+LATTICE_MIXES = {"IQ2_XXS": "IQ2_XXS", "IQ2_XS": "IQ2_XS", "IQ2_M": "IQ2_S", "IQ3_XXS": "IQ3_XXS", "IQ3_S": "IQ3_S"}
 
 
 def run(cmd, **kw):
@@ -180,7 +198,61 @@ def check_recipes(a, tmp, quantize, env, vocab, failures):
     f32.unlink()
 
 
-def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=(), eos=2, template=True):
+def write_uniform_imatrix(model, path):
+    """An importance matrix for model's 2-D tensors (but the token table, which llama-quantize
+    quantizes without one), in llama-imatrix's GGUF form (.in_sum2 and .counts tensors, the
+    imatrix.* keys), that weights every column alike: each mean square 1."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_type("imatrix")
+    writer.add_array("imatrix.datasets", ["uniform"])
+    writer.add_uint32("imatrix.chunk_count", 1)
+    writer.add_uint32("imatrix.chunk_size", 512)
+    for t in gguf.GGUFReader(model).tensors:
+        if len(t.shape) == 2 and t.name != "token_embd.weight":
+            writer.add_tensor(t.name + ".in_sum2", np.ones((1, int(t.shape[0])), dtype=np.float32))
+            writer.add_tensor(t.name + ".counts", np.ones((1, 1), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def check_lattice_mixes(a, tmp, quantize, env, f32, vocab, prompt, failures):
+    """llama-quantize's IQ2_XXS, IQ2_XS, IQ2_M, IQ3_XXS and IQ3_S files of f32, made with a uniform
+    importance matrix (llama-quantize requires one for every mix that holds iq2 tensors, IQ3_XXS's
+    included): each must hold its lattice type (LATTICE_MIXES), then compare."""
+    imatrix = tmp / "uniform.imatrix.gguf"
+    write_uniform_imatrix(f32, imatrix)
+    for mix, lattice in LATTICE_MIXES.items():
+        q = tmp / f"llama-{mix}.gguf"
+        run([quantize, "--imatrix", imatrix, f32, q, mix], env=env)
+        types = sorted({gguf.GGMLQuantizationType(t.tensor_type).name for t in gguf.GGUFReader(q).tensors} - {"F32"})
+        if lattice not in types:
+            failures.append(f"llama {mix}: expected {lattice} tensors, the file has {types}")
+        compare(a, f"llama {mix} ({', '.join(types)})", q, prompt, TOLERANCE[mix], failures)
+        q.unlink()
+    imatrix.unlink()
+    # Exact arithmetic: a file with random blocks of every lattice type (make_gguf_model.py), helm-rt
+    # with HELM_QUANT_EXACT=1 (f32 activations, every block weight dequantized) against llama.cpp on
+    # the same weights dequantized to F32 by the gguf package (test/gguf/dequantize_gguf.py).
+    lattice, dequantized = tmp / "llama-lattice.gguf", tmp / "llama-lattice-f32.gguf"
+    forced = {"attn_q": "iq2_xxs", "attn_k": "iq2_xs", "attn_v": "iq2_s", "attn_output": "iq3_xxs", "ffn_gate": "iq3_s",
+              "ffn_up": "iq2_xxs", "ffn_down": "iq2_s"}
+    run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", lattice,
+         "--vocab", vocab, "--untied", "--seed", "11", "--type", "iq3_s",
+         *[arg for name, t in forced.items() for arg in ("--tensor-type", f"blk.1.{name}.weight={t}")]])
+    run([sys.executable, HERE.parent / "gguf" / "dequantize_gguf.py", lattice, dequantized])
+    compare(a, "llama lattice blocks HELM_QUANT_EXACT=1 vs dequantized F32", lattice, prompt, TOLERANCE["F32"],
+            failures, reference=dequantized, helm_env={"HELM_QUANT_EXACT": "1"})
+    lattice.unlink()
+    dequantized.unlink()
+
+
+def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, helmc_args=(), eos=2, template=True,
+            reference=None, helm_env=None):
+    """helm-rt on path against llama.cpp on path, or on `reference` (the same weights in another
+    file); helm_env: environment variables for helm-rt."""
+    rt_env = dict(os.environ, **helm_env) if helm_env else None
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         package = tmp / "model.helmpkg"
@@ -189,12 +261,12 @@ def compare(a, label, path, prompt, tolerance, failures, threads=2, text=None, h
         helm_logits = tmp / "helm.f32"
         out = run([a.helm_rt, package, "--prompt-ids", ",".join(map(str, prompt)), "-n", TOKENS,
                    "--temperature", 0, "--ignore-eos", "--emit-ids", "-q", "-t", threads, "--kv-type", "f32",
-                   "--logits-out", helm_logits])
+                   "--logits-out", helm_logits], env=rt_env)
         helm_ids = [int(x) for x in out.strip().splitlines()[-1].split(",")]
         ref_logits = tmp / "llama.f32"
         env = dict(os.environ, LD_LIBRARY_PATH=str(a.llama_dir / "build" / "bin"))
-        ref = json.loads(run([a.llama_dir / "bin" / "llama-greedy", path, ",".join(map(str, prompt)), TOKENS,
-                              threads, ref_logits, "f32-kv"], env=env).strip().splitlines()[-1])
+        ref = json.loads(run([a.llama_dir / "bin" / "llama-greedy", reference or path, ",".join(map(str, prompt)),
+                              TOKENS, threads, ref_logits, "f32-kv"], env=env).strip().splitlines()[-1])
         ref_all = np.fromfile(ref_logits, dtype=np.float32).reshape(TOKENS, -1)
         helm_all = np.fromfile(helm_logits, dtype=np.float32).reshape(TOKENS, -1)
         if text is not None:
@@ -280,6 +352,8 @@ def main():
                 run([quantize, f32, q, qtype], env=env)
                 compare(a, f"{arch} {qtype}", q, prompt, TOLERANCE[qtype], failures)
                 q.unlink()
+            if arch == "llama":
+                check_lattice_mixes(a, tmp, quantize, env, f32, vocab_dir / f"ggml-vocab-{vocab}.gguf", prompt, failures)
             f32.unlink()
         check_recipes(a, tmp, quantize, env, vocab_dir / "ggml-vocab-llama-spm.gguf", failures)
         # Q4_K_M of a model whose rows of 320 are not whole super-blocks: Q5_0 and Q8_0 fallbacks.

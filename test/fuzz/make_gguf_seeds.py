@@ -12,6 +12,9 @@
   no-tensors.gguf                         metadata only (like llama.cpp's vocabulary files)
   llama-q5-iq4.gguf                       a whole one-block llama model (test/gguf/make_gguf_model.py)
                                           in Q5_0, with Q5_1, IQ4_NL and IQ4_XS tensors
+  llama-iq.gguf                           a whole one-block llama model 256 wide in Q5_0 with a
+                                          tensor of each lattice type: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
+                                          and IQ3_S (rows of whole 256-weight blocks)
   phi3-q8.gguf                            a one-block phi3 model in Q8_0 (fused attn_qkv and ffn_up,
                                           a sliding window)
   llama31-rope-freqs.gguf                 a one-block llama model in Q4_0 with Llama 3.1's
@@ -93,6 +96,14 @@ def main():
                     "--heads", "2", "--kv-heads", "1", "--layers", "1",
                     "--tensor-type", "blk.0.attn_k.weight=q5_1", "--tensor-type", "blk.0.attn_v.weight=iq4_nl",
                     "--tensor-type", "blk.0.ffn_down.weight=iq4_xs"], check=True)
+    # The lattice types' rows are whole super-blocks of 256: the projections that read the 256-wide
+    # hidden state (q, k, v, gate, up); attn_output, ffn_down (rows of 64) and the table stay Q5_0.
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "llama",
+                    "--out", str(OUT / "llama-iq.gguf"), "--type", "q5_0", "--hidden", "256", "--ffn", "64",
+                    "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--layers", "1",
+                    "--tensor-type", "blk.0.attn_q.weight=iq2_xxs", "--tensor-type", "blk.0.attn_k.weight=iq2_xs",
+                    "--tensor-type", "blk.0.attn_v.weight=iq2_s", "--tensor-type", "blk.0.ffn_gate.weight=iq3_xxs",
+                    "--tensor-type", "blk.0.ffn_up.weight=iq3_s"], check=True)
     small = ["--hidden", "64", "--ffn", "128", "--heads", "2", "--kv-heads", "1", "--layers", "1"]
     subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "phi3",
                     "--out", str(OUT / "phi3-q8.gguf"), "--type", "q8_0", *small,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a small GGUF model with random weights, laid out as llama.cpp's converter writes one.
 
-    make_gguf_model.py --arch llama|qwen2|qwen3|phi3|gemma|gemma2|gemma3 --out model.gguf [--type f32|f16|q8_0|q4_0|q4_1]
+    make_gguf_model.py --arch llama|qwen2|qwen3|phi3|gemma|gemma2|gemma3 --out model.gguf [--type f32|f16|q8_0|q4_0|q4_1|...]
                        [--vocab ggml-vocab-X.gguf] [--hidden 256 --ffn 512 --heads 4 --kv-heads 2
                         --layers 2 --head-dim 64] [--untied] [--seed 0]
                        [--drop KEY|TENSOR] [--set KEY=VALUE] [--extra-tensor NAME] [--tensor-type NAME=TYPE]
@@ -9,7 +9,9 @@
 The tensors are those of llama.cpp's LLM_ARCH_LLAMA / QWEN2 / QWEN3 / PHI3 / GEMMA / GEMMA2 /
 GEMMA3 (token_embd, blk.N.attn_*, ffn_*, Gemma 2/3's post_attention_norm and post_ffw_norm,
 output_norm, output): 2-D ones in --type (quantized with the gguf package's reference
-quantizers, which are ggml's), norms and biases in F32. The tokenizer metadata comes from --vocab
+quantizers, which are ggml's; random blocks of about the same size of weight for the types it has
+no quantizer for: iq4_nl, iq4_xs, the lattice formats iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, and
+iq1_s, a type HELM refuses), norms and biases in F32. The tokenizer metadata comes from --vocab
 (one of llama.cpp's ggml-vocab-*.gguf files) or, without it, a 64-token byte-level vocabulary. The
 weights are random but spread (not near-uniform logits), so that greedy decoding has clear winners
 to compare. --drop, --set, --extra-tensor and --tensor-type make the broken files the import tests
@@ -20,6 +22,18 @@ import sys
 
 import numpy as np
 import gguf
+
+
+# The lattice formats HELM reads (kernels/quant/IqFormats.h): a weight is (d / k) * (2 ls + 1) * c
+# with k here, ls a 4-bit code and c a signed lattice value.
+IQ_LATTICE = {"iq2_xxs": 8, "iq2_xs": 8, "iq2_s": 8, "iq3_xxs": 4, "iq3_s": 1}
+
+
+def lattice_mean(t):
+    """The mean magnitude of the lattice values of format t (19-20 for iq2, 25 for iq3_xxs, 6.2 for iq3_s)."""
+    cls = getattr(gguf.quants, t.upper())
+    cls.init_grid()
+    return float(np.mean(cls.grid))
 
 
 def copy_tokenizer(writer, vocab_path):
@@ -70,7 +84,8 @@ def main():
     ap.add_argument("--architecture", help="general.architecture to write instead of --arch (the keys keep "
                                             "--arch's prefix): a file of an architecture HELM refuses")
     ap.add_argument("--type", default="f32",
-                    choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs", "iq3_s"])
+                    choices=["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs",
+                             *IQ_LATTICE, "iq1_s"])
     ap.add_argument("--vocab")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--ffn", type=int, default=512)
@@ -136,9 +151,10 @@ def main():
     forced = dict(kv.split("=", 1) for kv in a.tensor_type)
     qtypes = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
               "q4_1": gguf.GGMLQuantizationType.Q4_1, "q5_0": gguf.GGMLQuantizationType.Q5_0,
-              "q5_1": gguf.GGMLQuantizationType.Q5_1, "iq3_s": gguf.GGMLQuantizationType.IQ3_S,
+              "q5_1": gguf.GGMLQuantizationType.Q5_1, "iq1_s": gguf.GGMLQuantizationType.IQ1_S,
               "iq4_nl": gguf.GGMLQuantizationType.IQ4_NL, "iq4_xs": gguf.GGMLQuantizationType.IQ4_XS,
-              "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16}
+              "f16": gguf.GGMLQuantizationType.F16, "bf16": gguf.GGMLQuantizationType.BF16,
+              **{t: gguf.GGMLQuantizationType[t.upper()] for t in IQ_LATTICE}}
 
     def add(name, shape, scale, kind="matrix"):
         # shape in numpy order: [rows, row length]; GGUF lists it innermost first.
@@ -153,14 +169,19 @@ def main():
             writer.add_tensor(name, data)
         elif t == "f16":
             writer.add_tensor(name, data.astype(np.float16))
-        elif t in ("iq3_s", "iq4_nl", "iq4_xs"):
-            # The gguf package has no quantizer for these: random blocks. iq4's f16 d (at the start
-            # of each block) is set so that the weights have about `scale`'s size (the grid's
-            # values average 55 in magnitude, iq4_xs' sub-block scales 16); IQ3_S is refused, and the
-            # refusal tests never read its values.
+        elif t in ("iq1_s", "iq4_nl", "iq4_xs", *IQ_LATTICE):
+            # The gguf package has no quantizer for these: random blocks. The f16 d (at the start of
+            # each block) is set so that the weights have about `scale`'s size: iq4's grid values
+            # average 55 in magnitude, iq4_xs' sub-block scales 16; the lattice formats' weight is
+            # (d / k) * s * c (IQ_LATTICE's k; s = 2 ls + 1 averages 16 over random 4-bit codes ls;
+            # c a lattice magnitude, their mean taken from the package's grid). IQ1_S is refused,
+            # and the refusal tests never read its values.
             block, size = gguf.GGML_QUANT_SIZES[qtypes[t]]
             q = rng.integers(0, 256, size=(shape[0], shape[1] // block, size), dtype=np.uint8)
-            if t != "iq3_s":
+            if t in IQ_LATTICE:
+                d = np.float16(scale * IQ_LATTICE[t] / (16.0 * lattice_mean(t))).reshape(1).view(np.uint8)
+                q[:, :, 0:2] = d
+            elif t != "iq1_s":
                 d = np.float16(scale / (55.0 if t == "iq4_nl" else 55.0 * 16)).reshape(1).view(np.uint8)
                 q[:, :, 0:2] = d
             q = q.reshape(shape[0], -1)

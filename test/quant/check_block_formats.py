@@ -9,19 +9,30 @@ blocks, tiny values; shapes such as 4x256 and 3x4096) and every format:
     floats bit for bit, so ggml reads our blocks as we do;
   * the float64 error of each weight is within its format's bound (BOUNDS below);
   * random blocks of iq4_nl, iq4_xs (which HELM only reads), q2_k and q3_k (every code, finite f16
-    scales of either sign) decode to gguf.quants.dequantize's floats bit for bit.
+    scales of either sign) decode to gguf.quants.dequantize's floats bit for bit;
+  * the iq lattice formats iq2_xxs, iq2_xs, iq2_s, iq3_xxs and iq3_s (read-only) decode to
+    gguf.quants.dequantize's floats bit for bit: blocks of random bytes whose f16 d is random finite
+    (normal and subnormal, either sign) and each of the extremes (+-0, the smallest and largest
+    subnormal, the smallest normal, +-1, +-65504); blocks written from their fields (iq_blocks) that
+    together hold every lattice index (256, 512, 1024, 256, 512 entries), every sign code (the 128
+    sign indices, or the 256 sign bytes of iq2_s and iq3_s) and every 4-bit scale code at every
+    position of a block;
+  * kernels/quant/IqGrids.h is exactly what scripts/gen_iq_grids.py prints from the installed gguf
+    package now.
 Exits 0 when all hold, 1 otherwise (one line per failure, then a summary).
 """
 
 import argparse
+import importlib.metadata
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
 
 try:
     import numpy as np
-    from gguf import GGMLQuantizationType
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
     from gguf import quants as gguf_quants
 except ImportError as err:  # a broken install, not a reason to skip: CI installs scripts/requirements.txt
     print(f"check_block_formats: {err}; install scripts/requirements.txt into the venv", file=sys.stderr)
@@ -39,6 +50,18 @@ FORMATS = {
     "q5_1": (GGMLQuantizationType.Q5_1, 32, 24, True),
     "q2_k": (GGMLQuantizationType.Q2_K, 256, 84, False),
     "q3_k": (GGMLQuantizationType.Q3_K, 256, 110, False),
+}
+
+IQ_FORMATS = {
+    # The iq lattice formats (kernels/quant/IqFormats.h), which HELM only reads: random blocks and
+    # blocks that together hold every lattice index, sign pattern and scale code at every position.
+    # name: (GGML type, bytes per block, lattice entries, sign codes (7-bit indices into ggml's
+    #        ksigns_iq2xs, or whole sign bytes), scale codes per block)
+    "iq2_xxs": (GGMLQuantizationType.IQ2_XXS, 66, 256, 128, 8),
+    "iq2_xs": (GGMLQuantizationType.IQ2_XS, 74, 512, 128, 16),
+    "iq2_s": (GGMLQuantizationType.IQ2_S, 82, 1024, 256, 16),
+    "iq3_xxs": (GGMLQuantizationType.IQ3_XXS, 98, 256, 128, 8),
+    "iq3_s": (GGMLQuantizationType.IQ3_S, 110, 512, 256, 8),
 }
 
 RANDOM_BLOCKS = {
@@ -263,6 +286,7 @@ def check(oracle, workdir):
             table[name] = max(table[name], float(relative.max()))
             checked += 1
     checked += check_read_only(oracle, workdir, failures)
+    checked += check_iq(oracle, workdir, failures)
     return failures, worst, worst_tiny, checked
 
 
@@ -294,6 +318,200 @@ def check_read_only(oracle, workdir, failures):
     return checked
 
 
+# f16 bit patterns the random iq blocks' d takes first (then random finite values of either sign):
+# zeros, the smallest and largest subnormals, the smallest normal, 1, the largest finite.
+SPECIAL_HALVES = (0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x83FF, 0x0400, 0x8400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF)
+
+
+def iq_blocks(name, d, index, signs, scales):
+    """ggml's block_<name> bytes (ggml-common.h) from their fields, each (n_blocks, count):
+    d the f16 bit patterns (n_blocks,); index the lattice indices (32 of 8 weights for iq2, 64 of 4
+    for iq3); signs one sign code per 8 weights (a 7-bit index into ksigns_iq2xs for iq2_xxs,
+    iq2_xs, iq3_xxs, the sign byte itself for iq2_s, iq3_s); scales the 4-bit codes (one per 32
+    weights for iq2_xxs, iq3_xxs, iq3_s, per 16 for iq2_xs, iq2_s)."""
+    _, type_size, _, _, _ = IQ_FORMATS[name]
+    n = len(d)
+    d, index, signs, scales = (np.asarray(v, dtype=np.int64) for v in (d, index, signs, scales))
+    out = np.zeros((n, type_size), dtype=np.uint8)
+    out[:, 0], out[:, 1] = d & 0xFF, d >> 8
+
+    def words(values):  # (n, k) uint32 -> (n, 4k) little-endian bytes
+        return np.ascontiguousarray(values.astype("<u4")).view(np.uint8).reshape(n, -1)
+
+    def nibbles(codes):  # (n, 2k) 4-bit codes -> (n, k) bytes, the even code in the low nibble
+        return codes[:, 0::2] | codes[:, 1::2] << 4
+
+    def high_bits(bits, width):  # (n, k) values of `width` bits -> packed 8 // width per byte, lowest first
+        per = 8 // width
+        return sum(bits[:, t::per] << (width * t) for t in range(per))
+
+    if name in ("iq2_xxs", "iq3_xxs"):
+        aux = scales << 28  # per 32 weights: four 7-bit sign indices, then the scale
+        for t in range(4):
+            aux = aux | signs[:, t::4] << (7 * t)
+        if name == "iq2_xxs":  # per 32 weights: 4 index bytes, then the word
+            out[:, 2:66] = np.concatenate([index.reshape(n, 8, 4), words(aux).reshape(n, 8, 4)], axis=2).reshape(n, 64)
+        else:  # 64 index bytes, then the 8 words
+            out[:, 2:66] = index
+            out[:, 66:98] = words(aux)
+    elif name == "iq2_xs":
+        out[:, 2:66] = np.ascontiguousarray((index | signs << 9).astype("<u2")).view(np.uint8).reshape(n, 64)
+        out[:, 66:74] = nibbles(scales)
+    elif name == "iq2_s":
+        out[:, 2:34] = index & 0xFF
+        out[:, 34:66] = signs
+        out[:, 66:74] = high_bits(index >> 8, 2)
+        out[:, 74:82] = nibbles(scales)
+    else:  # iq3_s
+        out[:, 2:66] = index & 0xFF
+        out[:, 66:74] = high_bits(index >> 8, 1)
+        out[:, 74:106] = signs
+        out[:, 106:110] = nibbles(scales)
+    return out
+
+
+def iq_values(name, d, index, signs, scales):
+    """The weights the fields stand for, (n_blocks, 256) float32, by the formats' one formula
+    x = (d / k) * (2 ls + 1) * c (k = 8 for iq2, 4 for iq3_xxs, 1 for iq3_s; c the lattice entry's
+    magnitude, negative where its sign bit is set; the 7-bit sign indices take their parity as the
+    8th bit). Exact in float64 for finite d (at most 11 + 5 + 6 significant bits), so exact in float32."""
+    cls = getattr(gguf_quants, name.upper())
+    cls.init_grid()
+    width = 4 if name.startswith("iq3") else 8
+    grid = np.asarray(cls.grid, dtype=np.float64).reshape(-1, width)
+    n = len(d)
+    magnitude = grid[np.asarray(index)].reshape(n, 256)
+    signs = np.asarray(signs, dtype=np.int64)
+    if IQ_FORMATS[name][3] == 128:
+        parity = np.array([bin(v).count("1") & 1 for v in range(128)])
+        signs = signs | parity[signs] << 7
+    negative = (signs[:, :, None] >> np.arange(8)) & 1  # (n, 32 groups of 8, 8)
+    scales = np.asarray(scales, dtype=np.float64)
+    s = np.repeat(2 * scales + 1, 256 // scales.shape[1], axis=1)
+    k = {"iq2_xxs": 8, "iq2_xs": 8, "iq2_s": 8, "iq3_xxs": 4, "iq3_s": 1}[name]
+    half = np.asarray(d, dtype=np.uint16).view(np.float16).astype(np.float64)[:, None]
+    return (half / k * s * magnitude * np.where(negative.reshape(n, 256) == 1, -1.0, 1.0)).astype(np.float32)
+
+
+def iq_fields(name, rng, n):
+    """Random fields for n blocks of iq_blocks: any index, sign code and scale code."""
+    _, _, entries, sign_codes, scale_slots = IQ_FORMATS[name]
+    slots = 64 if name.startswith("iq3") else 32
+    return (rng.integers(0, entries, size=(n, slots)), rng.integers(0, sign_codes, size=(n, 32)),
+            rng.integers(0, 16, size=(n, scale_slots)))
+
+
+def random_halves(rng, n, subnormal=True):
+    """n finite f16 bit patterns of either sign: exponents 0 (subnormal, or zero) .. 30."""
+    low = 0 if subnormal else 1
+    return (rng.integers(0, 2, size=n) << 15) | (rng.integers(low, 31, size=n) << 10) | rng.integers(0, 1024, size=n)
+
+
+def coverage_fields(name):
+    """Fields of as many blocks as the lattice has entries (at least 256): at every index, sign and
+    scale position, block b holds (b + a position offset) modulo the field's range, so that every
+    lattice index, every sign code and every scale code appears at every position."""
+    _, _, entries, sign_codes, scale_slots = IQ_FORMATS[name]
+    slots = 64 if name.startswith("iq3") else 32
+    b = np.arange(max(entries, 256))[:, None]
+    index = (b + 97 * np.arange(slots)) % entries
+    signs = (b + 13 * np.arange(32)) % sign_codes
+    scales = (b + 5 * np.arange(scale_slots)) % 16
+    for what, values, count in (("index", index, entries), ("sign code", signs, sign_codes),
+                                 ("scale code", scales, 16)):
+        for position in range(values.shape[1]):
+            assert len(np.unique(values[:, position])) == count, f"{name}: not every {what} at position {position}"
+    return index, signs, scales
+
+
+def compare_iq(oracle, workdir, failures, name, what, blocks, fields=None):
+    """Our decoding of blocks against gguf.quants.dequantize's, bit for bit; with the fields that
+    iq_blocks wrote them from, gguf's also against iq_values (that the blocks hold what the fields
+    say: a check of iq_blocks, so that the coverage blocks cover what they claim)."""
+    qtype, type_size = IQ_FORMATS[name][0], IQ_FORMATS[name][1]
+    blocks_path = os.path.join(workdir, f"iq.{name}")
+    decoded_path = os.path.join(workdir, f"iq.{name}.f32")
+    blocks.tofile(blocks_path)
+    run_oracle(oracle, "dequantize", name, blocks_path, decoded_path)
+    ours = np.fromfile(decoded_path, dtype="<f4")
+    theirs = gguf_quants.dequantize(blocks.reshape(1, -1), qtype).astype(np.float32).reshape(-1)
+    if ours.size != theirs.size:
+        failures.append(f"{name} {what}: {ours.size} weights decoded, gguf.quants.dequantize gives {theirs.size}")
+        return
+    if fields is not None:
+        want = iq_values(name, *fields).reshape(-1)
+        wrong = np.flatnonzero(want.view(np.uint32) != theirs.view(np.uint32))
+        if wrong.size:
+            first = int(wrong[0])
+            failures.append(f"{name} {what}: gguf.quants.dequantize gives {theirs[first]!r} for weight "
+                            f"{first % 256} of block {first // 256}, the fields it was written from {want[first]!r} ({wrong.size} "
+                            f"weights differ): iq_blocks or iq_values does not write the format as ggml reads it")
+    differ = np.flatnonzero(ours.view(np.uint32) != theirs.view(np.uint32))
+    if differ.size:
+        first = int(differ[0])
+        block = first // 256
+        failures.append(f"{name} {what}: block {block} weight {first % 256} is {ours[first]!r}, gguf.quants.dequantize "
+                        f"gives {theirs[first]!r} ({differ.size} weights differ); the block's {type_size} bytes: "
+                        f"{blocks[block].tobytes().hex()}")
+
+
+def check_iq(oracle, workdir, failures):
+    """The iq lattice formats through our dequantizer and gguf's, bit for bit: (a) blocks of random
+    bytes whose d is every special f16 (SPECIAL_HALVES) and random finite values, normal and
+    subnormal, of either sign; (b) the coverage blocks (coverage_fields), d random normal halves of
+    either sign, the first 1.0; (c) blocks of random fields (compare_iq checks (b) and (c) against
+    iq_values too)."""
+    checked = 0
+    rng = np.random.default_rng(11)
+    for name, (qtype, type_size, _, _, _) in IQ_FORMATS.items():
+        if GGML_QUANT_SIZES[qtype] != (256, type_size):
+            failures.append(f"{name}: the gguf package's size is {GGML_QUANT_SIZES[qtype]}, not (256, {type_size})")
+            continue
+        for rows in (1, 7, 96):
+            blocks = rng.integers(0, 256, size=(rows * 4, type_size), dtype=np.uint8)
+            d = random_halves(rng, len(blocks))
+            if rows == 96:
+                d[:len(SPECIAL_HALVES)] = SPECIAL_HALVES
+            blocks[:, 0], blocks[:, 1] = d & 0xFF, d >> 8
+            compare_iq(oracle, workdir, failures, name, f"random bytes ({len(blocks)} blocks)", blocks)
+            checked += 1
+        index, signs, scales = coverage_fields(name)
+        d = random_halves(rng, len(index), subnormal=False)
+        d[0] = 0x3C00
+        compare_iq(oracle, workdir, failures, name, f"every index, sign and scale code ({len(index)} blocks)",
+                   iq_blocks(name, d, index, signs, scales), (d, index, signs, scales))
+        # (c) Blocks written from random fields, d the extremes first: these and (b) also decode (by
+        # gguf) to iq_values of their fields, so the blocks hold what the fields say.
+        d = random_halves(rng, 64)
+        d[:len(SPECIAL_HALVES)] = SPECIAL_HALVES
+        fields = (d, *iq_fields(name, rng, 64))
+        compare_iq(oracle, workdir, failures, name, "random fields (64 blocks)", iq_blocks(name, *fields), fields)
+        checked += 2
+    return checked
+
+
+def check_iq_grids(failures):
+    """kernels/quant/IqGrids.h is what scripts/gen_iq_grids.py writes from the installed gguf package
+    now: the committed tables cannot drift from the package's."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    header, generator = root / "kernels" / "quant" / "IqGrids.h", root / "scripts" / "gen_iq_grids.py"
+    result = subprocess.run([sys.executable, str(generator)], capture_output=True, text=True)
+    if result.returncode != 0:
+        failures.append(f"{generator.name} failed: {result.stderr.strip()[-400:]}")
+        return
+    text = header.read_text(encoding="utf-8")
+    if text != result.stdout:
+        committed, generated = text.split("\n"), result.stdout.split("\n")
+        line = next((i for i, (a, b) in enumerate(zip(committed, generated)) if a != b),
+                    min(len(committed), len(generated)))
+        failures.append(f"{header.relative_to(root)} is not what {generator.relative_to(root)} writes now (from gguf "
+                        f"{importlib.metadata.version('gguf')}): first at line {line + 1}: "
+                        f"{(committed[line] if line < len(committed) else '<end>')[:60]!r} against "
+                        f"{(generated[line] if line < len(generated) else '<end>')[:60]!r}; regenerate it")
+    else:
+        print(f"{header.relative_to(root)}: identical to {generator.relative_to(root)}'s output")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--oracle", required=True, help="the helm-quant-oracle executable")
@@ -304,6 +522,7 @@ def main():
         except RuntimeError as err:
             print(f"check_block_formats: {err}", file=sys.stderr)
             return 1
+    check_iq_grids(failures)
     for line in failures:
         print(f"FAIL {line}")
     summary = ", ".join(f"{name} {value:.4g}" for name, value in worst.items())
