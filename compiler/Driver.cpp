@@ -105,7 +105,7 @@ Error importModel(mlir::MLIRContext &ctx, const CompileOptions &options, Compile
     if (stopAfter == CompilePhase::Import)
       return createStringError(options.inputPath +
                                ": --emit=onnx-mlir shows an ONNX graph; this is a GGUF file (use --emit=helm)");
-    auto imported = importGgufFile(ctx, options.inputPath);
+    auto imported = importGgufFile(ctx, options.inputPath, options.maxContext);
     if (!imported)
       return imported.takeError();
     out.model = std::move(imported->model);

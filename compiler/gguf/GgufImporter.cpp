@@ -98,6 +98,10 @@ struct Architecture {
   /// final_logit_softcapping are absent (llama.cpp's defaults); 0: none unless the key is set
   /// (the logits' cap of Gemma 3), and the attention cap key is not read.
   double attentionSoftcap = 0, logitSoftcap = 0;
+  /// Mistral 3 (llama.cpp's mistral3 loader): yarn's rope.scaling.yarn_beta_fast / yarn_beta_slow /
+  /// yarn_log_multiplier are read rather than defaulted, and attention.temperature_scale (Llama 4's
+  /// query scaling by position) is understood.
+  bool mistralKeys = false;
 };
 
 constexpr Architecture kArchitectures[] = {
@@ -111,7 +115,20 @@ constexpr Architecture kArchitectures[] = {
      /*attentionSoftcap=*/50.0, /*logitSoftcap=*/30.0},
     {"gemma3", RopeStyle::half, true, /*gemma=*/true, /*postNorms=*/true, /*slidingPattern=*/6,
      /*localRopeBase=*/10000.0, /*localRopeScaled=*/false, /*defaultWindow=*/0, /*hiddenScaledLayers=*/62},
+    // Mistral Small 3.x and Ministral 3, text: llama's graph and tensors (the converter permutes
+    // q/k as for llama).
+    {"mistral3", RopeStyle::interleaved, false, /*gemma=*/false, /*postNorms=*/false, /*slidingPattern=*/0,
+     /*localRopeBase=*/0, /*localRopeScaled=*/true, /*defaultWindow=*/0, /*hiddenScaledLayers=*/0,
+     /*attentionSoftcap=*/0, /*logitSoftcap=*/0, /*mistralKeys=*/true},
 };
+
+/// "llama, qwen2, ...": the architectures HELM imports, for messages.
+std::string architectureNames() {
+  std::string names;
+  for (const Architecture &a : kArchitectures)
+    names += (names.empty() ? "" : ", ") + a.name.str();
+  return names;
+}
 
 /// The block format of a ggml tensor type HELM computes with (the contract's HELM_BLOCK_FORMATS),
 /// or nullopt.
@@ -138,8 +155,8 @@ std::string supportedTypes() {
 
 class Importer {
 public:
-  Importer(MLIRContext &ctx, const gguf::File &file, llvm::StringMap<TensorPart> &parts)
-      : ctx(ctx), file(file), parts(parts), b(&ctx) {}
+  Importer(MLIRContext &ctx, const gguf::File &file, llvm::StringMap<TensorPart> &parts, int64_t maxContext)
+      : ctx(ctx), file(file), parts(parts), b(&ctx), maxContext(maxContext) {}
 
   llvm::Error run(ModuleOp module);
 
@@ -205,6 +222,7 @@ private:
   Block *declarations = nullptr;
   llvm::StringMap<Value> weights; // per GGUF tensor (or part of one), the helm.weight made for it
   llvm::StringSet<> used;
+  int64_t maxContext; // the package's longest sequence (chooses a LongRoPE table)
 };
 
 llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int64_t> fallback) {
@@ -221,7 +239,10 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
 }
 
 /// The rope's frequency divisors (RopeOp's freq_factors), or a null attribute for plain rotary
-/// positions: Llama 3's `rope_freqs.weight` (one F32 divisor per rotary pair), times the factor of
+/// positions: Llama 3's `rope_freqs.weight` (one F32 divisor per rotary pair), or Phi-3's LongRoPE
+/// tables (`rope_factors_short.weight` / `rope_factors_long.weight`, the same form: llama.cpp takes
+/// the long one when the context per sequence exceeds rope.scaling.original_context_length, and
+/// rope_freqs over both), times the factor of
 /// linear position scaling (`rope.scaling.type` linear) or yarn's blend of interpolated and
 /// extrapolated frequencies. Other scaling types are refused.
 ///
@@ -236,20 +257,45 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
 llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, int64_t headDim, double theta) {
   const int64_t pairs = rotaryDim / 2;
   std::vector<float> factors;
-  if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
-    used.insert(t->name);
-    if (t->type != 0 || t->dims.size() != 1 || t->elements != uint64_t(pairs) ||
-        t->data.size() != size_t(pairs) * sizeof(float))
-      return fail(llvm::formatv("tensor 'rope_freqs.weight' must be F32 with {0} values (rope.dimension_count / 2)",
-                                pairs)
+  // A table of divisors: F32, one positive finite value per rotary pair.
+  auto readFactors = [&](const gguf::TensorInfo &t) -> llvm::Error {
+    used.insert(t.name);
+    if (t.type != 0 || t.dims.size() != 1 || t.elements != uint64_t(pairs) ||
+        t.data.size() != size_t(pairs) * sizeof(float))
+      return fail(llvm::formatv("tensor {0} must be F32 with {1} values (rope.dimension_count / 2)",
+                                gguf::quoted(t.name), pairs)
                       .str());
     factors.resize(size_t(pairs));
-    std::memcpy(factors.data(), t->data.data(), t->data.size());
+    std::memcpy(factors.data(), t.data.data(), t.data.size());
     for (size_t i = 0; i < factors.size(); ++i)
       if (!(factors[i] > 0.0f) || !std::isfinite(factors[i]))
-        return fail(llvm::formatv("tensor 'rope_freqs.weight' value {0} is {1}, not a positive finite number", i,
-                                  factors[i])
+        return fail(llvm::formatv("tensor {0} value {1} is {2}, not a positive finite number", gguf::quoted(t.name),
+                                  i, factors[i])
                         .str());
+    return llvm::Error::success();
+  };
+  const gguf::TensorInfo *longTable = file.findTensor("rope_factors_long.weight");
+  const gguf::TensorInfo *shortTable = file.findTensor("rope_factors_short.weight");
+  if (bool(longTable) != bool(shortTable))
+    return fail(llvm::formatv("tensor {0} (LongRoPE) comes without {1}",
+                              gguf::quoted(longTable ? "rope_factors_long.weight" : "rope_factors_short.weight"),
+                              gguf::quoted(longTable ? "rope_factors_short.weight" : "rope_factors_long.weight"))
+                    .str());
+  if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
+    if (llvm::Error e = readFactors(*t))
+      return e;
+    if (longTable) // llama.cpp's choice too: rope_freqs over the LongRoPE tables
+      used.insert(longTable->name), used.insert(shortTable->name);
+  } else if (longTable) {
+    auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
+                                                                             : "context_length");
+    if (!original)
+      return original.takeError();
+    // Both are checked; the one the package's context needs is kept.
+    if (llvm::Error e = readFactors(*(maxContext > *original ? shortTable : longTable)))
+      return e;
+    if (llvm::Error e = readFactors(*(maxContext > *original ? longTable : shortTable)))
+      return e;
   }
   // The rotation's magnitude: yarn's, times rope.scaling.attn_factor (which llama.cpp applies to
   // every rope, scaled or not).
@@ -276,10 +322,24 @@ llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, i
                                                                                : "context_length");
       if (!original)
         return original.takeError();
-      // llama.cpp reads rope.scaling.yarn_ext_factor, yarn_beta_fast, yarn_beta_slow and
-      // yarn_log_multiplier for other architectures only (mistral3, grok, deepseek): for these it
-      // uses their defaults, whatever the file says, and so does HELM.
-      const double extFactor = 1.0, betaFast = 32.0, betaSlow = 1.0;
+      // llama.cpp reads yarn_beta_fast, yarn_beta_slow and yarn_log_multiplier for some
+      // architectures only (of HELM's, mistral3): for the others it uses the defaults, whatever the
+      // file says, and so does HELM. yarn_ext_factor it reads for none of them.
+      const double extFactor = 1.0;
+      double betaFast = 32.0, betaSlow = 1.0, logMultiplier = 0.0;
+      if (arch->mistralKeys) {
+        for (auto [key, value] : {std::pair{"rope.scaling.yarn_beta_fast", &betaFast},
+                                  std::pair{"rope.scaling.yarn_beta_slow", &betaSlow},
+                                  std::pair{"rope.scaling.yarn_log_multiplier", &logMultiplier}}) {
+          const gguf::Value *raw = archFind(key);
+          if (value == &logMultiplier && raw && raw->asFloat() == std::optional<double>(0.0))
+            continue; // 0: none, as llama.cpp reads it
+          auto v = floatKey(key, *value);
+          if (!v)
+            return v.takeError();
+          *value = *v;
+        }
+      }
       // f32 throughout, as ggml computes them.
       const float dims = float(rotaryDim), base = float(theta), orig = float(*original);
       auto corrDim = [&](double beta) {
@@ -296,6 +356,10 @@ llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, i
         factors[size_t(i)] = float(double(factors[size_t(i)]) / (double(scale) * (1.0 - mix) + double(mix)));
       }
       magnitude = 1.0 + 0.1 * std::log(factor);
+      // llama.cpp's yarn_attn_factor with a log multiplier m: mscale(1) / mscale(m), the kernel's
+      // own mscale(1) cancelled (llama-context.cpp), so the rotation keeps 1 / mscale(m) of it.
+      if (logMultiplier != 0.0)
+        magnitude /= 1.0 + 0.1 * logMultiplier * std::log(factor);
     } else if (kind != "none" && kind != "linear" && factor != 1.0) {
       return fail("rope scaling " + gguf::quoted(kind) +
                   " is not supported (unscaled, linear, yarn and Llama 3 rope_freqs positions are)");
@@ -430,8 +494,7 @@ llvm::Error Importer::run(ModuleOp module) {
     if (a.name == *archName)
       arch = &a;
   if (!arch)
-    return fail("architecture " + gguf::quoted(*archName) +
-                " is not supported (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3)");
+    return fail("architecture " + gguf::quoted(*archName) + " is not supported (" + architectureNames() + ")");
 
   // The configuration: llama.cpp's keys and defaults (llama-model.cpp).
   auto layers = intKey("block_count");
@@ -474,11 +537,21 @@ llvm::Error Importer::run(ModuleOp module) {
   auto scaling = ropeScaling(*rotaryDim, *headDim, *theta);
   if (!scaling)
     return scaling.takeError();
-  // Phi-3's LongRoPE picks one of two factor tables by the context length (and scales the
-  // attention): not built.
-  for (llvm::StringRef longRope : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (file.findTensor(longRope))
-      return fail("tensor " + gguf::quoted(longRope) + " (LongRoPE scaling) is not supported");
+  // Mistral 3's attention temperature (Llama 4's): llama.cpp multiplies the queries at position p
+  // by 1 + scale * ln(floor(p / n) + 1), n the original context; below n that is 1, so a package
+  // whose context stays within n computes exactly what llama.cpp does, and a longer one is refused.
+  if (arch->mistralKeys)
+    if (const gguf::Value *t = archFind("attention.temperature_scale"); t && t->asFloat().value_or(1.0) != 0.0) {
+      auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
+                                                                               : "context_length");
+      if (!original)
+        return original.takeError();
+      if (maxContext > *original)
+        return fail(llvm::formatv("'{0}' scales the queries from position {1} on, which HELM does not compute: "
+                                  "compile with --max-context {1} or less",
+                                  archKey("attention.temperature_scale"), *original)
+                        .str());
+    }
   // A sliding window over the keys (Phi-3, Gemma 3's local layers; llama.cpp's loader also
   // accepts it on llama files).
   IntegerAttr slidingWindow;
@@ -704,7 +777,8 @@ bool isGgufFile(const std::string &path) {
 }
 
 namespace {
-llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::unique_ptr<gguf::File>> opened) {
+llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::unique_ptr<gguf::File>> opened,
+                                        int64_t maxContext) {
   if (!opened)
     return opened.takeError();
   const std::string path = (*opened)->name().str();
@@ -715,7 +789,7 @@ llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::un
 
   GgufImport result;
   result.model.module = ModuleOp::create(UnknownLoc::get(&ctx));
-  Importer importer(ctx, file, source->parts());
+  Importer importer(ctx, file, source->parts(), maxContext);
   if (llvm::Error e = importer.run(*result.model.module))
     return std::move(e);
   {
@@ -747,13 +821,13 @@ llvm::Expected<GgufImport> importOpened(MLIRContext &ctx, llvm::Expected<std::un
 }
 } // namespace
 
-llvm::Expected<GgufImport> importGgufFile(MLIRContext &ctx, const std::string &path) {
-  return importOpened(ctx, gguf::File::open(path));
+llvm::Expected<GgufImport> importGgufFile(MLIRContext &ctx, const std::string &path, int64_t maxContext) {
+  return importOpened(ctx, gguf::File::open(path), maxContext);
 }
 
 llvm::Expected<GgufImport> importGgufBuffer(MLIRContext &ctx, std::unique_ptr<llvm::MemoryBuffer> buffer,
-                                            llvm::StringRef name) {
-  return importOpened(ctx, gguf::File::parse(std::move(buffer), name));
+                                            llvm::StringRef name, int64_t maxContext) {
+  return importOpened(ctx, gguf::File::parse(std::move(buffer), name), maxContext);
 }
 
 } // namespace helm

@@ -36,12 +36,15 @@ struct GgufImport {
 
 /// Imports the GGUF file at `path` (mapped; only its header and tables are read). The module's
 /// `@main(input_ids, position_ids) -> logits` holds the raised ops, not yet grouped into units
-/// (formUnits does that). Errors are one line naming the file and the key, tensor or type.
-llvm::Expected<GgufImport> importGgufFile(mlir::MLIRContext &ctx, const std::string &path);
+/// (formUnits does that). `maxContext` is the longest sequence the package will accept: Phi-3's
+/// LongRoPE files carry two frequency tables and, as llama.cpp, the import takes the long one when
+/// it exceeds the context the model was trained for. Errors are one line naming the file and the
+/// key, tensor or type.
+llvm::Expected<GgufImport> importGgufFile(mlir::MLIRContext &ctx, const std::string &path, int64_t maxContext);
 
 /// The same on bytes in memory (the fuzz target); `name` stands for the path in errors.
 llvm::Expected<GgufImport> importGgufBuffer(mlir::MLIRContext &ctx, std::unique_ptr<llvm::MemoryBuffer> buffer,
-                                            llvm::StringRef name);
+                                            llvm::StringRef name, int64_t maxContext);
 
 /// Whether the file at `path` starts with GGUF's magic (false when it cannot be read).
 bool isGgufFile(const std::string &path);

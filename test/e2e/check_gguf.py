@@ -400,6 +400,33 @@ def main():
              "--set", "qwen3.rope.scaling.type=str:yarn", "--set", "qwen3.rope.scaling.factor=8.0",
              "--set", "qwen3.context_length=128", "--set", "qwen3.rope.scaling.attn_factor=0.9"])
         compare(a, "qwen3 yarn with attn_factor F32", yarn3, cases[2][2], TOLERANCE["F32"], failures)
+        # Phi-3's LongRoPE (the 128k files): llama.cpp takes the long table when its context per
+        # sequence exceeds rope.scaling.original_context_length, HELM when --max-context does;
+        # llama-greedy's context is the prompt and the tokens (under 100), so an original context
+        # of 4096 tests the short table and one of 32 the long (the package's 4096 exceeds it);
+        # rope.scaling.attn_factor scales both.
+        for original in (4096, 32):
+            longrope = tmp / f"phi3-longrope-{original}.gguf"
+            run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "phi3", "--out", longrope,
+                 "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "12",
+                 "--longrope", str(original)])
+            compare(a, f"phi3 LongRoPE, original context {original}, F32", longrope, cases[3][2], TOLERANCE["F32"],
+                    failures)
+        # Mistral 3 (Ministral 3's keys): yarn with its beta_fast / beta_slow and log multiplier
+        # read from the file, and Llama 4's attention temperature, which is 1 within the original
+        # context (here 4096: the package's --max-context 4096 stays within it); Q4_K_M too.
+        mistral = tmp / "mistral3-f32.gguf"
+        run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "mistral3", "--out", mistral,
+             "--vocab", vocab_dir / "ggml-vocab-llama-spm.gguf", "--untied", "--seed", "13",
+             "--set", "mistral3.rope.scaling.type=str:yarn", "--set", "mistral3.rope.scaling.factor=16.0",
+             "--set", "mistral3.rope.scaling.original_context_length=4096",
+             "--set", "mistral3.rope.scaling.yarn_beta_fast=16.0", "--set", "mistral3.rope.scaling.yarn_beta_slow=2.0",
+             "--set", "mistral3.rope.scaling.yarn_log_multiplier=0.5",
+             "--set", "mistral3.attention.temperature_scale=0.1"])
+        compare(a, "mistral3 F32", mistral, cases[0][2], TOLERANCE["F32"], failures)
+        q = tmp / "mistral3-Q4_K_M.gguf"
+        run([quantize, mistral, q, "Q4_K_M"], env=env)
+        compare(a, "mistral3 Q4_K_M", q, cases[0][2], TOLERANCE["Q4_K_M"], failures)
         # A tied table in blocks (the LM head reads the token table) at one bit width.
         tied = tmp / "llama-tied.gguf"
         run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", tied,

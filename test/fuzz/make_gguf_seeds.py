@@ -23,6 +23,11 @@
                                           sliding-window pattern of 2, linear rope scaling, a soft cap)
   gemma2-q4.gguf                          a two-block gemma2 model in Q4_0 (soft-capped attention and
                                           logits, the default window and pattern)
+  phi3-longrope.gguf                      a one-block phi3 model in Q8_0 with LongRoPE's two tables
+                                          and attention factor (the fuzz target's context, 8192,
+                                          takes the long one)
+  mistral3-yarn.gguf                      a one-block mistral3 model in Q4_0 with yarn's tuning keys
+                                          and an attention temperature
 
   .venv/bin/python test/fuzz/make_gguf_seeds.py
 """
@@ -119,6 +124,16 @@ def main():
                     "--set", "gemma3.final_logit_softcapping=30.0"], check=True)
     subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "gemma2",
                     "--out", str(OUT / "gemma2-q4.gguf"), "--type", "q4_0", *small[:-2], "--layers", "2"], check=True)
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "phi3",
+                    "--out", str(OUT / "phi3-longrope.gguf"), "--type", "q8_0", *small, "--longrope", "4096"],
+                   check=True)
+    subprocess.run([sys.executable, str(ROOT.parent / "gguf" / "make_gguf_model.py"), "--arch", "mistral3",
+                    "--out", str(OUT / "mistral3-yarn.gguf"), "--type", "q4_0", *small,
+                    "--set", "mistral3.rope.scaling.type=str:yarn", "--set", "mistral3.rope.scaling.factor=16.0",
+                    "--set", "mistral3.rope.scaling.original_context_length=8192",
+                    "--set", "mistral3.rope.scaling.yarn_beta_fast=16.0",
+                    "--set", "mistral3.rope.scaling.yarn_log_multiplier=0.5",
+                    "--set", "mistral3.attention.temperature_scale=0.1"], check=True)
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size // 1024} KiB")
 

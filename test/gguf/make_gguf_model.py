@@ -79,7 +79,7 @@ def small_tokenizer(writer, n=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"])
+    ap.add_argument("--arch", required=True, choices=["llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "mistral3"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--architecture", help="general.architecture to write instead of --arch (the keys keep "
                                             "--arch's prefix): a file of an architecture HELM refuses")
@@ -102,6 +102,11 @@ def main():
     ap.add_argument("--rope-freqs", action="store_true",
                     help="add rope_freqs.weight: Llama 3.1's frequency factors (factor 8, low 1, high 4, "
                          "original context 8192), as llama.cpp's converter writes them")
+    ap.add_argument("--longrope", type=int, metavar="ORIGINAL",
+                    help="Phi-3's LongRoPE as the converter writes a 128k file: rope_factors_short.weight and "
+                         "rope_factors_long.weight (two different tables), context_length 131072, "
+                         "rope.scaling.original_context_length ORIGINAL and rope.scaling.attn_factor "
+                         "sqrt(1 + ln(131072 / ORIGINAL) / ln ORIGINAL)")
     a = ap.parse_args()
 
     rng = np.random.default_rng(a.seed)
@@ -119,6 +124,11 @@ def main():
     }
     if a.arch == "phi3":
         meta["phi3.rope.dimension_count"] = ("u32", hd)
+    if a.longrope:
+        meta[f"{a.arch}.context_length"] = ("u32", 131072)
+        meta[f"{a.arch}.rope.scaling.original_context_length"] = ("u32", a.longrope)
+        meta[f"{a.arch}.rope.scaling.attn_factor"] = (
+            "f32", float(np.sqrt(1 + np.log(131072 / a.longrope) / np.log(a.longrope))))
     if a.arch == "gemma3":
         # As the converter writes Gemma 3: a window for the local layers (the pattern and their
         # rope base are llama.cpp's defaults unless --set), no softcapping keys.
@@ -239,6 +249,12 @@ def main():
                 smooth = (original / wavelen - low) / (high - low)
                 factors.append(1 / ((1 - smooth) / factor + smooth))
         writer.add_tensor("rope_freqs.weight", np.array(factors, dtype=np.float32))
+    if a.longrope:
+        # Shaped as Phi-3-mini-128k's: short factors near 1 rising slowly, long ones from 1 to tens
+        # (the lowest frequencies stretched most).
+        pairs = np.arange(hd // 2, dtype=np.float64) / max(1, hd // 2 - 1)
+        writer.add_tensor("rope_factors_short.weight", (1.0 + 0.5 * pairs ** 2).astype(np.float32))
+        writer.add_tensor("rope_factors_long.weight", (1.0 + 40.0 * pairs ** 3).astype(np.float32))
     add("output_norm.weight", (H,), 0.1, "norm")
     if a.untied:
         add("output.weight", (vocab, H), 1.0 / np.sqrt(H) * 4)
