@@ -100,6 +100,15 @@ inline constexpr auto kSignMasks = [] {
         masks[v] |= uint64_t(0xFF) << (8 * j);
   return masks;
 }();
+/// For each sign byte, the 8 bytes +1 or -1 (0xFF) that multiply weight j (byte j): the vector
+/// paths apply them to the activation codes.
+inline constexpr auto kSignMultipliers = [] {
+  std::array<uint64_t, 256> bytes{};
+  for (uint32_t v = 0; v < 256; ++v)
+    bytes[v] = kSignMasks[v] | 0x0101010101010101ull;
+  return bytes;
+}();
+
 /// iqSigns of every 7-bit index (a load instead of a parity computation).
 inline constexpr auto kSevenBitSigns = [] {
   std::array<uint8_t, 128> signs{};
@@ -109,56 +118,63 @@ inline constexpr auto kSevenBitSigns = [] {
 }();
 } // namespace iq_detail
 
-/// Group g (0..31) of 8 weights of a super-block: their lattice magnitudes, one byte each (weight 0
-/// lowest; iq3: two 4-weight entries), and their 8 sign bits.
-template <BlockFormat K> inline void iqGroup(const uint8_t *blk, int g, uint64_t &magnitudes, uint32_t &signs) {
+/// Sub-block j (0..7: weights 32j ..) of a super-block: its four groups of 8 weights' lattice
+/// magnitudes (one byte each, weight 0 lowest; iq3: two 4-weight entries a group) and 8 sign bits,
+/// and the 4-bit scale codes of its two halves of 16.
+template <BlockFormat K>
+inline void iqSubBlock(const uint8_t *blk, int j, uint64_t magnitudes[4], uint32_t signs[4], int &lo, int &hi) {
   using namespace iq_detail;
-  const int j = g / 4, t = g % 4; // sub-block of 32, group in it
   if constexpr (K == BlockFormat::iq2_xxs) {
     const uint8_t *q = blk + offsetof(BlockIq2Xxs, qs) + 8 * j;
-    magnitudes = kIq2XxsGrid[q[t]];
-    signs = kSevenBitSigns[(load32(q + 4) >> (7 * t)) & 127];
+    const uint32_t aux = load32(q + 4);
+    for (int t = 0; t < 4; ++t) {
+      magnitudes[t] = kIq2XxsGrid[q[t]];
+      signs[t] = kSevenBitSigns[(aux >> (7 * t)) & 127];
+    }
+    lo = hi = int(aux >> 28);
   } else if constexpr (K == BlockFormat::iq2_xs) {
-    const uint32_t e = load16(blk + offsetof(BlockIq2Xs, qs) + 2 * g);
-    magnitudes = kIq2XsGrid[e & 511];
-    signs = kSevenBitSigns[e >> 9];
+    const uint8_t *q = blk + offsetof(BlockIq2Xs, qs) + 8 * j;
+    for (int t = 0; t < 4; ++t) {
+      const uint32_t e = load16(q + 2 * t);
+      magnitudes[t] = kIq2XsGrid[e & 511];
+      signs[t] = kSevenBitSigns[e >> 9];
+    }
+    const uint8_t v = blk[offsetof(BlockIq2Xs, scales) + j];
+    lo = v & 0xF;
+    hi = v >> 4;
   } else if constexpr (K == BlockFormat::iq2_s) {
-    magnitudes = kIq2SGrid[blk[offsetof(BlockIq2S, qs) + g] | ((blk[offsetof(BlockIq2S, qh) + j] >> (2 * t)) & 3) << 8];
-    signs = blk[offsetof(BlockIq2S, signs) + g];
+    const uint32_t qh = blk[offsetof(BlockIq2S, qh) + j];
+    for (int t = 0; t < 4; ++t) {
+      magnitudes[t] = kIq2SGrid[blk[offsetof(BlockIq2S, qs) + 4 * j + t] | ((qh >> (2 * t)) & 3) << 8];
+      signs[t] = blk[offsetof(BlockIq2S, signs) + 4 * j + t];
+    }
+    const uint8_t v = blk[offsetof(BlockIq2S, scales) + j];
+    lo = v & 0xF;
+    hi = v >> 4;
   } else if constexpr (K == BlockFormat::iq3_xxs) {
-    const uint8_t *q = blk + offsetof(BlockIq3Xxs, qs) + 2 * g;
-    magnitudes = uint64_t(kIq3XxsGrid[q[0]]) | uint64_t(kIq3XxsGrid[q[1]]) << 32;
-    signs = kSevenBitSigns[(load32(blk + offsetof(BlockIq3Xxs, scalesAndSigns) + 4 * j) >> (7 * t)) & 127];
+    const uint8_t *q = blk + offsetof(BlockIq3Xxs, qs) + 8 * j;
+    const uint32_t aux = load32(blk + offsetof(BlockIq3Xxs, scalesAndSigns) + 4 * j);
+    for (int t = 0; t < 4; ++t) {
+      magnitudes[t] = uint64_t(kIq3XxsGrid[q[2 * t]]) | uint64_t(kIq3XxsGrid[q[2 * t + 1]]) << 32;
+      signs[t] = kSevenBitSigns[(aux >> (7 * t)) & 127];
+    }
+    lo = hi = int(aux >> 28);
   } else {
     static_assert(K == BlockFormat::iq3_s, "an iq lattice format without a layout");
-    const uint8_t *qs = blk + offsetof(BlockIq3S, qs) + 2 * g;
-    const uint32_t high = blk[offsetof(BlockIq3S, qh) + j] >> (2 * t); // the 9th bits of indices 2g, 2g + 1
-    magnitudes = uint64_t(kIq3SGrid[qs[0] | (high & 1) << 8]) | uint64_t(kIq3SGrid[qs[1] | (high & 2) << 7]) << 32;
-    signs = blk[offsetof(BlockIq3S, signs) + g];
+    const uint8_t *q = blk + offsetof(BlockIq3S, qs) + 8 * j;
+    const uint32_t qh = blk[offsetof(BlockIq3S, qh) + j]; // the 9th bits of indices 8j ..
+    for (int t = 0; t < 4; ++t) {
+      magnitudes[t] = uint64_t(kIq3SGrid[q[2 * t] | ((qh >> (2 * t)) & 1) << 8]) |
+                      uint64_t(kIq3SGrid[q[2 * t + 1] | ((qh >> (2 * t + 1)) & 1) << 8]) << 32;
+      signs[t] = blk[offsetof(BlockIq3S, signs) + 4 * j + t];
+    }
+    lo = hi = (blk[offsetof(BlockIq3S, scales) + j / 2] >> (4 * (j % 2))) & 0xF;
   }
 }
 
-/// A super-block's odd integer scales s = 2 ls + 1 per 16 weights, and its factor D.
-template <BlockFormat K> inline void iqScales(const uint8_t *blk, int16_t s[16], float &D) {
-  using namespace iq_detail;
-  const float d = kernels::halfToFloat(uint16_t(load16(blk)));
-  for (int j = 0; j < 8; ++j) {
-    int lo, hi; // the 4-bit codes of sub-block j's two halves
-    if constexpr (K == BlockFormat::iq2_xxs) {
-      lo = hi = int(load32(blk + offsetof(BlockIq2Xxs, qs) + 8 * j + 4) >> 28);
-    } else if constexpr (K == BlockFormat::iq2_xs || K == BlockFormat::iq2_s) {
-      const uint8_t v = blk[(K == BlockFormat::iq2_xs ? offsetof(BlockIq2Xs, scales) : offsetof(BlockIq2S, scales)) + j];
-      lo = v & 0xF;
-      hi = v >> 4;
-    } else if constexpr (K == BlockFormat::iq3_xxs) {
-      lo = hi = int(load32(blk + offsetof(BlockIq3Xxs, scalesAndSigns) + 4 * j) >> 28);
-    } else {
-      lo = hi = (blk[offsetof(BlockIq3S, scales) + j / 2] >> (4 * (j % 2))) & 0xF;
-    }
-    s[2 * j] = int16_t(2 * lo + 1);
-    s[2 * j + 1] = int16_t(2 * hi + 1);
-  }
-  D = K == BlockFormat::iq3_s ? d : K == BlockFormat::iq3_xxs ? d * 0.25f : d * 0.125f;
+/// The super-block's factor D from its f16 d (as f32): d / 8 (iq2), d / 4 (iq3_xxs), d (iq3_s).
+template <BlockFormat K> constexpr float iqFactor(float d) {
+  return K == BlockFormat::iq3_s ? d : K == BlockFormat::iq3_xxs ? d * 0.25f : d * 0.125f;
 }
 
 /// The 8 signed codes of magnitudes m (each 1..62) under sign bits `signs`, as 8 bytes: -m is
@@ -171,14 +187,19 @@ inline uint64_t iqSignedCodes(uint64_t magnitudes, uint32_t signs) {
 /// One super-block (at blk) decoded: c[256] the signed lattice codes, s[16] the odd integer scales
 /// of each 16 weights, and D; x[l] = (D * float(s[l / 16])) * float(c[l]) is the format's value.
 template <BlockFormat K> inline void decodeIq(const uint8_t *blk, int8_t c[256], int16_t s[16], float &D) {
-  for (int g = 0; g < 32; ++g) {
-    uint64_t magnitudes;
-    uint32_t signs;
-    iqGroup<K>(blk, g, magnitudes, signs);
-    const uint64_t codes = iqSignedCodes(magnitudes, signs);
-    std::memcpy(c + 8 * g, &codes, 8);
+  for (int j = 0; j < 8; ++j) {
+    uint64_t magnitudes[4];
+    uint32_t signs[4];
+    int lo, hi;
+    iqSubBlock<K>(blk, j, magnitudes, signs, lo, hi);
+    for (int t = 0; t < 4; ++t) {
+      const uint64_t codes = iqSignedCodes(magnitudes[t], signs[t]);
+      std::memcpy(c + 32 * j + 8 * t, &codes, 8);
+    }
+    s[2 * j] = int16_t(2 * lo + 1);
+    s[2 * j + 1] = int16_t(2 * hi + 1);
   }
-  iqScales<K>(blk, s, D);
+  D = iqFactor<K>(kernels::halfToFloat(uint16_t(iq_detail::load16(blk))));
 }
 
 } // namespace helm::quant

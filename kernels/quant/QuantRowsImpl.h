@@ -335,9 +335,12 @@ HELM_QTARGET inline void decodedGroup(const uint8_t *p, const XRows &x, PathAcc<
 /// its int16 sub-block scales (and, for HasMins, mins) and its factors: u8 x s8 pairs times the
 /// scales (sub-block 2j in the low 128 bits, 2j + 1 in the high), the offset and the mins through
 /// the per-16 sums of the codes (halfSum). Codes below 128: |pair| <= 2 * 126 * 127 fits int16.
+/// With `signs` (bytes +1 / -1), the weights are wv's magnitudes times those signs, applied to the
+/// activation codes instead (sign_epi8: the same integer products, c * (s * q) = (s * c) * q).
 template <int OffsetShift, bool HasMins, int MB>
 HELM_QTARGET inline void subBlocks16Group(const __m256i (&wv)[8], const int16_t (&scale)[16], const int16_t (&min)[16],
-                                          float d, float dmin, const XRows &x, PathAcc<MB> &acc) {
+                                          float d, float dmin, const XRows &x, PathAcc<MB> &acc,
+                                          const __m256i *signs = nullptr) {
   __m256i scale16[8];
   for (int j = 0; j < 8; ++j)
     scale16[j] = _mm256_set_m128i(_mm_set1_epi16(scale[2 * j + 1]), _mm_set1_epi16(scale[2 * j]));
@@ -348,8 +351,12 @@ HELM_QTARGET inline void subBlocks16Group(const __m256i (&wv)[8], const int16_t 
   for (int m = 0; m < MB; ++m) {
     __m256i prod[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) // a pair times a scale of |s| <= 32, summed in pairs: int32
-      prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], loadCodes(x.codes(m), j)), scale16[j]);
+    for (int j = 0; j < 8; ++j) { // a pair times a scale of |s| <= 32, summed in pairs: int32
+      __m256i codes = loadCodes(x.codes(m), j);
+      if (signs)
+        codes = _mm256_sign_epi8(codes, signs[j]);
+      prod[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[j], codes), scale16[j]);
+    }
     __m256i isum = reduce8x8(prod);
     const __m256i halfSums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m)));
     if constexpr (OffsetShift >= 0) // lane j loses 2^shift * (sc . per-16 sums)
@@ -401,29 +408,43 @@ HELM_QTARGET inline void lowBitKQuantGroup(const uint8_t *p, const XRows &x, Pat
   subBlocks16Group<F == BlockFormat::q3_k ? 2 : -1, F == BlockFormat::q2_k, MB>(wv, scale, min, d, dmin, x, acc);
 }
 
-/// Adds an iq lattice super-block (at p) to the MB rows of x: each group of 8 weights' signed
-/// codes (|c| <= 62) built in a general register (iqGroup, iqSignedCodes: two table reads and a few
-/// integer operations), four to a vector register, offset by 64 into unsigned bytes, then q3_k's
-/// arithmetic (subBlocks16Group).
+/// Adds an iq lattice super-block (at p) to the MB rows of x: each group of 8 weights' lattice
+/// magnitudes (1..62, unsigned bytes as they are) and sign bytes (+1 / -1) read from tables
+/// (iqSubBlock, kSignMultipliers), four groups to a register, then q3_k's arithmetic
+/// (subBlocks16Group): for one to three rows of x with the signs on the activation codes, for more
+/// on the weights once.
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void iqSuperBlock(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
   int16_t scale[16];
   const int16_t none[16] = {};
-  float d;
-  iqScales<F>(p, scale, d);
-  const __m256i offset = _mm256_set1_epi8(64);
-  __m256i wv[8];
+  __m256i wv[8], sv[8];
+#pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
-    long long codes[4];
-    for (int t = 0; t < 4; ++t) {
-      uint64_t magnitudes;
-      uint32_t signs;
-      iqGroup<F>(p, 4 * j + t, magnitudes, signs);
-      codes[t] = static_cast<long long>(iqSignedCodes(magnitudes, signs));
-    }
-    wv[j] = _mm256_add_epi8(_mm256_set_epi64x(codes[3], codes[2], codes[1], codes[0]), offset);
+    uint64_t magnitudes[4];
+    uint32_t signs[4];
+    int lo, hi;
+    iqSubBlock<F>(p, j, magnitudes, signs, lo, hi);
+    wv[j] = _mm256_set_epi64x(static_cast<long long>(magnitudes[3]), static_cast<long long>(magnitudes[2]),
+                              static_cast<long long>(magnitudes[1]), static_cast<long long>(magnitudes[0]));
+    sv[j] = _mm256_set_epi64x(static_cast<long long>(iq_detail::kSignMultipliers[signs[3]]),
+                              static_cast<long long>(iq_detail::kSignMultipliers[signs[2]]),
+                              static_cast<long long>(iq_detail::kSignMultipliers[signs[1]]),
+                              static_cast<long long>(iq_detail::kSignMultipliers[signs[0]]));
+    scale[2 * j] = int16_t(2 * lo + 1);
+    scale[2 * j + 1] = int16_t(2 * hi + 1);
   }
-  subBlocks16Group<6, false, MB>(wv, scale, none, d, 0.0f, x, acc);
+  const float d = iqFactor<F>(halfAt(p));
+  if constexpr (MB < 4) {
+    subBlocks16Group<-1, false, MB>(wv, scale, none, d, 0.0f, x, acc, sv);
+  } else {
+    // Several rows of x (a prefill chunk, a server's batch): the signs once on the weights rather
+    // than on every row's codes, the signed codes offset by 64 into unsigned bytes (1..126) and the
+    // offset taken off through the per-16 sums, as q3_k's.
+    const __m256i offset = _mm256_set1_epi8(64);
+    for (int j = 0; j < 8; ++j)
+      wv[j] = _mm256_add_epi8(_mm256_sign_epi8(wv[j], sv[j]), offset);
+    subBlocks16Group<6, false, MB>(wv, scale, none, d, 0.0f, x, acc);
+  }
 }
 
 template <BlockFormat F, int MB>
