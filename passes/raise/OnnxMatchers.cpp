@@ -124,6 +124,21 @@ WeightOp traceWeight(Value v, bool *transposed) {
   return w;
 }
 
+WeightOp traceReshapedWeight(Value v) {
+  while (v) {
+    if (auto w = v.getDefiningOp<WeightOp>())
+      return w;
+    OnnxNodeOp op = anyProducer(v);
+    if (!op || !op.getDomain().empty() || op.getInputs().empty())
+      return {};
+    llvm::StringRef t = op.getOpType();
+    if (t != "Identity" && t != "Reshape") // a Cast would change the bytes
+      return {};
+    v = op.getInputs()[0];
+  }
+  return {};
+}
+
 OnnxNodeOp traceDequantizeLinear(Value v, bool *transposed) {
   bool flip = false;
   v = skipCastsAndTransposes(v, flip);

@@ -43,6 +43,10 @@ mlir::Value skipLayout(mlir::Value v);
 /// The weight op behind `v` (through casts and transposes); `transposed` is set when an odd number of
 /// 2-D transposes was crossed.
 WeightOp traceWeight(mlir::Value v, bool *transposed = nullptr);
+/// The weight behind `v` through Identity and Reshape (which keep the elements and their order), or
+/// null: a weight's bytes read in another shape, as ONNX Runtime GenAI's tied models feed
+/// GatherBlockQuantized the LM head's MatMulNBits codes and scales.
+WeightOp traceReshapedWeight(mlir::Value v);
 
 /// The DequantizeLinear behind `v` (through casts and 2-D transposes, like traceWeight), or null;
 /// `transposed` is set when an odd number of transposes was crossed.

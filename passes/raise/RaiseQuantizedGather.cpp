@@ -63,10 +63,42 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
     int64_t quantizeAxis = op.getIntAttr("quantize_axis", 1);
     if (quantizeAxis != 1 && quantizeAxis != -1)
       return nodeError(op, "quantize_axis " + Twine(quantizeAxis) + " is not supported (1: blocks along each row)");
-    WeightOp codes = traceWeight(inputs[0]), scales = traceWeight(inputs[2]);
+    // The data, scales and zero points may be another weight's bytes through a Reshape: ONNX
+    // Runtime GenAI's tied models gather from the LM head's MatMulNBits initializers. The table's
+    // shape is then the Reshape's.
+    WeightOp codes = traceReshapedWeight(inputs[0]), scales = traceReshapedWeight(inputs[2]);
     if (!codes)
-      return nodeError(op, "the quantized data must be an initializer");
-    auto dataType = cast<RankedTensorType>(codes.getType());
+      return nodeError(op, "the quantized data must be an initializer (or a Reshape of one)");
+    auto weightType = cast<RankedTensorType>(codes.getType());
+    auto dataType = dyn_cast<RankedTensorType>(inputs[0].getType());
+    if (!dataType || !dataType.hasStaticShape()) {
+      // A Reshape the importer left without a static type: its shape input (constant, one -1 at
+      // most) over the weight's elements.
+      OnnxNodeOp reshape = producer(inputs[0], "Reshape");
+      std::optional<SmallVector<double>> dims =
+          reshape && reshape.getInputs().size() == 2 ? constantValues(reshape.getInputs()[1]) : std::nullopt;
+      if (!dims || dims->size() != 2)
+        return nodeError(op, "the quantized data's shape is not known");
+      int64_t known = 1, inferred = -1;
+      SmallVector<int64_t> shape;
+      for (double d : *dims) {
+        if (d == -1 && inferred < 0) {
+          inferred = int64_t(shape.size());
+          shape.push_back(1);
+        } else if (d >= 1 && d == double(int64_t(d))) {
+          shape.push_back(int64_t(d));
+          known *= int64_t(d);
+        } else {
+          return nodeError(op, "the quantized data's Reshape has a dimension " + Twine(int64_t(d)) + " (positive sizes and one -1 are supported)");
+        }
+      }
+      if (inferred >= 0)
+        shape[size_t(inferred)] = weightType.getNumElements() / known;
+      dataType = RankedTensorType::get(shape, weightType.getElementType());
+    }
+    if (dataType.getNumElements() != weightType.getNumElements() ||
+        dataType.getElementType() != weightType.getElementType())
+      return nodeError(op, "the quantized data is not its initializer's elements in another shape");
     if (dataType.getRank() != 2)
       return nodeError(op, "the quantized data must be 2-D, got rank " + Twine(dataType.getRank()));
     // uint8 data packs 8 / bits values per byte; int4 / uint4 data has one element per value. The
@@ -80,7 +112,7 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
     if (bs > 0 && cols % bs != 0)
       return nodeError(op, "the row length " + Twine(cols) + " is not a multiple of block_size " + Twine(bs));
     const bool hasZeroPoints = inputs.size() > 3 && !isa<NoneType>(inputs[3].getType());
-    WeightOp zeroPoints = hasZeroPoints ? traceWeight(inputs[3]) : WeightOp();
+    WeightOp zeroPoints = hasZeroPoints ? traceReshapedWeight(inputs[3]) : WeightOp();
     if (hasZeroPoints && !zeroPoints)
       return nodeError(op, "zero_points must be an initializer");
     FailureOr<WeightDeclOp> decl =
