@@ -16,7 +16,10 @@ bench/build-llama-cpp.sh.
   .venv/bin/python bench/gguf_bench.py                       # the default model's Q4_1 file, Gemma 3
                                                              # 270M's Q4_K_M (scripts/fetch-gguf.py), and
                                                              # the Qwen3-0.6B-shaped Q4_K_M and F16
-                                                             # files where the compare bench made them
+                                                             # files where the compare bench made them,
+                                                             # and the Llama-3.2-1B-shaped Q4_K_M, Q3_K_M
+                                                             # and IQ4_XS files bench/make_shaped_gguf.py
+                                                             # writes
   .venv/bin/python bench/gguf_bench.py --files a.gguf,b.gguf --threads 1,2 --runs 5 --json out.json
 """
 import argparse
@@ -34,7 +37,8 @@ LLAMA = ROOT / "bench" / ".cache" / "llama.cpp"
 DEFAULT_FILES = [ROOT / "models" / ".cache" / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf",
                  ROOT / "models" / ".cache" / "gguf" / "gemma-3-270m-q4_k_m.gguf",
                  ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model-q4_k_m.gguf",
-                 ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model.gguf"]
+                 ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model.gguf",
+                 *[ROOT / "bench" / ".cache" / "shapes" / f"llama32-1b-{t}.gguf" for t in ("Q4_K_M", "Q3_K_M", "IQ4_XS")]]
 
 
 def log(msg):
