@@ -362,7 +362,7 @@ llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, i
         magnitude /= 1.0 + 0.1 * logMultiplier * std::log(factor);
     } else if (kind != "none" && kind != "linear" && factor != 1.0) {
       return fail("rope scaling " + gguf::quoted(kind) +
-                  " is not supported (unscaled, linear, yarn and Llama 3 rope_freqs positions are)");
+                  " is not supported (unscaled, linear and yarn positions are, with or without Llama 3 rope_freqs or Phi-3 LongRoPE tables)");
     }
   }
   double attnFactor = 1.0;
@@ -540,8 +540,12 @@ llvm::Error Importer::run(ModuleOp module) {
   // Mistral 3's attention temperature (Llama 4's): llama.cpp multiplies the queries at position p
   // by 1 + scale * ln(floor(p / n) + 1), n the original context; below n that is 1, so a package
   // whose context stays within n computes exactly what llama.cpp does, and a longer one is refused.
-  if (arch->mistralKeys)
-    if (const gguf::Value *t = archFind("attention.temperature_scale"); t && t->asFloat().value_or(1.0) != 0.0) {
+  if (const gguf::Value *t = arch->mistralKeys ? archFind("attention.temperature_scale") : nullptr) {
+    std::optional<double> scale = t->type == gguf::ValueType::Array ? std::nullopt : t->asFloat();
+    if (!scale || !std::isfinite(*scale))
+      return fail("'" + archKey("attention.temperature_scale") + "' is a " + gguf::valueTypeName(t->type) +
+                  ", not a finite number");
+    if (*scale != 0.0) {
       auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
                                                                                : "context_length");
       if (!original)
@@ -552,6 +556,7 @@ llvm::Error Importer::run(ModuleOp module) {
                                   archKey("attention.temperature_scale"), *original)
                         .str());
     }
+  }
   // A sliding window over the keys (Phi-3, Gemma 3's local layers; llama.cpp's loader also
   // accepts it on llama files).
   IntegerAttr slidingWindow;

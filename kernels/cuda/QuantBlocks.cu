@@ -11,7 +11,8 @@
 // Each weight is dequantized with the operations of quant::dequantizeRow, in its order and
 // without fused multiply-adds (__fmul_rn / __fsub_rn / __fadd_rn are never contracted), so the
 // f32 weights are bit-identical to the CPU's dequantization. Blocks are 2-byte aligned at best
-// (34, 18, 20, 144, 176 and 210 bytes), so fields are read byte by byte; helm_cuda_qgemv_q4k
+// (34, 18, 20, 22, 24, 84, 110, 136, 144, 176, 210, and the lattice formats' 66, 74, 82, 98 and
+// 110 bytes), so fields are read byte by byte; helm_cuda_qgemv_q4k
 // alone reads 16-byte words, of q4_k weights on 16-byte boundaries.
 //
 // helm_cuda_dequantize_rows(const uint8_t *w, int32_t format, float *out, int64_t rows,

@@ -4,6 +4,9 @@
 #include "passes/raise/Passes.h"
 
 #include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <sstream>
 #include "mlir/IR/BuiltinOps.h"
 
 namespace helm {
@@ -79,17 +82,23 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
           reshape && reshape.getInputs().size() == 2 ? constantValues(reshape.getInputs()[1]) : std::nullopt;
       if (!dims || dims->size() != 2)
         return nodeError(op, "the quantized data's shape is not known");
+      // Sizes are checked against the weight's element count before they are converted or
+      // multiplied, so neither can overflow.
+      const int64_t elements = weightType.getNumElements();
       int64_t known = 1, inferred = -1;
       SmallVector<int64_t> shape;
       for (double d : *dims) {
         if (d == -1 && inferred < 0) {
           inferred = int64_t(shape.size());
           shape.push_back(1);
-        } else if (d >= 1 && d == double(int64_t(d))) {
+        } else if (d >= 1 && d <= double(elements) && d == std::floor(d) && known <= elements / int64_t(d)) {
           shape.push_back(int64_t(d));
           known *= int64_t(d);
         } else {
-          return nodeError(op, "the quantized data's Reshape has a dimension " + Twine(int64_t(d)) + " (positive sizes and one -1 are supported)");
+          std::ostringstream sizes; // shortest form: a size may be any double
+          sizes << (*dims)[0] << ", " << (*dims)[1];
+          return nodeError(op, "the quantized data's Reshape to [" + Twine(sizes.str()) +
+                                   "] does not hold its initializer's " + Twine(elements) + " elements");
         }
       }
       if (inferred >= 0)

@@ -26,6 +26,7 @@ ap.add_argument("--zero-points", action="store_true")
 ap.add_argument("--gather-axis", type=int, default=0)
 ap.add_argument("--quantize-axis", type=int, default=1)
 ap.add_argument("--tied", action="store_true")
+ap.add_argument("--data-shape", help="--tied: the data Reshape's shape input instead of [rows, cols * bits / 8]")
 a = ap.parse_args()
 
 rng = np.random.default_rng(0)
@@ -44,7 +45,8 @@ if a.tied:
     b = numpy_helper.to_array(data).reshape(a.rows, blocks, blob)
     inits = [numpy_helper.from_array(b, "head_B"),
              numpy_helper.from_array(numpy_helper.to_array(scales).reshape(-1), "head_scales"),
-             numpy_helper.from_array(np.array([a.rows, a.cols * a.bits // 8], dtype=np.int64), "data_shape"),
+             numpy_helper.from_array(np.array([int(v) for v in a.data_shape.split(",")] if a.data_shape else
+                                              [a.rows, a.cols * a.bits // 8], dtype=np.int64), "data_shape"),
              numpy_helper.from_array(np.array([a.rows, blocks], dtype=np.int64), "scales_shape")]
     nodes = [helper.make_node("Reshape", ["head_B", "data_shape"], ["data"], name="data_reshape"),
              helper.make_node("Reshape", ["head_scales", "scales_shape"], ["scales"], name="scales_reshape")]
