@@ -182,6 +182,13 @@ private:
   /// `<arch>.<key>` as a positive integer; `fallback` when absent and not required.
   llvm::Expected<int64_t> intKey(llvm::StringRef key, std::optional<int64_t> fallback = std::nullopt);
   llvm::Expected<double> floatKey(llvm::StringRef key, std::optional<double> fallback = std::nullopt);
+  /// The context the model's positions were trained for (llama.cpp's n_ctx_orig_yarn):
+  /// rope.scaling.original_context_length, else context_length. Yarn's ramp, the LongRoPE choice and
+  /// Mistral 3's attention temperature read it.
+  llvm::Expected<int64_t> originalContext() {
+    return intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
+                                                                  : "context_length");
+  }
   /// How the file scales its rotary positions: per-pair frequency divisors (RopeOp's
   /// freq_factors; null for none) and, for yarn, the factor its magnitude scaling multiplies every
   /// attention score by (mscale^2, folded into the attention scale).
@@ -257,22 +264,22 @@ llvm::Expected<int64_t> Importer::intKey(llvm::StringRef key, std::optional<int6
 llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, int64_t headDim, double theta) {
   const int64_t pairs = rotaryDim / 2;
   std::vector<float> factors;
-  // A table of divisors: F32, one positive finite value per rotary pair.
-  auto readFactors = [&](const gguf::TensorInfo &t) -> llvm::Error {
+  // A table of divisors (marked used): F32, one positive finite value per rotary pair.
+  auto readFactors = [&](const gguf::TensorInfo &t) -> llvm::Expected<std::vector<float>> {
     used.insert(t.name);
     if (t.type != 0 || t.dims.size() != 1 || t.elements != uint64_t(pairs) ||
         t.data.size() != size_t(pairs) * sizeof(float))
       return fail(llvm::formatv("tensor {0} must be F32 with {1} values (rope.dimension_count / 2)",
                                 gguf::quoted(t.name), pairs)
                       .str());
-    factors.resize(size_t(pairs));
-    std::memcpy(factors.data(), t.data.data(), t.data.size());
-    for (size_t i = 0; i < factors.size(); ++i)
-      if (!(factors[i] > 0.0f) || !std::isfinite(factors[i]))
+    std::vector<float> table(static_cast<size_t>(pairs));
+    std::memcpy(table.data(), t.data.data(), t.data.size());
+    for (size_t i = 0; i < table.size(); ++i)
+      if (!(table[i] > 0.0f) || !std::isfinite(table[i]))
         return fail(llvm::formatv("tensor {0} value {1} is {2}, not a positive finite number", gguf::quoted(t.name),
-                                  i, factors[i])
+                                  i, table[i])
                         .str());
-    return llvm::Error::success();
+    return table;
   };
   const gguf::TensorInfo *longTable = file.findTensor("rope_factors_long.weight");
   const gguf::TensorInfo *shortTable = file.findTensor("rope_factors_short.weight");
@@ -282,20 +289,24 @@ llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, i
                               gguf::quoted(longTable ? "rope_factors_short.weight" : "rope_factors_long.weight"))
                     .str());
   if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
-    if (llvm::Error e = readFactors(*t))
-      return e;
+    auto table = readFactors(*t);
+    if (!table)
+      return table.takeError();
+    factors = std::move(*table);
     if (longTable) // llama.cpp's choice too: rope_freqs over the LongRoPE tables
       used.insert(longTable->name), used.insert(shortTable->name);
   } else if (longTable) {
-    auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
-                                                                             : "context_length");
+    auto original = originalContext();
     if (!original)
       return original.takeError();
-    // Both are checked; the one the package's context needs is kept.
-    if (llvm::Error e = readFactors(*(maxContext > *original ? shortTable : longTable)))
-      return e;
-    if (llvm::Error e = readFactors(*(maxContext > *original ? longTable : shortTable)))
-      return e;
+    // Both tables are checked; the one the package's context needs is kept.
+    auto longFactors = readFactors(*longTable);
+    if (!longFactors)
+      return longFactors.takeError();
+    auto shortFactors = readFactors(*shortTable);
+    if (!shortFactors)
+      return shortFactors.takeError();
+    factors = std::move(maxContext > *original ? *longFactors : *shortFactors);
   }
   // The rotation's magnitude: yarn's, times rope.scaling.attn_factor (which llama.cpp applies to
   // every rope, scaled or not).
@@ -318,8 +329,7 @@ llvm::Expected<Importer::RopeScaling> Importer::ropeScaling(int64_t rotaryDim, i
         return fail(llvm::formatv("rope.scaling.factor {0} of yarn scaling must be above 1", factor).str());
       // The context the frequencies were trained for (llama.cpp: context_length unless the key
       // says otherwise).
-      auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
-                                                                               : "context_length");
+      auto original = originalContext();
       if (!original)
         return original.takeError();
       // llama.cpp reads yarn_beta_fast, yarn_beta_slow and yarn_log_multiplier for some
@@ -546,8 +556,7 @@ llvm::Error Importer::run(ModuleOp module) {
       return fail("'" + archKey("attention.temperature_scale") + "' is a " + gguf::valueTypeName(t->type) +
                   ", not a finite number");
     if (*scale != 0.0) {
-      auto original = intKey(archFind("rope.scaling.original_context_length") ? "rope.scaling.original_context_length"
-                                                                               : "context_length");
+      auto original = originalContext();
       if (!original)
         return original.takeError();
       if (maxContext > *original)
