@@ -102,7 +102,7 @@ struct RaiseQuantizedGatherPass : helm::impl::RaiseQuantizedGatherBase<RaiseQuan
         }
       }
       if (inferred >= 0)
-        shape[size_t(inferred)] = weightType.getNumElements() / known;
+        shape[size_t(inferred)] = elements / known;
       dataType = RankedTensorType::get(shape, weightType.getElementType());
     }
     if (dataType.getNumElements() != weightType.getNumElements() ||
