@@ -746,7 +746,8 @@ TEST(BlockFormats, ReadOnlyFormatsAreRefusedByTheQuantizer) {
 
 // The lattices' shape (ggml's): iq2 entries hold the magnitudes 8, 25, 43; iq3_xxs' the 8 values
 // 4 + 8 i but 62 for the last; iq3_s' the odd numbers 1..15; no entry twice; the first and last
-// entries as ggml's. (check_block_formats.py compares every entry with the gguf package.)
+// entries those of ggml-common.h's iq*_grid tables (read from that file, not from IqGrids.h).
+// (check_block_formats.py compares every entry with the gguf package.)
 TEST(BlockFormats, LatticesHaveGgmlsShape) {
   auto check = [](const auto &grid, int width, std::initializer_list<int> values, uint64_t first, uint64_t last) {
     std::set<uint64_t> seen;
