@@ -171,6 +171,11 @@ HELM_QAVX2 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB>
 }
 
 template <BlockFormat F, int MB>
+HELM_QAVX2 inline void pathDecodedGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid) {
+  decodedGroup<F, MB>(p, x, acc, valid);
+}
+
+template <BlockFormat F, int MB>
 HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
   kQuantGroup<F, MB>(p, x, acc.v);
 }

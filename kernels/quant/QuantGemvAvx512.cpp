@@ -203,32 +203,129 @@ HELM_QAVX512 inline void addBlockTerms(__m256 &lanes, __m256i isum, __m256 scale
 
 /// vpermt2b indices that pick 16 bytes from each of the blocks 4h..4h+3 of a group of 8 (one block
 /// per 128-bit lane), starting at byte `start` of each block, out of two 64-byte registers loaded at
-/// group offsets a (indices 0-63) and b (64-127). Every picked byte lies in one of the two.
+/// group offsets a (indices 0-63) and b (64-127). A byte in neither is a compile-time error.
 struct ByteTable {
   alignas(64) uint8_t idx[64];
 };
+constexpr uint8_t pickIndex(int pos, int a, int b) {
+  if (pos >= a && pos < a + 64)
+    return uint8_t(pos - a);
+  if (pos >= b && pos < b + 64)
+    return uint8_t(64 + pos - b);
+  throw "a picked byte lies in neither 64-byte load";
+}
 constexpr ByteTable byteTable(int bs, int h, int start, int a, int b) {
   ByteTable t{};
   for (int j = 0; j < 4; ++j)
-    for (int i = 0; i < 16; ++i) {
-      const int pos = (4 * h + j) * bs + start + i;
-      t.idx[16 * j + i] = uint8_t(pos >= a && pos < a + 64 ? pos - a : 64 + pos - b);
-    }
+    for (int i = 0; i < 16; ++i)
+      t.idx[16 * j + i] = pickIndex((4 * h + j) * bs + start + i, a, b);
   return t;
 }
 struct GroupTables {
   ByteTable t[2][2]; // [blocks 0-3 / 4-7][first / second half of each block (q8_0 only)]
 };
+
+/// The 32-weight formats whose 16 bytes of nibbles end their block (q5_0, q5_1, iq4_nl): block
+/// bytes, where the nibbles, q5's 32 fifth bits and q5_1's f16 min lie (-1: none).
+struct NibbleLayout {
+  int bs, qs, qh, min;
+};
+template <BlockFormat F> constexpr NibbleLayout nibbleLayout() {
+  if constexpr (F == BlockFormat::q5_0)
+    return {int(sizeof(BlockQ5_0)), int(offsetof(BlockQ5_0, qs)), int(offsetof(BlockQ5_0, qh)), -1};
+  else if constexpr (F == BlockFormat::q5_1)
+    return {int(sizeof(BlockQ5_1)), int(offsetof(BlockQ5_1, qs)), int(offsetof(BlockQ5_1, qh)),
+            int(offsetof(BlockQ5_1, m))};
+  else
+    return {int(sizeof(BlockIq4Nl)), int(offsetof(BlockIq4Nl, qs)), -1, -1};
+}
+/// Where the two loads of blocks 4h..4h+3's bytes from `start` on go: the first at block 4h's
+/// byte `start`, the second ending where block 4h + 3 ends (never past the group).
+constexpr int firstLoad(NibbleLayout l, int h, int start) { return 4 * h * l.bs + start; }
+constexpr int secondLoad(NibbleLayout l, int h) { return 4 * (h + 1) * l.bs - 64; }
+
 template <BlockFormat F> constexpr GroupTables makeTables() {
-  if constexpr (F == BlockFormat::q8_0)
+  if constexpr (F == BlockFormat::q8_0) {
     return {{{byteTable(34, 0, 2, 0, 64), byteTable(34, 0, 18, 16, 80)},
              {byteTable(34, 1, 2, 128, 192), byteTable(34, 1, 18, 144, 208)}}};
-  else if constexpr (F == BlockFormat::q4_0)
+  } else if constexpr (F == BlockFormat::q4_0) {
     return {{{byteTable(18, 0, 2, 0, 64), {}}, {byteTable(18, 1, 2, 64, 128), {}}}};
-  else
+  } else if constexpr (F == BlockFormat::q4_1) {
     return {{{byteTable(20, 0, 4, 0, 64), {}}, {byteTable(20, 1, 4, 64, 96), {}}}};
+  } else {
+    constexpr NibbleLayout l = nibbleLayout<F>();
+    GroupTables t{};
+    for (int h = 0; h < 2; ++h) {
+      t.t[h][0] = byteTable(l.bs, h, l.qs, firstLoad(l, h, l.qs), secondLoad(l, h));
+      if (l.qh >= 0) { // bytes 2j, 2j + 1: block 4h + j's fifth bits 0-15; bytes 8 + 2j, 9 + 2j: 16-31
+        const int a = firstLoad(l, h, l.qh), b = secondLoad(l, h);
+        for (int j = 0; j < 4; ++j)
+          for (int e = 0; e < 2; ++e) {
+            t.t[h][1].idx[2 * j + e] = pickIndex((4 * h + j) * l.bs + l.qh + e, a, b);
+            t.t[h][1].idx[8 + 2 * j + e] = pickIndex((4 * h + j) * l.bs + l.qh + 2 + e, a, b);
+          }
+      }
+    }
+    return t;
+  }
 }
 template <BlockFormat F> constexpr GroupTables kTables = makeTables<F>();
+
+/// vpermt2w / vpermw indices that pick a group's eight f16 scales (words 0-7) and mins (8-15, where
+/// minOffset >= 0) out of 64-byte loads at the group's bytes 0 and 64 (`lo`) or, for words past
+/// byte 128 (`fromHi`), of one load ending at the group's end (`hi`).
+struct WordPick {
+  alignas(64) int16_t lo[32];
+  alignas(64) int16_t hi[32];
+  uint32_t fromHi;
+};
+constexpr WordPick scaleWords(int bs, int minOffset) {
+  WordPick t{};
+  const int c = 8 * bs - 64;
+  for (int lane = 0; lane < 16; ++lane) {
+    const int off = lane < 8 ? 0 : minOffset;
+    if (off < 0)
+      continue;
+    const int pos = lane % 8 * bs + off;
+    if (pos + 2 <= 128) {
+      t.lo[lane] = int16_t(pos / 2);
+    } else {
+      if (pos < c || (pos - c) % 2)
+        throw "a scale lies in neither load";
+      t.hi[lane] = int16_t((pos - c) / 2);
+      t.fromHi |= 1u << lane;
+    }
+  }
+  return t;
+}
+template <BlockFormat F> constexpr WordPick kScaleWords = scaleWords(nibbleLayout<F>().bs, nibbleLayout<F>().min);
+
+/// iq4's table plus 128, as unsigned bytes in each 128-bit lane: codes T + 128 (1..241) against
+/// the activation codes, 128 * (their sum) taken off afterwards.
+struct Iq4Shifted {
+  alignas(16) uint8_t v[16];
+};
+constexpr Iq4Shifted iq4Shifted() {
+  Iq4Shifted t{};
+  for (int i = 0; i < 16; ++i)
+    t.v[i] = uint8_t(kIq4Values[i] + 128);
+  return t;
+}
+constexpr Iq4Shifted kIq4Shifted = iq4Shifted();
+
+/// The power of two times the activation codes' sum that a format's unsigned weight codes carry and
+/// the kernels take off the integer sums (-1: none): q4_0's nibble - 8, q5_0's q - 16, iq4's
+/// T + 128.
+template <BlockFormat F> constexpr int codeOffsetShift() {
+  if constexpr (F == BlockFormat::q4_0)
+    return 3;
+  else if constexpr (F == BlockFormat::q5_0)
+    return 4;
+  else if constexpr (F == BlockFormat::iq4_nl || F == BlockFormat::iq4_xs)
+    return 7;
+  else
+    return -1;
+}
 
 // loadCodes and dotU8S8 are QuantRowsImpl.h's operands of the 256-bit k-quant group, which this
 // path replaces with its own (pathKQuantGroup): kept for that shared code, unused here.
@@ -265,16 +362,81 @@ HELM_QAVX512 inline void legacyDots(const __m512i w[2][2], const __mmask64 negat
   }
 }
 
-/// A legacy group's weights as the VNNI kernels read them: bytes[h][0] holds the first 16 codes
-/// of blocks 4h..4h+3 (one block per 128-bit lane), bytes[h][1] their second 16; q4_0 / q4_1 the
-/// nibbles (unsigned), q8_0 the signed codes as stored. dw (and q4_1's mw) are the eight blocks'
-/// f16 fields as f32, zero for blocks >= valid (a row's tail: the next row's blocks).
+/// The decoded formats' group (legacyWeights): codes unsigned in the registers' order, scales (and
+/// q5_1's mins) as f32.
+template <BlockFormat F>
+HELM_QAVX512 inline void decodedWeights(const uint8_t *p, __m512i bytes[2][2], __m256 &dw, __m256 &mw) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512i v[2];
+  if constexpr (F == BlockFormat::iq4_xs) {
+    // Sub-block j's 16 bytes of nibbles at 16 j: blocks 4h..4h+3 are one 64-byte load.
+    for (int h = 0; h < 2; ++h)
+      v[h] = _mm512_loadu_si512(p + offsetof(BlockIq4Xs, qs) + 64 * h);
+    // ls_j: scalesLow's nibble j (of a 32-bit word), scalesHigh's bits 2j, 2j + 1 as bits 4-5.
+    uint32_t low;
+    std::memcpy(&low, p + offsetof(BlockIq4Xs, scalesLow), sizeof low);
+    uint16_t high;
+    std::memcpy(&high, p + offsetof(BlockIq4Xs, scalesHigh), sizeof high);
+    const __m256i lowBits = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(int(low)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    const __m256i highBits = _mm256_slli_epi32(
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(high), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3)),
+        4);
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lowBits, highBits), _mm256_set1_epi32(32));
+    dw = _mm256_mul_ps(_mm256_set1_ps(halfAt(p)), _mm256_cvtepi32_ps(ls));
+    mw = _mm256_setzero_ps();
+  } else {
+    constexpr NibbleLayout l = nibbleLayout<F>();
+    for (int h = 0; h < 2; ++h)
+      v[h] = pick16(p, firstLoad(l, h, l.qs), _mm512_loadu_si512(p + secondLoad(l, h)), kTables<F>.t[h][0]);
+    const WordPick &words = kScaleWords<F>;
+    const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), _mm512_load_si512(words.lo), _mm512_loadu_si512(p + 64));
+    const __m512i scales = _mm512_mask_mov_epi16(
+        lo, __mmask32(words.fromHi), _mm512_permutexvar_epi16(_mm512_load_si512(words.hi), _mm512_loadu_si512(p + 8 * l.bs - 64)));
+    dw = _mm256_cvtph_ps(_mm512_castsi512_si128(scales));
+    mw = l.min >= 0 ? _mm256_cvtph_ps(_mm512_extracti32x4_epi32(scales, 1)) : _mm256_setzero_ps();
+  }
+  for (int h = 0; h < 2; ++h) {
+    bytes[h][0] = _mm512_and_si512(v[h], nibble);
+    bytes[h][1] = _mm512_and_si512(_mm512_srli_epi16(v[h], 4), nibble);
+  }
+  if constexpr (F == BlockFormat::iq4_nl || F == BlockFormat::iq4_xs) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kIq4Shifted.v)));
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half)
+        bytes[h][half] = _mm512_shuffle_epi8(table, bytes[h][half]);
+  } else if constexpr (nibbleLayout<F>().qh >= 0) {
+    // Fifth bit i of block 4h + j is bit i of its 32-bit qh: the first 16 of each block, 4 blocks,
+    // make one 64-bit mask over bytes[h][0]'s bytes, the second 16 one over bytes[h][1]'s.
+    constexpr NibbleLayout l = nibbleLayout<F>();
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    for (int h = 0; h < 2; ++h) {
+      const __m128i qh = _mm512_castsi512_si128(
+          pick16(p, firstLoad(l, h, l.qh), _mm512_loadu_si512(p + secondLoad(l, h)), kTables<F>.t[h][1]));
+      const __mmask64 first = _cvtu64_mask64(uint64_t(_mm_cvtsi128_si64(qh)));
+      const __mmask64 second = _cvtu64_mask64(uint64_t(_mm_extract_epi64(qh, 1)));
+      bytes[h][0] = _mm512_mask_add_epi8(bytes[h][0], first, bytes[h][0], sixteen);
+      bytes[h][1] = _mm512_mask_add_epi8(bytes[h][1], second, bytes[h][1], sixteen);
+    }
+  }
+}
+
+/// A group of a 32-weight-scale format as the VNNI kernels read it: bytes[h][0] holds the first 16
+/// codes of blocks 4h..4h+3 (one block per 128-bit lane), bytes[h][1] their second 16; q4_0 / q4_1
+/// the nibbles (unsigned), q8_0 the signed codes as stored; the decoded formats (q5_0, q5_1,
+/// iq4_nl; iq4_xs's super-block as 8 blocks) unsigned too: q5 the nibble plus 16 for a fifth bit,
+/// iq4 its table value plus 128 (codeOffsetShift). dw (and q4_1's / q5_1's mw) are the eight
+/// blocks' scales as f32, zero for blocks >= valid (a row's tail: the next row's blocks).
 template <BlockFormat F>
 HELM_QAVX512 inline void legacyWeights(const uint8_t *p, int valid, __m512i bytes[2][2], __m256 &dw, __m256 &mw) {
   // The f16 fields (at word 0 of each block, q4_1's min at word 1) picked out of 64-byte loads of
   // the group with word permutes: a gather costs several times more on Zen 4.
   mw = _mm256_setzero_ps();
-  if constexpr (F == BlockFormat::q4_0) { // words 9j: all in the first 128 bytes
+  if constexpr (isDecoded(F)) {
+    // decodedWeights below
+  } else if constexpr (F == BlockFormat::q4_0) { // words 9j: all in the first 128 bytes
     const __m512i idx = _mm512_zextsi256_si512(_mm256_setr_epi16(0, 9, 18, 27, 36, 45, 54, 63, 0, 0, 0, 0, 0, 0, 0, 0));
     const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
     dw = _mm256_cvtph_ps(_mm512_castsi512_si128(v));
@@ -293,7 +455,9 @@ HELM_QAVX512 inline void legacyWeights(const uint8_t *p, int valid, __m512i byte
     dw = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
     mw = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
   }
-  if constexpr (F == BlockFormat::q8_0) {
+  if constexpr (isDecoded(F)) {
+    decodedWeights<F>(p, bytes, dw, mw);
+  } else if constexpr (F == BlockFormat::q8_0) {
     constexpr int a[2][2] = {{0, 16}, {128, 144}}, b[2][2] = {{64, 80}, {192, 208}};
     for (int h = 0; h < 2; ++h)
       for (int half = 0; half < 2; ++half)
@@ -337,11 +501,11 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     legacyDots<F>(w, negative, x.codes(m), da);
     legacyDots<F>(w, negative, x.codes(m + 1), db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
-    if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(loadPair(x.xsum(m)), 3));
+    if constexpr (codeOffsetShift<F>() >= 0) // q4_0: codes are nibble - 8, q5_0: q - 16, iq4: (T + 128) - 128
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(loadPair(x.xsum(m)), codeOffsetShift<F>()));
     __m512 &a = acc.pair[m / 2];
     addBlockTerms(a, isum, dw2, x, m);
-    if constexpr (F == BlockFormat::q4_1)
+    if constexpr (F == BlockFormat::q4_1 || F == BlockFormat::q5_1)
       a = _mm512_add_ps(a, _mm512_mul_ps(mw2, loadPair(x.sx(m))));
   }
   if constexpr (MB % 2 == 1) {
@@ -349,12 +513,20 @@ HELM_QAVX512 inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<M
     __m512i dot[2];
     legacyDots<F>(w, negative, x.codes(m), dot);
     __m256i isum = reduce8(dot[0], dot[1]);
-    if constexpr (F == BlockFormat::q4_0)
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m))), 3));
+    if constexpr (codeOffsetShift<F>() >= 0)
+      isum = _mm256_sub_epi32(
+          isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m))), codeOffsetShift<F>()));
     addBlockTerms(acc.last, isum, dw, x, m);
-    if constexpr (F == BlockFormat::q4_1)
+    if constexpr (F == BlockFormat::q4_1 || F == BlockFormat::q5_1)
       acc.last = _mm256_add_ps(acc.last, _mm256_mul_ps(mw, _mm256_loadu_ps(x.sx(m))));
   }
+}
+
+/// The decoded formats (q5_0, q5_1, iq4_nl, iq4_xs) take legacyGroup's kernel: legacyWeights
+/// decodes them into its registers as unsigned codes.
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void pathDecodedGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid) {
+  legacyGroup<F, MB>(p, x, acc, valid);
 }
 
 /// The weight registers of a k-quant super-block in the codes' order: w[h][0] holds the first
@@ -577,8 +749,8 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
       __m512i isum = _mm512_setzero_si512();
       if constexpr (F == BlockFormat::q6_k)
         isum = _mm512_dpwssd_epi32(isum, _mm512_loadu_si512(x.halfSum(4 * k) + 32 * h), offsetW);
-      else if constexpr (F == BlockFormat::q4_0) // codes are nibble - 8
-        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), 3));
+      else if constexpr (codeOffsetShift<F>() >= 0) // q4_0: nibble - 8, q5_0: q - 16, iq4: (T + 128) - 128
+        isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), codeOffsetShift<F>()));
       else if constexpr (F == BlockFormat::q8_0) // codes are (w + 128) - 128
         isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), 7));
       const int8_t *c = x.codes(4 * k) + 512 * h;
@@ -604,7 +776,7 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
       const __m512 s = _mm512_mul_ps(scaleL, _mm512_loadu_ps(x.dx(4 * k) + 16 * h));
       __m512 &a = acc[h][k];
       a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
-      if constexpr (F == BlockFormat::q4_1)
+      if constexpr (F == BlockFormat::q4_1 || F == BlockFormat::q5_1)
         a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
       else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k)
         a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
@@ -663,7 +835,7 @@ HELM_QAVX512 void pathRows16(const QuantizedX &q, int64_t m0, const uint8_t *w, 
               kept[n - s0][h][k] = acc[h][k];
           continue;
         }
-        if constexpr (!isKQuant(F))
+        if constexpr (!hasSuperBlocks(F))
           if (tail)
             quadGroup<F>(partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks), int(tail), x, acc);
 #pragma GCC unroll 4

@@ -93,6 +93,8 @@ template <BlockFormat F, int MB>
 HELM_QTARGET inline void legacyGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc);
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void pathDecodedGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
 /// Paths whose calls take 16 rows of x (kPathMaxRows >= 16) provide their own kernel for a whole
 /// call of 16 (QuantizedX stores those rows in the layout it reads).
 template <BlockFormat F>
@@ -470,7 +472,7 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
       if constexpr (isKQuant(F))
         pathKQuantGroup<F, MB>(gp, x, acc);
       else if constexpr (isDecoded(F))
-        decodedGroup<F, MB>(gp, x, acc);
+        pathDecodedGroup<F, MB>(gp, x, acc);
       else if constexpr (isLowBitKQuant(F))
         lowBitKQuantGroup<F, MB>(gp, x, acc);
       else if constexpr (isIq(F))
@@ -482,7 +484,7 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
       if (tail) {
         const uint8_t *tp = partialGroup<F>(row + groups * gb, tail, wEnd, tailBlocks);
         if constexpr (isDecoded(F))
-          decodedGroup<F, MB>(tp, x, acc, int(tail));
+          pathDecodedGroup<F, MB>(tp, x, acc, int(tail));
         else
           legacyGroup<F, MB>(tp, x, acc, int(tail));
       }
