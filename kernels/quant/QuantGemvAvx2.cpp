@@ -176,6 +176,14 @@ HELM_QAVX2 inline void pathDecodedGroup(const uint8_t *p, const XRows &x, PathAc
 }
 
 template <BlockFormat F, int MB>
+HELM_QAVX2 inline void pathLowBitGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  if constexpr (isIq(F))
+    iqSuperBlock<F, MB>(p, x, acc);
+  else
+    lowBitKQuantGroup<F, MB>(p, x, acc);
+}
+
+template <BlockFormat F, int MB>
 HELM_QAVX2 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
   kQuantGroup<F, MB>(p, x, acc.v);
 }

@@ -584,85 +584,251 @@ template <BlockFormat F> HELM_QAVX512 inline void kQuantWeights(const uint8_t *p
   }
 }
 
-/// One row's integer dot products of a k-quant super-block: dot[h] holds activation blocks
-/// 4h..4h+3, one per 128-bit lane (four partial sums each). q6_k: sum sc * q * c with q unsigned
-/// (0..63), the offset of 32 left to the caller; maddubs pairs (|pair| <= 2 * 63 * 127) times the
-/// 16-code sub-block's int8 scale, summed into int32 by vpdpwssd, exact.
-template <BlockFormat F>
-HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const __m512i scale16[2][2], const int8_t *codes, __m512i dot[2]) {
+/// One row's integer dot products of a q4_k / q5_k super-block: dot[h] holds activation blocks
+/// 4h..4h+3, one per 128-bit lane (four partial sums each).
+HELM_QAVX512 inline void kQuantDots(const __m512i w[2][2], const int8_t *codes, __m512i dot[2]) {
   for (int h = 0; h < 2; ++h) {
     const int8_t *c = codes + h * 128;
-    const __m512i first = _mm512_loadu_si512(c), second = _mm512_loadu_si512(c + 64);
-    if constexpr (F == BlockFormat::q6_k)
-      dot[h] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(w[h][0], first),
-                                                       scale16[h][0]),
-                                   _mm512_maddubs_epi16(w[h][1], second), scale16[h][1]);
-    else
-      dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], first), w[h][1], second);
+    dot[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h][0], _mm512_loadu_si512(c)), w[h][1],
+                                 _mm512_loadu_si512(c + 64));
   }
 }
 
-/// The k-quant super-block at p (x at its group of 8 activation blocks) added to the MB rows' lanes, as
-/// kQuantGroup computes it: the same exact integer sums per activation block, then the same float
-/// operations, so the results are bit-identical. Each block's codes meet the weights in 512-bit
-/// dot products (q4_k / q5_k: VNNI bytes; q6_k: maddubs, then VNNI words with its per-16 scales);
-/// q6_k's offset, 32 * sum sc * (sum of 16 codes), comes from the activations' halfSum. Rows of x
-/// go in pairs: one reduction and one 512-bit float step for two.
-template <BlockFormat F, int MB>
-HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
-  __m512i w[2][2];
-  kQuantWeights<F>(p, w);
-  // q6_k: lane t of scale16[h][half] holds, in all 8 words, the int8 scale of 16-code sub-block
-  // 2 (4h + t) + half; sc16 the 16 scales as words in sub-block order (the offset's dot product).
-  __m512i scale16[2][2] = {};
-  __m256i sc16 = _mm256_setzero_si256();
-  __m256 dsc = _mm256_setzero_ps(), dmn = _mm256_setzero_ps();
-  if constexpr (F == BlockFormat::q6_k) {
-    sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
-    const __m512i words = _mm512_castsi256_si512(sc16);
-    for (int h = 0; h < 2; ++h)
-      for (int half = 0; half < 2; ++half) {
-        const int base = 8 * h + half;
-        scale16[h][half] = _mm512_permutexvar_epi16(
-            _mm512_set_epi16(base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6,
-                             base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4,
-                             base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2,
-                             base, base, base, base, base, base, base, base),
-            words);
+// ---- super-blocks of 16-weight sub-blocks: q6_k, q3_k, q2_k and the iq lattice formats ----------
+//
+// Each is, per super-block, unsigned codes u (the weight code plus 2^OffsetShift), 16 int16 scales
+// sc (one per 16 weights), q2_k's 16 mins, and f32 factors d (and dmin): isum = sum sc * u * c -
+// 2^OffsetShift * sum sc * (per-16 sums of c), exact in int32, as QuantGemvImpl.h's arithmetic
+// gives it (q6_k: q = (q + 32) - 32 with q stored unsigned; q3_k: q + 4; iq: signed code + 64;
+// q2_k: q itself, its mins through the per-16 sums). u x c pairs stay within int16 (u <= 126).
+
+/// Whether F runs the sub-16 kernels below.
+constexpr bool isSub16(BlockFormat f) { return f == BlockFormat::q6_k || isLowBitKQuant(f) || isIq(f); }
+/// The offset its unsigned codes carry, as a power of two (-1: none).
+template <BlockFormat F> constexpr int sub16OffsetShift() {
+  if constexpr (F == BlockFormat::q6_k)
+    return 5;
+  else if constexpr (F == BlockFormat::q3_k)
+    return 2;
+  else if constexpr (F == BlockFormat::q2_k)
+    return -1;
+  else
+    return 6;
+}
+
+struct Sub16Weights {
+  __m512i w[2][2]; ///< the codes in the registers' order (kQuantWeights), unsigned
+  __m256i sc16;    ///< the 16 scales as words, sub-block order
+  __m256i mn16;    ///< q2_k's 16 mins as words
+  float d, dmin;
+};
+
+/// q2_k / q3_k codes in the registers' order: code i of 32-code block 4h + t is bits 2t..2t+1 of
+/// qs[32h + i] (as for every block of a 128-weight half), so each register is 16 bytes of qs in all
+/// four 128-bit lanes shifted by 0, 2, 4, 6; q3_k adds 4 where hmask[i] has bit 4h + t.
+template <BlockFormat F> HELM_QAVX512 inline void lowBitWeights(const uint8_t *p, Sub16Weights &s) {
+  constexpr int qsOffset = F == BlockFormat::q2_k ? int(offsetof(BlockQ2K, qs)) : int(offsetof(BlockQ3K, qs));
+  const __m512i three = _mm512_set1_epi8(3);
+  const __m512i shifts = _mm512_set_epi64(0x0006000600060006, 0x0006000600060006, 0x0004000400040004,
+                                          0x0004000400040004, 0x0002000200020002, 0x0002000200020002, 0, 0);
+  for (int h = 0; h < 2; ++h)
+    for (int half = 0; half < 2; ++half) {
+      const __m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + qsOffset + 32 * h + 16 * half)));
+      // 16-bit shifts carry bits of the high byte into the low one; the mask drops them.
+      s.w[h][half] = _mm512_and_si512(_mm512_srlv_epi16(q, shifts), three);
+      if constexpr (F == BlockFormat::q3_k) {
+        const __m512i hm = _mm512_broadcast_i32x4(
+            _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + offsetof(BlockQ3K, hmask) + 16 * half)));
+        const auto bit = [](int k) { return int(0x01010101u << k); };
+        const int j = 4 * h;
+        const __m512i bits = _mm512_set_epi32(bit(j + 3), bit(j + 3), bit(j + 3), bit(j + 3), bit(j + 2), bit(j + 2),
+                                              bit(j + 2), bit(j + 2), bit(j + 1), bit(j + 1), bit(j + 1), bit(j + 1),
+                                              bit(j), bit(j), bit(j), bit(j));
+        s.w[h][half] = _mm512_mask_add_epi8(s.w[h][half], _mm512_test_epi8_mask(hm, bits), s.w[h][half], _mm512_set1_epi8(4));
       }
-    dsc = _mm256_set1_ps(halfAt(p + kQ6KDOffset)); // d: q6_k's scales are integers in isum
+    }
+  if constexpr (F == BlockFormat::q2_k) {
+    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + offsetof(BlockQ2K, scales)));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    s.sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, low4));
+    s.mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), low4));
+    s.d = halfAt(p + offsetof(BlockQ2K, d));
+    s.dmin = halfAt(p + offsetof(BlockQ2K, dmin));
   } else {
-    kQuantScalesMins(p, dsc, dmn);
+    // q3KScale for all 16 at once: the low 4 bits are the nibbles of bytes 0-7 (sub-blocks 0-7 the
+    // low ones, 8-15 the high ones), the top 2 bits of sub-block s bits 2 (s / 4) of byte 8 + s % 4.
+    const uint8_t *sc = p + offsetof(BlockQ3K, scales);
+    uint64_t low;
+    uint32_t high;
+    std::memcpy(&low, sc, sizeof low);
+    std::memcpy(&high, sc + 8, sizeof high);
+    constexpr uint64_t nibbles = 0x0F0F0F0F0F0F0F0Full;
+    constexpr uint32_t twoBits = 0x03030303u;
+    const uint64_t top01 = uint64_t(high & twoBits) | uint64_t((high >> 2) & twoBits) << 32;
+    const uint64_t top23 = uint64_t((high >> 4) & twoBits) | uint64_t((high >> 6) & twoBits) << 32;
+    const __m128i codes = _mm_set_epi64x(static_cast<long long>(((low >> 4) & nibbles) | top23 << 4),
+                                         static_cast<long long>((low & nibbles) | top01 << 4));
+    s.sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(codes), _mm256_set1_epi16(32));
+    s.mn16 = _mm256_setzero_si256();
+    s.d = halfAt(p + offsetof(BlockQ3K, d));
+    s.dmin = 0.0f;
   }
-  const __m512 dsc2 = twice(dsc), dmn2 = twice(dmn);
-  const __m512i sc16x2 = _mm512_broadcast_i64x4(sc16);
+}
+
+/// An iq lattice super-block: per group of 8 weights its lattice magnitudes (iqSubBlock) and 8
+/// sign bits, which for the 8 groups of a register are one 64-bit byte mask: u = 64 + m or 64 - m.
+template <BlockFormat F> HELM_QAVX512 inline void iqWeights(const uint8_t *p, Sub16Weights &s) {
+  alignas(32) int16_t scale[16];
+  uint64_t magnitudes[8][4];
+  uint32_t signs[8][4];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    int lo, hi;
+    iqSubBlock<F>(p, j, magnitudes[j], signs[j], lo, hi);
+    scale[2 * j] = int16_t(2 * lo + 1);
+    scale[2 * j + 1] = int16_t(2 * hi + 1);
+  }
+  const __m512i offset = _mm512_set1_epi8(64);
+  for (int h = 0; h < 2; ++h)
+    for (int half = 0; half < 2; ++half) {
+      // 128-bit lane t: groups 2 half, 2 half + 1 of sub-block 4h + t.
+      const auto m = [&](int t, int e) { return static_cast<long long>(magnitudes[4 * h + t][2 * half + e]); };
+      const __m512i mag = _mm512_set_epi64(m(3, 1), m(3, 0), m(2, 1), m(2, 0), m(1, 1), m(1, 0), m(0, 1), m(0, 0));
+      uint64_t negative = 0;
+      for (int t = 0; t < 4; ++t)
+        for (int e = 0; e < 2; ++e)
+          negative |= uint64_t(signs[4 * h + t][2 * half + e] & 0xFF) << (8 * (2 * t + e));
+      s.w[h][half] = _mm512_mask_sub_epi8(_mm512_add_epi8(offset, mag), _cvtu64_mask64(negative), offset, mag);
+    }
+  s.sc16 = _mm256_load_si256(reinterpret_cast<const __m256i *>(scale));
+  s.mn16 = _mm256_setzero_si256();
+  s.d = iqFactor<F>(halfAt(p));
+  s.dmin = 0.0f;
+}
+
+template <BlockFormat F> HELM_QAVX512 inline void sub16Weights(const uint8_t *p, Sub16Weights &s) {
+  if constexpr (F == BlockFormat::q6_k) {
+    kQuantWeights<F>(p, s.w);
+    s.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
+    s.mn16 = _mm256_setzero_si256();
+    s.d = halfAt(p + kQ6KDOffset);
+    s.dmin = 0.0f;
+  } else if constexpr (isLowBitKQuant(F)) {
+    lowBitWeights<F>(p, s);
+  } else {
+    iqWeights<F>(p, s);
+  }
+}
+
+/// One row's integer dot products of a sub-16 super-block: dot[h] holds activation blocks
+/// 4h..4h+3, one per 128-bit lane (four partial sums each): maddubs pairs times the 16-code
+/// sub-block's scale (scale16: lane t, all words, the scale of sub-block 2 (4h + t) + half),
+/// summed into int32 by vpdpwssd, exact.
+HELM_QAVX512 inline void sub16Dots(const __m512i w[2][2], const __m512i scale16[2][2], const int8_t *codes, __m512i dot[2]) {
+  for (int h = 0; h < 2; ++h) {
+    const int8_t *c = codes + h * 128;
+    dot[h] = _mm512_dpwssd_epi32(
+        _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(w[h][0], _mm512_loadu_si512(c)), scale16[h][0]),
+        _mm512_maddubs_epi16(w[h][1], _mm512_loadu_si512(c + 64)), scale16[h][1]);
+  }
+}
+
+/// A sub-16 super-block at p (x at its group of 8 activation blocks) added to the MB rows' lanes,
+/// QuantGemvImpl.h's arithmetic: lane j += float(isum) * (d * dx), then (q2_k) lane j -=
+/// float(msum) * (dmin * dx), msum = mn[2j] * (sum of block j's first 16 codes) + mn[2j + 1] *
+/// (of its second 16). Rows of x go in pairs, as pathKQuantGroup's.
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void pathSub16Group(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  Sub16Weights s;
+  sub16Weights<F>(p, s);
+  __m512i scale16[2][2];
+  const __m512i words = _mm512_castsi256_si512(s.sc16);
+  for (int h = 0; h < 2; ++h)
+    for (int half = 0; half < 2; ++half) {
+      const int base = 8 * h + half;
+      scale16[h][half] = _mm512_permutexvar_epi16(
+          _mm512_set_epi16(base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6, base + 6,
+                           base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4, base + 4,
+                           base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2, base + 2,
+                           base, base, base, base, base, base, base, base),
+          words);
+    }
+  constexpr int shift = sub16OffsetShift<F>();
+  constexpr bool hasMins = F == BlockFormat::q2_k;
+  const __m256 d = _mm256_set1_ps(s.d), dmin = _mm256_set1_ps(s.dmin);
+  const __m512 d2 = twice(d), dmin2 = twice(dmin);
+  const __m512i sc16x2 = _mm512_broadcast_i64x4(s.sc16), mn16x2 = _mm512_broadcast_i64x4(s.mn16);
 #pragma GCC unroll 8
   for (int m = 0; m + 1 < MB; m += 2) {
     __m512i da[2], db[2];
-    kQuantDots<F>(w, scale16, x.codes(m), da);
-    kQuantDots<F>(w, scale16, x.codes(m + 1), db);
+    sub16Dots(s.w, scale16, x.codes(m), da);
+    sub16Dots(s.w, scale16, x.codes(m + 1), db);
     __m512i isum = reduce8x2(da[0], da[1], db[0], db[1]);
-    if constexpr (F == BlockFormat::q6_k) // lane j: 32 * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
-      isum = _mm512_sub_epi32(
-          isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, loadPair(x.halfSum(m))), 5));
+    const __m512i halfSums = loadPair(x.halfSum(m));
+    if constexpr (shift >= 0) // lane j: 2^shift * (sc[2j] * halfSum[2j] + sc[2j + 1] * halfSum[2j + 1])
+      isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_madd_epi16(sc16x2, halfSums), shift));
     __m512 &a = acc.pair[m / 2];
-    addBlockTerms(a, isum, dsc2, x, m);
-    if constexpr (F != BlockFormat::q6_k)
-      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, loadPair(x.sx(m))));
+    addBlockTerms(a, isum, d2, x, m);
+    if constexpr (hasMins) {
+      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mn16x2, halfSums)),
+                                     _mm512_mul_ps(dmin2, loadPair(x.dx(m))));
+      a = _mm512_sub_ps(a, t);
+    }
   }
   if constexpr (MB % 2 == 1) {
     constexpr int m = MB - 1;
     __m512i dot[2];
-    kQuantDots<F>(w, scale16, x.codes(m), dot);
+    sub16Dots(s.w, scale16, x.codes(m), dot);
     __m256i isum = reduce8(dot[0], dot[1]);
-    if constexpr (F == BlockFormat::q6_k)
-      isum = _mm256_sub_epi32(
-          isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-                                                              x.halfSum(m)))),
-                                  5));
-    addBlockTerms(acc.last, isum, dsc, x, m);
-    if constexpr (F != BlockFormat::q6_k)
+    const __m256i halfSums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.halfSum(m)));
+    if constexpr (shift >= 0)
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(s.sc16, halfSums), shift));
+    addBlockTerms(acc.last, isum, d, x, m);
+    if constexpr (hasMins) {
+      const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s.mn16, halfSums)),
+                                     _mm256_mul_ps(dmin, _mm256_loadu_ps(x.dx(m))));
+      acc.last = _mm256_sub_ps(acc.last, t);
+    }
+  }
+}
+
+/// q2_k, q3_k and the iq lattice formats: the sub-16 kernel.
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void pathLowBitGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  pathSub16Group<F, MB>(p, x, acc);
+}
+
+/// The k-quant super-block at p (x at its group of 8 activation blocks) added to the MB rows' lanes, as
+/// kQuantGroup computes it: the same exact integer sums per activation block, then the same float
+/// operations, so the results are bit-identical. q4_k / q5_k: each block's codes meet the weights in
+/// 512-bit VNNI byte dot products; q6_k is a sub-16 format (pathSub16Group). Rows of x go in pairs:
+/// one reduction and one 512-bit float step for two.
+template <BlockFormat F, int MB>
+HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc) {
+  if constexpr (F == BlockFormat::q6_k) {
+    pathSub16Group<F, MB>(p, x, acc);
+  } else {
+    __m512i w[2][2];
+    kQuantWeights<F>(p, w);
+    __m256 dsc, dmn;
+    kQuantScalesMins(p, dsc, dmn);
+    const __m512 dsc2 = twice(dsc), dmn2 = twice(dmn);
+#pragma GCC unroll 8
+    for (int m = 0; m + 1 < MB; m += 2) {
+      __m512i da[2], db[2];
+      kQuantDots(w, x.codes(m), da);
+      kQuantDots(w, x.codes(m + 1), db);
+      __m512 &a = acc.pair[m / 2];
+      addBlockTerms(a, reduce8x2(da[0], da[1], db[0], db[1]), dsc2, x, m);
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, loadPair(x.sx(m))));
+    }
+    if constexpr (MB % 2 == 1) {
+      constexpr int m = MB - 1;
+      __m512i dot[2];
+      kQuantDots(w, x.codes(m), dot);
+      addBlockTerms(acc.last, reduce8(dot[0], dot[1]), dsc, x, m);
       acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
+    }
   }
 }
 
@@ -714,16 +880,22 @@ constexpr WordTable kQ6PairWords[2] = {q6PairWords(0), q6PairWords(1)};
 template <BlockFormat F>
 HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, __m512 (&acc)[2][4]) {
   __m512i w[2][2];
-  __m256 scale, second = _mm256_setzero_ps(); // legacy: dw and q4_1's mw; k-quants: dsc and dmn
-  __m256i sc16 = _mm256_setzero_si256();       // q6_k's 16 scales as words
-  if constexpr (isKQuant(F)) {
+  // legacy: dw and q4_1's / q5_1's mw; q4_k / q5_k: dsc and dmn; sub-16 formats: d and dmin.
+  __m256 scale, second = _mm256_setzero_ps();
+  __m256i sc16 = _mm256_setzero_si256(), mn16 = _mm256_setzero_si256(); // sub-16: scales, q2_k's mins
+  if constexpr (isSub16(F)) {
+    Sub16Weights s;
+    sub16Weights<F>(p, s);
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half)
+        w[h][half] = s.w[h][half];
+    sc16 = s.sc16;
+    mn16 = s.mn16;
+    scale = _mm256_set1_ps(s.d);
+    second = _mm256_set1_ps(s.dmin);
+  } else if constexpr (isKQuant(F)) {
     kQuantWeights<F>(p, w);
-    if constexpr (F == BlockFormat::q6_k) {
-      sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + kQ6KScOffset)));
-      scale = _mm256_set1_ps(halfAt(p + kQ6KDOffset));
-    } else {
-      kQuantScalesMins(p, scale, second);
-    }
+    kQuantScalesMins(p, scale, second);
   } else {
     legacyWeights<F>(p, valid, w, scale, second);
     if constexpr (F == BlockFormat::q8_0) // w + 128 as unsigned bytes; 128 * sum(c) is taken off below
@@ -731,23 +903,27 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
         for (int half = 0; half < 2; ++half)
           w[h][half] = _mm512_xor_si512(w[h][half], _mm512_set1_epi8(char(0x80)));
   }
-  const __m512i words = _mm512_castsi256_si512(sc16);
+  const __m512i words = _mm512_castsi256_si512(sc16), minWords = _mm512_castsi256_si512(mn16);
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const __m512 scaleL = spreadBlocks(scale, h);
     const __m512 secondL = spreadBlocks(second, h);
-    __m512i scaleW[2] = {}, offsetW = _mm512_setzero_si512();
-    if constexpr (F == BlockFormat::q6_k) {
+    __m512i scaleW[2] = {}, offsetW = _mm512_setzero_si512(), minW = _mm512_setzero_si512();
+    if constexpr (isSub16(F)) {
       for (int half = 0; half < 2; ++half)
         scaleW[half] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleWords[h][half].idx), words);
-      // -32 sc[2j + e] against halfSum[e]: the offset of 32 in q6_k's codes, as the sum's start.
-      offsetW = _mm512_sub_epi16(_mm512_setzero_si512(),
-                                 _mm512_slli_epi16(_mm512_permutexvar_epi16(_mm512_load_si512(kQ6PairWords[h].idx), words), 5));
+      // -2^shift sc[2j + e] against halfSum[e]: the codes' offset, as the sum's start.
+      if constexpr (sub16OffsetShift<F>() >= 0)
+        offsetW = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                   _mm512_slli_epi16(_mm512_permutexvar_epi16(_mm512_load_si512(kQ6PairWords[h].idx), words),
+                                                     sub16OffsetShift<F>()));
+      if constexpr (F == BlockFormat::q2_k)
+        minW = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6PairWords[h].idx), minWords);
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       __m512i isum = _mm512_setzero_si512();
-      if constexpr (F == BlockFormat::q6_k)
+      if constexpr (isSub16(F) && sub16OffsetShift<F>() >= 0)
         isum = _mm512_dpwssd_epi32(isum, _mm512_loadu_si512(x.halfSum(4 * k) + 32 * h), offsetW);
       else if constexpr (codeOffsetShift<F>() >= 0) // q4_0: nibble - 8, q5_0: q - 16, iq4: (T + 128) - 128
         isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h), codeOffsetShift<F>()));
@@ -760,8 +936,8 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
         const __m512i w0 = _mm512_shuffle_epi32(wh, _MM_PERM_AAAA), w1 = _mm512_shuffle_epi32(wh, _MM_PERM_BBBB);
         const __m512i w2 = _mm512_shuffle_epi32(wh, _MM_PERM_CCCC), w3 = _mm512_shuffle_epi32(wh, _MM_PERM_DDDD);
         const int8_t *ch = c + 256 * half;
-        if constexpr (F == BlockFormat::q6_k) {
-          // maddubs pairs (|pair| <= 2 * 63 * 127) times the sub-block's int8 scale, into int32.
+        if constexpr (isSub16(F)) {
+          // maddubs pairs (|pair| <= 2 * 126 * 127) times the sub-block's int8 scale, into int32.
           isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w0, _mm512_loadu_si512(ch)), scaleW[half]);
           isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w1, _mm512_loadu_si512(ch + 64)), scaleW[half]);
           isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w2, _mm512_loadu_si512(ch + 128)), scaleW[half]);
@@ -780,6 +956,10 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
         a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
       else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k)
         a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
+      else if constexpr (F == BlockFormat::q2_k) { // minus float(msum) * (dmin * dx)
+        const __m512i msum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(x.halfSum(4 * k) + 32 * h), minW);
+        a = _mm512_sub_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(secondL, _mm512_loadu_ps(x.dx(4 * k) + 16 * h))));
+      }
     }
   }
 }

@@ -85,7 +85,7 @@ constexpr bool hasSuperBlocks(BlockFormat f) {
 }
 /// The formats the AVX-512 path has a 16-row kernel of its own for (pathRows16, reading x stored
 /// in quads); the others take 16 rows through the path's row loop.
-constexpr bool hasWideKernel(BlockFormat f) { return !isLowBitKQuant(f) && !isIq(f); }
+constexpr bool hasWideKernel(BlockFormat f) { return true; }
 
 /// Bytes per weight block of the 32-weight formats, from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {

@@ -95,6 +95,10 @@ template <BlockFormat F, int MB>
 HELM_QTARGET inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc);
 template <BlockFormat F, int MB>
 HELM_QTARGET inline void pathDecodedGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc, int valid = kLanes);
+/// The path's kernel for a q2_k / q3_k or iq lattice super-block (AVX2: lowBitKQuantGroup and
+/// iqSuperBlock below; AVX-512: its own with 512-bit registers).
+template <BlockFormat F, int MB>
+HELM_QTARGET inline void pathLowBitGroup(const uint8_t *p, const XRows &x, PathAcc<MB> &acc);
 /// Paths whose calls take 16 rows of x (kPathMaxRows >= 16) provide their own kernel for a whole
 /// call of 16 (QuantizedX stores those rows in the layout it reads).
 template <BlockFormat F>
@@ -473,10 +477,8 @@ HELM_QTARGET void rowsT(const QuantizedX &q, int64_t m0, const uint8_t *w, int64
         pathKQuantGroup<F, MB>(gp, x, acc);
       else if constexpr (isDecoded(F))
         pathDecodedGroup<F, MB>(gp, x, acc);
-      else if constexpr (isLowBitKQuant(F))
-        lowBitKQuantGroup<F, MB>(gp, x, acc);
-      else if constexpr (isIq(F))
-        iqSuperBlock<F, MB>(gp, x, acc);
+      else if constexpr (isLowBitKQuant(F) || isIq(F))
+        pathLowBitGroup<F, MB>(gp, x, acc);
       else
         legacyGroup<F, MB>(gp, x, acc);
     }
