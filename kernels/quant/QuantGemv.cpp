@@ -149,11 +149,11 @@ bool quantLinearOnPath(QuantPath path, BlockFormat wFormat, const float *x, int6
     return true;
   }
   const QuantKernels &kernels = kernelsFor(path);
-  // Every format takes the path's rows a call; only the formats with a 16-row kernel of their own
-  // (hasWideKernel) have the rows of those calls stored in quads for it.
+  // Every format takes the path's rows a call; a path of 16-row calls reads the rows of those
+  // calls stored in quads.
   const int64_t maxRows = kernels.maxRows;
   QuantizedX q = activationBuffers(M, K / kBlock);
-  q.quads = maxRows >= kMaxRowsOfXWide && hasWideKernel(wFormat);
+  q.quads = maxRows >= kMaxRowsOfXWide;
   kernels::ThreadPool &threads = kernels::pool();
   // Prefill: the rows of x are quantized on every thread (on one, the others would wait for it).
   if (threads.threads() > 1 && M >= 2 && M * K >= kParallelQuantizeMin)

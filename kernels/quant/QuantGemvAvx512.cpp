@@ -6,7 +6,11 @@
 // sums stay in one lane group and 8 blocks reduce to one vector in six operations:
 //   q4_0 / q4_1: the nibbles are the unsigned operand (the low nibbles of 4 blocks are their first
 //     halves, the high nibbles their second halves); q4_0 subtracts 8 * (sum of codes) afterwards;
-//   q8_0: the sign trick, |w| (0..128) against the codes negated where w < 0 (a mask).
+//   q8_0: the sign trick, |w| (0..128) against the codes negated where w < 0 (a mask);
+//   q5_0 / q5_1 / iq4_nl / iq4_xs: decoded into the same registers as unsigned codes (q5: the
+//     nibble plus 16 for its fifth bit; iq4: the table value plus 128), offsets taken off after;
+//   q6_k, q2_k, q3_k and the iq lattice formats (16-weight sub-blocks with their own scales):
+//     unsigned codes in the same order, vpmaddubsw pairs times the scales by vpdpwssd.
 // A group of 8 blocks is read with whole 64-byte loads; byte permutes (vpermt2b, AVX512-VBMI) pick
 // the code bytes and word permutes (vpermt2w) the f16 scales out of them. The activation codes are
 // stored in the registers' order (QuantizedX: per group of 4 blocks, the 4 first halves, then the

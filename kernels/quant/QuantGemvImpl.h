@@ -83,9 +83,6 @@ constexpr bool isLowBitKQuant(BlockFormat f) { return f == BlockFormat::q2_k || 
 constexpr bool hasSuperBlocks(BlockFormat f) {
   return isKQuant(f) || isLowBitKQuant(f) || isIq(f) || f == BlockFormat::iq4_xs;
 }
-/// The formats the AVX-512 path has a 16-row kernel of its own for (pathRows16, reading x stored
-/// in quads); the others take 16 rows through the path's row loop.
-constexpr bool hasWideKernel(BlockFormat f) { return true; }
 
 /// Bytes per weight block of the 32-weight formats, from the layouts.
 constexpr int64_t blockBytes(BlockFormat f) {
@@ -166,7 +163,7 @@ float roundToHalf(float v);
 struct QuantizedX {
   int64_t M = 0, blocks = 0, paddedBlocks = 0;
   /// Whether the AVX-512 path stores the rows of its 16-row calls in quads (see quadRow there):
-  /// only for a format with a 16-row kernel (hasWideKernel) on a path that takes 16 rows.
+  /// on a path that takes 16 rows a call (every format has a 16-row kernel there).
   bool quads = false;
   /// [groups][M][8 * 32], 32 codes per block at 32 * blockIndex. The scalar and AVX2 paths keep
   /// each block's 32 codes in order; the AVX-512 path stores each group of 4 blocks as the 4 first

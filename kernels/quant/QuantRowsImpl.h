@@ -15,13 +15,18 @@
 //                                  (the first `valid` of them: the others' weight scales count as 0);
 //   pathKQuantGroup<F, MB>(...)    the path's kernel for a k-quant super-block: AVX2 forwards to
 //                                  kQuantGroup below, AVX-512 has its own with 512-bit VNNI;
+//   pathDecodedGroup<F, MB>(...)   ... for a group of q5_0 / q5_1 / iq4_nl / iq4_xs: AVX2 forwards
+//                                  to decodedGroup below, AVX-512 decodes into legacyGroup's
+//                                  registers;
+//   pathLowBitGroup<F, MB>(...)    ... for a q2_k / q3_k / iq lattice super-block: AVX2 forwards
+//                                  to lowBitKQuantGroup / iqSuperBlock below, AVX-512 runs its
+//                                  512-bit sub-16 kernel;
 //   pathRows16<F>(...)             (kPathMaxRows >= 16 only) a whole call of 16 rows of x.
-// This file adds the k-quant groups (one 256-weight super-block = 8 activation blocks, 256-bit
-// integer dot products), the iq lattice formats' super-blocks (decoded by decodeIq, then q3_k's
-// kernel), the decoded formats' groups (q5_0, q5_1, iq4_nl, iq4_xs: each block
-// decoded to 32 codes in a register, one kernel for all four) and the loop over rows, groups and the
-// tail. Everything is in
-// an anonymous namespace: each including file gets its own copy, compiled for its target.
+// This file adds the 256-bit groups (the k-quants: one 256-weight super-block = 8 activation
+// blocks; the iq lattice formats' super-blocks, then q3_k's kernel; the decoded formats' groups,
+// each block decoded to 32 codes in a register, one kernel for all four), which the AVX2 path runs,
+// and the loop over rows, groups and the tail. Everything is in an anonymous namespace: each
+// including file gets its own copy, compiled for its target.
 //
 // The arithmetic is QuantGemvImpl.h's, lane j = sub-block j of the super-block.
 //
@@ -513,14 +518,8 @@ void rowsF(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w, int64_
   default:
     // 9..15 rows: 8, then the rest (only 16 has its own instance, a server's usual batch).
     if constexpr (kPathMaxRows >= 16) {
-      if (mb == 16) {
-        // The formats without a 16-row kernel of their own take 16 rows through the row loop:
-        // each group's weights decoded once for all 16 (AVX-512 has the registers for it).
-        if constexpr (hasWideKernel(F))
-          return pathRows16<F>(q, m0, w, n0, n1, y, N);
-        else
-          return rowsT<F, 16>(q, m0, w, n0, n1, y, N);
-      }
+      if (mb == 16)
+        return pathRows16<F>(q, m0, w, n0, n1, y, N);
       rowsT<F, 8>(q, m0, w, n0, n1, y, N);
       return rowsF<F>(q, m0 + 8, mb - 8, w, n0, n1, y, N);
     }
