@@ -183,6 +183,11 @@ Error packageModel(const CompileOptions &options, const ModelConfig &config, Mod
                      "DequantizeLinear) into block formats",
                      report.repackedTensors)
                  .str());
+  if (report.dequantizedTensors)
+    progress(formatv("dequantized {0} weights from ONNX blocked integers whose rows are not whole blocks of 32 "
+                     "(stored in their scales' dtype)",
+                     report.dequantizedTensors)
+                 .str());
   if (report.quantizedTensors)
     progress(formatv("quantized {0} weights to {1}: {2:f1} MiB -> {3:f1} MiB", report.quantizedTensors,
                      options.quantize, report.quantizedSourceBytes / 1048576.0, report.quantizedBytes / 1048576.0)

@@ -134,7 +134,7 @@ public:
     if (!read)
       return read.takeError();
     llvm::ArrayRef<char> bytes = *read;
-    int64_t sourceBytes = t.blockDtype ? t.sourceBytes : t.bytes;
+    int64_t sourceBytes = t.blockDtype || t.onnxBlocks.bits ? t.sourceBytes : t.bytes;
     if (int64_t(bytes.size()) != sourceBytes)
       return llvm::createStringError(llvm::formatv("{0}: weight '{1}' has {2} bytes of data, its type needs {3}",
                                                    options.modelPath, t.onnxName, bytes.size(), sourceBytes));
@@ -172,7 +172,8 @@ private:
   }
 
   /// ONNX blocked integers: the codes, scales and zero points repacked into the block format with
-  /// the same codes.
+  /// the same codes, or (a weight declared without one: rows that are not whole blocks of 32)
+  /// dequantized into the scales' dtype.
   llvm::Expected<llvm::ArrayRef<char>> repacked(const StageTensor &t, llvm::ArrayRef<char> codes) {
     auto scales = source(t.onnxBlocks.scales, scaleStorage);
     if (!scales)
@@ -192,6 +193,12 @@ private:
     blocked.scaleDtype = t.onnxBlocks.scaleDtype;
     blocked.zeroPoints = *zeroPoints;
     blocked.zeroPointDtype = t.onnxBlocks.zeroPointDtype;
+    if (!t.blockDtype) {
+      if (llvm::Error e = dequantizeOnnxBlocks(t.onnxName, blocked, converted))
+        return prefixed(std::move(e));
+      report.dequantizedTensors += 1;
+      return llvm::ArrayRef<char>(converted.data(), converted.size());
+    }
     if (llvm::Error e = repackOnnxBlocks(t.onnxName, blocked, t.blockDtype, converted))
       return prefixed(std::move(e));
     report.repackedTensors += 1;

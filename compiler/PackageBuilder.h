@@ -54,6 +54,9 @@ struct PackageReport {
   uint64_t quantizedTensors = 0, quantizedSourceBytes = 0, quantizedBytes = 0;
   /// Weights that arrived as ONNX blocked integers, repacked into block formats.
   uint64_t repackedTensors = 0;
+  /// Weights that arrived as ONNX blocked integers with rows that are not whole blocks of 32,
+  /// stored dequantized.
+  uint64_t dequantizedTensors = 0;
   /// Weights whose source bytes already were blocks (GGUF), copied unchanged.
   uint64_t prepackedTensors = 0;
   /// Every tensor written, and their weights (elements): bits per weight = 8 weightBytes / this.

@@ -52,6 +52,12 @@ struct OnnxBlockedSource {
 llvm::Error repackOnnxBlocks(llvm::StringRef name, const OnnxBlockedSource &source, int32_t blockDtype,
                              std::vector<char> &out);
 
+/// `source` dequantized into N x K values of its scales' dtype: (code - zero point) * scale in f32,
+/// then rounded to f16 for f16 scales. For rows that are no whole number of HELM's blocks of 32
+/// (ONNX Runtime's quantizer pads the last block of such a row), which no block format can hold.
+/// Errors name the tensor and the problem in one line.
+llvm::Error dequantizeOnnxBlocks(llvm::StringRef name, const OnnxBlockedSource &source, std::vector<char> &out);
+
 } // namespace helm
 
 #endif

@@ -171,6 +171,10 @@ llvm::Error compileOneStage(ModuleOp module, const CpuCodegenTarget &target, Cpu
       t.prepacked = decl.getPrepacked();
     }
     if (OnnxBlocksAttr onnx = decl.getOnnxBlocksAttr()) {
+      // The source is the codes' bytes; without `blocks` the package stores the weight
+      // dequantized, as its declared type.
+      t.sourceBytes = decl.getLength();
+      t.bytes = decl.getStoredBytes();
       t.onnxBlocks.bits = onnx.getBits();
       t.onnxBlocks.blockSize = onnx.getBlockSize();
       t.onnxBlocks.kMajor = onnx.getKMajor();

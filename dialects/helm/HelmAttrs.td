@@ -243,7 +243,9 @@ def Helm_OnnxBlocksAttr : Helm_Attr<"OnnxBlocks", "onnx_blocks"> {
     A weight is (code - zero point) * scale; without zero points the zero point is 2^(bits-1) for ui8
     codes and 0 for i4 / ui4 / i8 codes. The declaration's `blocks` names the block format the
     package stores it in (`getStorageFormat`: the one that holds the same codes); the package builder
-    repacks the codes and converts the scales (docs/quantization.md). Nothing is dequantized.
+    repacks the codes and converts the scales (docs/quantization.md). A declaration without
+    `blocks` (rows that are not whole blocks of 32, which ONNX Runtime's quantizer pads and no
+    block format holds) is stored dequantized, as its type: (code - zero point) * scale.
   }];
   let parameters = (ins "int64_t":$bits, "int64_t":$block_size, StringRefParameter<"codes initializer">:$codes,
                         "mlir::Type":$code_type,

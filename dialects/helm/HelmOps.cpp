@@ -52,17 +52,18 @@ LogicalResult WeightDeclOp::verify() {
   if (getPrepacked() && getOnnxBlocksAttr())
     return emitOpError("a weight is either prepacked blocks or ONNX blocks, not both");
   if (OnnxBlocksAttr onnx = getOnnxBlocksAttr()) {
-    // The bytes are the codes initializer's (OnnxBlocksAttr::getCodeBytes).
+    // The bytes are the codes initializer's (OnnxBlocksAttr::getCodeBytes). Without `blocks` the
+    // package stores the weight dequantized (rows that are not whole blocks of 32).
     BlocksAttr blocks = getBlocksAttr();
-    if (!blocks || blocks.getRowDim() != 0 || type.getRank() != 2)
+    if ((blocks && blocks.getRowDim() != 0) || type.getRank() != 2)
       return emitOpError("a weight from ONNX blocks must be [N, K] with blocks along its rows (row_dim 0)");
     if (type.getElementType() != onnx.getScaleType())
       return emitOpError("a weight from ONNX blocks has its scales' element type ") << onnx.getScaleType()
                                                                                    << ", got " << type;
     std::optional<BlockFormat> expected = onnx.getStorageFormat();
-    if (!expected)
+    if (blocks && !expected)
       return emitOpError("8-bit ONNX blocks with zero points have no block format");
-    if (blocks.getFormat() != *expected)
+    if (blocks && blocks.getFormat() != *expected)
       return emitOpError("ONNX blocks of ") << onnx.getBits() << "-bit " << onnx.getCodeType() << " codes "
                                             << (onnx.getZeroPoints().empty() ? "without" : "with")
                                             << " zero points are stored as " << stringifyBlockFormat(*expected)
@@ -110,6 +111,8 @@ LogicalResult WeightDeclOp::verify() {
 int64_t WeightDeclOp::getStoredBytes() {
   if (BlocksAttr blocks = getBlocksAttr())
     return blocks.getStoredBytes(cast<RankedTensorType>(getType()));
+  if (getOnnxBlocksAttr()) // dequantized into its type
+    return storageBytes(cast<RankedTensorType>(getType()));
   return getLengthAttr().getInt();
 }
 

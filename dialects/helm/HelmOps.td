@@ -41,8 +41,8 @@ def Helm_WeightDeclOp : Helm_Op<"weight_decl", [Symbol, IsolatedFromAbove]> {
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Bytes the package stores: `length` (the source's bytes), or the quantized size when the
-    /// weight has `blocks`.
+    /// Bytes the package stores: `length` (the source's bytes), the quantized size when the
+    /// weight has `blocks`, or its type's size for ONNX blocks without `blocks` (dequantized).
     int64_t getStoredBytes();
   }];
 }

@@ -145,7 +145,9 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
     MLIRContext *ctx = module.getContext();
     for (WeightDeclOp decl : module.getOps<WeightDeclOp>()) {
       auto type = cast<RankedTensorType>(decl.getType());
-      if (type.getRank() != 2 || !isa<FloatType>(type.getElementType()) || decl.getBlocksAttr())
+      // ONNX blocks stored dequantized keep their codes' precision: never quantized again.
+      if (type.getRank() != 2 || !isa<FloatType>(type.getElementType()) || decl.getBlocksAttr() ||
+          decl.getOnnxBlocksAttr())
         continue;
       int64_t rowDim = -1;
       bool storable = true;

@@ -37,8 +37,6 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
                                " is not supported: HELM stores blocks of 32 weights with one scale each, so an "
                                "ONNX block must hold at least 32");
   }
-  if (K % 32 != 0)
-    return nodeError(op, "K = " + Twine(K) + " is not a multiple of 32, the block HELM stores");
   if (!w.codes || !w.scales)
     return nodeError(op, "the quantized data and scales must be initializers");
   WeightDeclOp codes = declOf(w.codes), scales = declOf(w.scales), zeroPoints = declOf(w.zeroPoints);
@@ -97,6 +95,9 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
   if (!format) // the one case: 8-bit codes minus a zero point span -255..255
     return nodeError(op, "8-bit weights with zero points are not supported (8-bit symmetric, and 4-bit with or "
                          "without zero points, are)");
+  // Rows that are not whole blocks of 32 (ONNX Runtime's quantizer pads a row's last block): no
+  // block format holds them, so the package stores the weight dequantized (no `blocks`).
+  BlocksAttr stored = K % 32 == 0 ? BlocksAttr::get(ctx, *format, 0) : BlocksAttr();
   auto type = RankedTensorType::get({N, K}, scaleElement);
   std::string name = (codes.getSymName() + "_blocks").str();
   if (auto earlier = symbols.lookup<WeightDeclOp>(name);
@@ -105,7 +106,7 @@ FailureOr<WeightDeclOp> declareOnnxBlockedWeight(OnnxNodeOp op, SymbolTable &sym
   OpBuilder detached(ctx);
   auto decl = WeightDeclOp::create(detached, codes.getLoc(), name, type, codes.getOnnxName(),
                                    codes.getLocation(), codes.getOffset(), codes.getLength(),
-                                   BlocksAttr::get(ctx, *format, 0), source);
+                                   stored, source);
   symbols.insert(decl, std::next(Block::iterator(codes))); // renamed on a clash
   return decl;
 }

@@ -17,9 +17,11 @@ def RaiseLinear : Pass<"helm-raise-linear", "mlir::ModuleOp"> {
     `com.microsoft::MatMulNBits` (4- or 8-bit codes in blocks of 32 or more, f32 or f16 scales, with
     or without zero points) becomes a `helm.linear` on a new `[N, K]` weight declaration that
     names the codes, scales and zero-point initializers in `onnx_blocks` and is stored in the block
-    format with the same codes (`blocks`: q4_0, q4_1 or q8_0); nothing is dequantized. A module
-    pass because it adds declarations. g_idx, blocks of 16, 8-bit zero points, K not a multiple of
-    32 and malformed inputs are refused naming the node.
+    format with the same codes (`blocks`: q4_0, q4_1 or q8_0); nothing is dequantized, except a
+    weight whose K is not a multiple of 32 (ONNX Runtime's quantizer pads the last block of such a
+    row; no block format holds it): declared without `blocks`, the package stores it dequantized
+    in the scales' type. A module pass because it adds declarations. g_idx, blocks of 16, 8-bit
+    zero points and malformed inputs are refused naming the node.
 
     Before: `%y = helm.onnx "MatMul"(%x, %w)`, `%z = helm.onnx "Add"(%y, %b)`.
     After:  `%z = helm.linear %x, %w bias %b {transpose_weight = false}`.

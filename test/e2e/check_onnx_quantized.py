@@ -65,12 +65,17 @@ def nibbles(packed: np.ndarray, rows: int) -> np.ndarray:
 def dequantize_as_helm(q: np.ndarray, scales: np.ndarray, z: np.ndarray | None, block: int, shift: float,
                        default_zero: float) -> np.ndarray:
     """[N, K] weights as HELM stores them: q (codes as integers, [N, K]) in blocks of `block` along
-    each row with scales / zero points [N, blocks]. Without zero points and with a zero point of
+    each row with scales / zero points [N, blocks]. A K that is not a multiple of 32 is stored
+    dequantized: (q - z) * s in f32, rounded to f16 for f16 scales. Without zero points and with a zero point of
     `default_zero` the blocks are q4_0 / q8_0: (q - z) * f16(s), exact in f32. Otherwise q4_1: codes
     shifted by `shift` (8 for int4, stored as value + 8), q' d + m with m = f16(-(z + shift) * s)
     computed in f32 and two f32 roundings, as the kernels' dequantizer."""
     K = q.shape[1]
     per_weight = lambda per_block: np.repeat(per_block, block, axis=1)[:, :K]  # noqa: E731
+    if K % 32:  # rows that are no whole blocks of 32: stored dequantized, in the scales' type
+        zero = per_weight(z.astype(np.float32)) if z is not None else np.float32(default_zero)
+        w = ((q.astype(np.float32) - zero) * per_weight(scales.astype(np.float32))).astype(np.float32)
+        return f16(w) if scales.dtype == np.float16 else w
     scales = scales.astype(np.float32)
     d = per_weight(f16(scales))
     if z is None:

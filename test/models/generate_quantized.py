@@ -61,7 +61,42 @@ CONFIGS = {
     "llama-kv-qdq-q4-channel": ("llama-kv-fp32", 4, 0, True, False, "qdq-channel"),
     "qwen3-kv-dq-q8-b32": ("qwen3-kv-fp32", 8, 32, True, True, "dq-int8"),
     "llama-kv-genai-q4-b32": ("llama-kv-fp32", 4, 32, True, False, "genai-int4"),
+    "llama-ffn112-q4-b32-zp": ("llama-fp32:ffn112", 4, 32, False, False, "qoperator"),
 }
+
+# A base "<model>:ffn<I>" is that corpus model with its FFN cut to the first I intermediate
+# channels (gate and up keep their first I columns, down its first I rows; no torch needed): with I
+# not a multiple of 32 the down projection's rows end in a partial block, which ONNX Runtime's
+# quantizer pads.
+
+
+def load_base(base):
+    """The base model and its config.json, cut as the base's name says."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    name, _, cut = base.partition(":")
+    model = onnx.load(os.path.join(HERE, name, "model.onnx"))
+    with open(os.path.join(HERE, name, "config.json")) as f:
+        config = json.load(f)
+    if not cut:
+        return model, config
+    width, hidden = int(cut.removeprefix("ffn")), config["intermediate_size"]
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type != "MatMul" or node.input[1] not in inits:
+            continue
+        w = numpy_helper.to_array(inits[node.input[1]])
+        if w.shape == (config["hidden_size"], hidden):  # gate, up: [hidden, I]
+            w = w[:, :width]
+        elif w.shape == (hidden, config["hidden_size"]):  # down: [I, hidden]
+            w = w[:width, :]
+        else:
+            continue
+        inits[node.input[1]].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w), node.input[1]))
+    del model.graph.value_info[:]  # shapes of the old width; ONNX Runtime infers them again
+    config["intermediate_size"] = width
+    return model, config
 
 
 def genai_builder(base):
@@ -97,7 +132,7 @@ def genai_builder(base):
 def quantize(base, bits, block, symmetric, embedding, form):
     if form == "genai-int4":  # from the checkpoint, not from the exported model
         return genai_builder(base)
-    model = onnx.load(os.path.join(HERE, base, "model.onnx"))
+    model, _ = load_base(base)
     if form == "dq-int8":
         return dequantize_linear_int8(model, block)
     from onnxruntime.quantization import matmul_nbits_quantizer as mnb
@@ -179,8 +214,7 @@ def main():
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         onnx.save(model, os.path.join(out, "model.onnx"))
-        with open(os.path.join(HERE, base, "config.json")) as f:
-            config = json.load(f)
+        _, config = load_base(base)
         tool = (f"onnxruntime {onnxruntime.__version__} MatMulNBitsQuantizer" if form not in ("dq-int8", "genai-int4")
                 else "test/models/generate_quantized.py (NumPy, symmetric int8 blocks)" if form == "dq-int8"
                 else f"onnxruntime-genai {importlib.metadata.version('onnxruntime-genai')} model builder "
