@@ -33,12 +33,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from make_shaped_gguf import OUT as SHAPES, TYPES as SHAPE_TYPES  # noqa: E402
 LLAMA = ROOT / "bench" / ".cache" / "llama.cpp"
 DEFAULT_FILES = [ROOT / "models" / ".cache" / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf",
                  ROOT / "models" / ".cache" / "gguf" / "gemma-3-270m-q4_k_m.gguf",
                  ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model-q4_k_m.gguf",
                  ROOT / "bench" / ".cache" / "qwen3-0.6b-kv-fp16" / "model.gguf",
-                 *[ROOT / "bench" / ".cache" / "shapes" / f"llama32-1b-{t}.gguf" for t in ("Q4_K_M", "Q3_K_M", "IQ4_XS")]]
+                 *[SHAPES / f"llama32-1b-{t}.gguf" for t in SHAPE_TYPES]]
 
 
 def log(msg):

@@ -36,8 +36,8 @@ int64_t rowDimOfUse(Operation *user, Value weight) {
 /// What a weight is to the mixed recipes.
 enum class Role { other, head, attentionV, fusedQkv, attentionOutput, ffnDown };
 
-/// llama.cpp's mixed recipes (llama-quantize's Q3_K_M, Q4_K_M, Q5_K_M).
-enum class Recipe { q3_k_m, q4_k_m, q5_k_m };
+/// llama.cpp's mixed recipes (llama-quantize's Q2_K, Q3_K_M, Q4_K_M, Q5_K_M).
+enum class Recipe { q2_k, q3_k_m, q4_k_m, q5_k_m };
 
 /// The projection behind attention's V after raising: a helm.linear, or one piece (helm.split) of
 /// a fused one (`split` is then set). helm-raise-attention already traced V through the
@@ -57,6 +57,8 @@ struct Roles {
   llvm::DenseMap<StringAttr, Role> role;
   llvm::DenseMap<StringAttr, int64_t> block;
   int64_t blocks = 0;
+  /// Query heads per KV head (llama.cpp's n_gqa), the largest of the attentions.
+  int64_t gqa = 1;
 };
 
 StringAttr weightSymbol(Value weight) {
@@ -85,6 +87,8 @@ Roles findRoles(ModuleOp module) {
     if (auto head = dyn_cast<LmHeadOp>(op)) {
       mark(head.getWeight(), Role::head);
     } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (attention.getNumKvHeads() > 0)
+        roles.gqa = std::max<int64_t>(roles.gqa, attention.getNumHeads() / attention.getNumKvHeads());
       bool split = false;
       if (LinearOp v = producingLinear(attention.getV(), split))
         mark(v.getWeight(), split ? Role::fusedQkv : Role::attentionV);
@@ -126,9 +130,14 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // llama.cpp's _M recipes: a base k-quant with more bits where they pay.
-    const bool mixed = format == "q3_k_m" || format == "q4_k_m" || format == "q5_k_m";
-    const Recipe recipe = format == "q3_k_m" ? Recipe::q3_k_m : format == "q5_k_m" ? Recipe::q5_k_m : Recipe::q4_k_m;
+    // llama.cpp's mixed recipes: a base k-quant with more bits where they pay. q2_k is llama.cpp's
+    // Q2_K mix under llama-quantize's name for it (every weight in q2_k blocks, the head included,
+    // is not offered: it loses too much).
+    const bool mixed = format == "q2_k" || format == "q3_k_m" || format == "q4_k_m" || format == "q5_k_m";
+    const Recipe recipe = format == "q2_k"     ? Recipe::q2_k
+                          : format == "q3_k_m" ? Recipe::q3_k_m
+                          : format == "q5_k_m" ? Recipe::q5_k_m
+                                               : Recipe::q4_k_m;
     std::optional<BlockFormat> single = mixed ? std::nullopt : symbolizeBlockFormat(format);
     if (!llvm::is_contained(quantizationSchemes(), llvm::StringRef(format))) {
       if (single)
@@ -179,7 +188,9 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
   /// the blocks that get more bits; the base for everything else. q3_k_m: q6_k for the head; q5_k
   /// for the V projections of the first two blocks and the down projections of the first
   /// sixteenth, q4_k for the other V and down projections, the attention output and a fused QKV
-  /// projection; q3_k for everything else.
+  /// projection; q3_k for everything else. q2_k: q6_k for the head; the V projections q4_k where
+  /// four or more query heads share a KV head, else q3_k; q3_k for the attention output and FFN down
+  /// projections; q2_k for everything else.
   static BlockFormat recipeFormat(const Roles &roles, StringAttr name, Recipe recipe) {
     auto role = roles.role.find(name);
     auto block = roles.block.find(name);
@@ -187,6 +198,17 @@ struct QuantizeWeightsPass : helm::impl::QuantizeWeightsBase<QuantizeWeightsPass
     const Role r = role == roles.role.end() ? Role::other : role->second;
     if (r == Role::head)
       return BlockFormat::q6_k;
+    if (recipe == Recipe::q2_k) {
+      switch (r) {
+      case Role::attentionV: return roles.gqa >= 4 ? BlockFormat::q4_k : BlockFormat::q3_k;
+      case Role::ffnDown:
+      case Role::attentionOutput: return BlockFormat::q3_k;
+      case Role::fusedQkv:
+      case Role::head:
+      case Role::other: break;
+      }
+      return BlockFormat::q2_k;
+    }
     if (recipe == Recipe::q3_k_m) {
       switch (r) {
       case Role::attentionV: return index >= 0 && index < 2 ? BlockFormat::q5_k : BlockFormat::q4_k;

@@ -58,9 +58,9 @@ on PyPI; scripts/test.sh runs that first):
    F32 (1e-3: 18 layers of the f16 GELU table), its text prompt and a whole text tokenized as
    llama.cpp does.
 3. The package stores every quantized tensor's bytes exactly as the file holds them.
-5. helmc's mixed recipes (--quantize=q3_k_m, q4_k_m, q5_k_m) give every tensor of an F32 file the
-   type llama-quantize's Q3_K_M, Q4_K_M and Q5_K_M give it (a 16-layer llama, so that the recipes'
-   layer patterns show).
+5. helmc's mixed recipes (--quantize=q2_k, q3_k_m, q4_k_m, q5_k_m) give every tensor of an F32 file
+   the type llama-quantize's Q2_K, Q3_K_M, Q4_K_M and Q5_K_M give it (a 16-layer llama, so that the
+   recipes' layer patterns show, with 8 query heads on 2 KV heads: Q2_K's rule for 4 or more).
 """
 import argparse
 import json
@@ -170,14 +170,15 @@ def check_bytes(label, gguf_path, package, failures):
 
 
 def check_recipes(a, tmp, quantize, env, vocab, failures):
-    """helmc --quantize=q3_k_m / q4_k_m / q5_k_m picks, tensor by tensor, the type llama-quantize's
-    Q3_K_M / Q4_K_M / Q5_K_M gives the same F32 file: a 16-layer llama (the recipes' layer patterns
-    need that many: more bits in the first and last eighth and every third block between, the first
-    sixteenth, the first two V projections), untied."""
+    """helmc --quantize=q2_k / q3_k_m / q4_k_m / q5_k_m picks, tensor by tensor, the type
+    llama-quantize's Q2_K / Q3_K_M / Q4_K_M / Q5_K_M gives the same F32 file: a 16-layer llama (the
+    recipes' layer patterns need that many: more bits in the first and last eighth and every third
+    block between, the first sixteenth, the first two V projections), untied, with 8 query heads on
+    2 KV heads (Q2_K gives the V projections q4_k from 4 query heads a KV head on)."""
     f32 = tmp / "llama-16-f32.gguf"
     run([sys.executable, HERE.parent / "gguf" / "make_gguf_model.py", "--arch", "llama", "--out", f32,
-         "--vocab", vocab, "--untied", "--seed", "5", "--layers", "16"])
-    for recipe in ("Q3_K_M", "Q4_K_M", "Q5_K_M"):
+         "--vocab", vocab, "--untied", "--seed", "5", "--layers", "16", "--heads", "8", "--kv-heads", "2"])
+    for recipe in ("Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M"):
         q, package = tmp / f"llama-16-{recipe}.gguf", tmp / f"llama-16-{recipe}.helmpkg"
         run([quantize, f32, q, recipe], env=env)
         run([a.helmc, f32, "-q", f"--quantize={recipe.lower()}", "-o", package])

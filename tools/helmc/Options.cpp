@@ -42,9 +42,9 @@ usage: helmc model.onnx|model.gguf [options]
                           target's)
   --force-split K         put units [0, K) on the CPU instead of the cheapest split
   --quantize FORMAT       store the linear, LM-head and embedding weights quantized: none (default),
-                          one GGUF block format (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,
-                          q5_k, q6_k) or a mixed recipe, q3_k_m, q4_k_m or q5_k_m (llama.cpp's,
-                          docs/quantization.md)
+                          one GGUF block format (q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k,
+                          q6_k) or a mixed recipe, q2_k, q3_k_m, q4_k_m or q5_k_m (llama.cpp's
+                          mixes of those names, docs/quantization.md)
   --tokenizer FILE        Hugging Face tokenizer.json to bundle into the package
   --no-chat-template      package without the model's chat template (GGUF tokenizer.chat_template;
                           for ONNX, chat_template.jinja or tokenizer_config.json next to

@@ -1,6 +1,7 @@
 // RUN: helm-opt %s --helm-quantize-weights=format=q4_k_m | FileCheck %s
 // RUN: helm-opt %s --helm-quantize-weights=format=q5_k_m | FileCheck %s --check-prefix=Q5
 // RUN: helm-opt %s --helm-quantize-weights=format=q3_k_m | FileCheck %s --check-prefix=Q3
+// RUN: helm-opt %s --helm-quantize-weights=format=q2_k | FileCheck %s --check-prefix=Q2
 //
 // The q4_k_m recipe on eight blocks of 256-wide weights (whole k-quant super-blocks), units numbered
 // as helm-form-units does (embedding 0, blocks 1..8, head 9), so block i is unit i + 1. With n = 8
@@ -67,6 +68,23 @@
 // Q3: helm.weight_decl @v_2 {{.*}}format = q4_k,
 // Q3: helm.weight_decl @qkv_4 {{.*}}format = q4_k,
 // Q3: helm.weight_decl @up_7 {{.*}}format = q3_k,
+//
+// q2_k (llama.cpp's Q2_K): q6_k for the head; q3_k for the V projections (here one query head a KV
+// head: fewer than 4), the attention output and the down projections; the fused QKV projection and
+// everything else q2_k. (The V projections' q4_k, with 4 or more query heads a KV head, is checked
+// against llama-quantize by e2e-gguf.)
+// Q2: helm.weight_decl @table {{.*}}format = q2_k,
+// Q2: helm.weight_decl @head {{.*}}format = q6_k,
+// Q2: helm.weight_decl @q_0 {{.*}}format = q2_k,
+// Q2: helm.weight_decl @k_0 {{.*}}format = q2_k,
+// Q2: helm.weight_decl @v_0 {{.*}}format = q3_k,
+// Q2: helm.weight_decl @o_0 {{.*}}format = q3_k,
+// Q2: helm.weight_decl @gate_0 {{.*}}format = q2_k,
+// Q2: helm.weight_decl @up_0 {{.*}}format = q2_k,
+// Q2: helm.weight_decl @down_0 {{.*}}format = q3_k,
+// Q2: helm.weight_decl @v_3 {{.*}}format = q3_k,
+// Q2: helm.weight_decl @qkv_4 {{.*}}format = q2_k,
+// Q2: helm.weight_decl @down_7 {{.*}}format = q3_k,
 module {
   helm.weight_decl @table : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "table"}
   helm.weight_decl @head : tensor<64x256xf32> {length = 65536 : i64, location = "", offset = -1 : i64, onnx_name = "head"}
