@@ -824,14 +824,14 @@ HELM_QAVX512 inline void pathKQuantGroup(const uint8_t *p, const XRows &x, PathA
       kQuantDots(w, x.codes(m + 1), db);
       __m512 &a = acc.pair[m / 2];
       addBlockTerms(a, reduce8x2(da[0], da[1], db[0], db[1]), dsc2, x, m);
-      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, loadPair(x.sx(m))));
+      a = _mm512_sub_ps(a, _mm512_mul_ps(dmn2, _mm512_mul_ps(loadPair(x.dx(m)), _mm512_cvtepi32_ps(loadPair(x.xsum(m))))));
     }
     if constexpr (MB % 2 == 1) {
       constexpr int m = MB - 1;
       __m512i dot[2];
       kQuantDots(w, x.codes(m), dot);
       addBlockTerms(acc.last, reduce8(dot[0], dot[1]), dsc, x, m);
-      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
+      acc.last = _mm256_sub_ps(acc.last, _mm256_mul_ps(dmn, exactScaledSum(x, m)));
     }
   }
 }
@@ -958,8 +958,9 @@ HELM_QAVX512 inline void quadGroup(const uint8_t *p, int valid, const XRows &x, 
       a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(isum), s));
       if constexpr (F == BlockFormat::q4_1 || F == BlockFormat::q5_1)
         a = _mm512_add_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
-      else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k)
-        a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_loadu_ps(x.sx(4 * k) + 16 * h)));
+      else if constexpr (F == BlockFormat::q4_k || F == BlockFormat::q5_k) // dmn * (dx * float(sum))
+        a = _mm512_sub_ps(a, _mm512_mul_ps(secondL, _mm512_mul_ps(_mm512_loadu_ps(x.dx(4 * k) + 16 * h),
+                                                                  _mm512_cvtepi32_ps(_mm512_loadu_si512(x.xsum(4 * k) + 16 * h)))));
       else if constexpr (F == BlockFormat::q2_k) { // minus float(msum) * (dmin * dx)
         const __m512i msum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(x.halfSum(4 * k) + 32 * h), minW);
         a = _mm512_sub_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(secondL, _mm512_loadu_ps(x.dx(4 * k) + 16 * h))));

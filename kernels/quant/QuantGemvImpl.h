@@ -20,7 +20,8 @@
 //     so its sub-blocks of 32 fall on lanes 0..7 in order. q4_k / q5_k, sub-block j with 6-bit
 //     scale and min codes sc, mc: isum = sum c * q exactly (q in 0..15 / 0..31);
 //     dsc = d * float(sc), dmn = dmin * float(mc); lane = lane + float(isum) * (dsc * dx), then
-//     lane = lane - dmn * scaledSum. q6_k, activation block j over sub-blocks 2j, 2j + 1 (16 weights
+//     lane = lane - dmn * (dx * float(sum)) (the exact code sum, not the f16 scaledSum: the min term
+//     nearly cancels the first, so rounding it to f16 would be most of the error). q6_k, activation block j over sub-blocks 2j, 2j + 1 (16 weights
 //     each, int8 scales): isum = sc[2j] * sum (q - 32) c + sc[2j+1] * sum (q - 32) c exactly;
 //     lane = lane + float(isum) * (d * dx).
 //   q2_k, q3_k (sub-blocks of 16, as q6_k: activation block j spans sub-blocks 2j, 2j + 1):

@@ -228,7 +228,9 @@ void kRowsScalarT(const QuantizedX &q, int64_t m0, int64_t mb, const uint8_t *w,
               isum += int32_t(qv[l]) * c[l];
             const float dsc = sb.d * float(sb.scale[j]), dmn = sb.dmin * float(sb.min[j]);
             lane = lane + float(isum) * (dsc * q.scale[first + j]);
-            lane = lane - dmn * q.scaledSum[first + j];
+            // The min term from the exact code sum (not the f16 scaledSum): it nearly cancels the
+            // first, so an f16 rounding of it would be most of the error.
+            lane = lane - dmn * (q.scale[first + j] * float(q.sum[first + j]));
           }
         }
       }

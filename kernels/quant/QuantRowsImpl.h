@@ -154,6 +154,14 @@ HELM_QTARGET inline __m256i q6TopBits(__m256i qh, int shift, __m256i low2) {
   return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4);
 }
 
+/// Row m's eight dx * float(sum): the k-quants' min term reads the blocks' exact code sums, not the
+/// f16 scaledSum (q4_1 / q5_1's, as llama.cpp's q8_1 blocks): that term nearly cancels the first,
+/// so an f16 rounding of it would be most of the error (llama.cpp's q8_K sums are exact too).
+HELM_QTARGET inline __m256 exactScaledSum(const XRows &x, int m) {
+  return _mm256_mul_ps(_mm256_loadu_ps(x.dx(m)),
+                       _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.xsum(m)))));
+}
+
 /// A q4_k / q5_k super-block's eight sub-block scales and mins as f32 lanes, lane j = sub-block j:
 /// dsc = d * scale_j, dmn = dmin * min_j (unpackScaleMin for all eight at once, on 32-bit words:
 /// bytes 0-7 of `unpacked` are the scales, bytes 8-15 the mins).
@@ -237,7 +245,7 @@ HELM_QTARGET inline void kQuantGroup(const uint8_t *p, const XRows &x, __m256 *a
       const __m256i isum = reduce8x8(prod);
       const __m256 s = _mm256_mul_ps(dsc, _mm256_loadu_ps(x.dx(m)));
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(_mm256_cvtepi32_ps(isum), s));
-      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, _mm256_loadu_ps(x.sx(m))));
+      acc[m] = _mm256_sub_ps(acc[m], _mm256_mul_ps(dmn, exactScaledSum(x, m)));
     }
   }
 }

@@ -395,8 +395,9 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
     const int64_t blocks = K / 32;
     const double depth =
         double((f == BlockFormat::q6_k || f == BlockFormat::q3_k || isIq(f) ? 1 : 2) * ((blocks + 7) / 8) + 3);
-    // q2_k's mins take the exact code sums (times d_x), not the block's f16(d * sum).
-    const bool minFromCodes = f == BlockFormat::q2_k;
+    // The k-quants' mins (q2_k, q4_k, q5_k) take the exact code sums (times d_x), not the block's
+    // f16(d * sum).
+    const bool minFromCodes = f == BlockFormat::q2_k || f == BlockFormat::q4_k || f == BlockFormat::q5_k;
     double y = 0, termBound = 0, plainY = 0, activationError = 0;
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const QuantizedBlock qb = quantizeHere(x + blk * 32);
@@ -407,8 +408,8 @@ void independent(BlockFormat f, const float *x, int64_t K, const uint8_t *row, E
         ASSERT_LE(std::fabs(double(wdeq[e]) - (a[e] - b[e])), 4 * u * (std::fabs(a[e]) + std::fabs(b[e])))
             << q::blockFormatInfo(f).name << " element " << e;
         const double w = a[e] - b[e];
-        // The min term uses the block's f16(d * sum), not d times the codes (ggml's q8_1 / q8_K s),
-        // but for q2_k.
+        // With the mins from the codes, the min term is d_x times the codes' sum: part of each code's
+        // product here.
         y += double(qb.codes[j]) * qb.d * (minFromCodes ? a[e] - b[e] : a[e]);
         termBound += std::fabs(double(qb.codes[j])) * qb.d * (std::fabs(a[e]) + std::fabs(b[e]));
         plainY += double(x[blk * 32 + j]) * w;
@@ -567,7 +568,7 @@ TEST(QuantGemv, IntegerRangeEdgesAreExactOnEveryPath) {
         const std::vector<float> y = run(path, f, x, 3, K, w, N, 1);
         for (int64_t m = 0; m < 3; ++m)
           for (int64_t n = 0; n < N; ++n) {
-            // Codes sign * 127, activation scale 2^-7; q4_k / q5_k subtract dmin * min * f16(d * sum)
+            // Codes sign * 127, activation scale 2^-7; q4_k / q5_k subtract dmin * min * (d * sum)
             // = 0.5 * 63 * sign * 31.75 per block of 32.
             double want = sign * (perCode[n] * 127.0 / 128.0) * double(K);
             if (f != BlockFormat::q6_k)
