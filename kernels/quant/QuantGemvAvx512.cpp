@@ -679,32 +679,168 @@ template <BlockFormat F> HELM_QAVX512 inline void lowBitWeights(const uint8_t *p
   }
 }
 
-/// An iq lattice super-block: per group of 8 weights its lattice magnitudes (iqSubBlock) and 8
-/// sign bits, which for the 8 groups of a register are one 64-bit byte mask: u = 64 + m or 64 - m.
+/// Byte-permute indices for the iq decoders: for register (h, half), lane k of the result takes
+/// the byte at `pos(h, half, k)` of the source register (the rest pick byte 0).
+struct PickTable {
+  alignas(64) uint8_t idx[64];
+};
+template <class Pos> constexpr PickTable pickTable(int h, int half, int count, Pos pos) {
+  PickTable t{};
+  for (int k = 0; k < count; ++k)
+    t.idx[k] = uint8_t(pos(h, half, k));
+  return t;
+}
+/// For each register (h, half) of an iq super-block, the 8 groups of 8 weights it holds: group k
+/// (qword k, k = 2t + e) is group g = 2 half + e of sub-block j = 4h + t.
+constexpr int iqSubBlockOf(int h, int k) { return 4 * h + k / 2; }
+constexpr int iqGroupOf(int half, int k) { return 2 * half + k % 2; }
+template <class Pos> struct PickTables {
+  PickTable t[2][2];
+};
+template <int Count, class Pos> constexpr PickTables<Pos> pickTables(Pos pos) {
+  return {{{pickTable(0, 0, Count, pos), pickTable(0, 1, Count, pos)},
+           {pickTable(1, 0, Count, pos), pickTable(1, 1, Count, pos)}}};
+}
+// Group (j, g)'s one-byte index (iq2_xxs: qs[8j + g]; iq2_s: qs[4j + g]), its sign byte
+// (iq2_s / iq3_s: signs[4j + g]), its sub-block's byte (iq2_s's qh[j]), its two 4-weight entries'
+// bytes (iq3: qs[8j + 2g + i], lane 2k + i).
+constexpr auto kIq2XxsIndex = pickTables<8>([](int h, int half, int k) { return 8 * iqSubBlockOf(h, k) + iqGroupOf(half, k); });
+constexpr auto kIqFourPerSubBlock = pickTables<8>([](int h, int half, int k) { return 4 * iqSubBlockOf(h, k) + iqGroupOf(half, k); });
+constexpr auto kIqSubBlockByte = pickTables<8>([](int h, int, int k) { return iqSubBlockOf(h, k); });
+constexpr auto kIq3Index = pickTables<16>([](int h, int half, int k) { return 8 * iqSubBlockOf(h, k / 2) + 2 * iqGroupOf(half, k / 2) + k % 2; });
+
+/// The permute of `table` applied to the 64 bytes `v`, its first bytes as a 128-bit register.
+HELM_QAVX512 inline __m128i pick(const PickTable &table, __m512i v) {
+  return _mm512_castsi512_si128(_mm512_permutexvar_epi8(_mm512_load_si512(table.idx), v));
+}
+/// iqSigns of 7-bit indices in dwords: the index, and its parity as bit 7.
+HELM_QAVX512 inline __m256i sevenBitSigns(__m256i index) {
+  __m256i t = _mm256_xor_si256(index, _mm256_srli_epi32(index, 4));
+  t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 2));
+  t = _mm256_xor_si256(t, _mm256_srli_epi32(t, 1));
+  return _mm256_or_si256(index, _mm256_slli_epi32(_mm256_and_si256(t, _mm256_set1_epi32(1)), 7));
+}
+/// Eight sign bytes (the low byte of each dword) as the 64-bit byte mask of a register's 8 groups.
+HELM_QAVX512 inline __mmask64 signMask(__m256i signs) {
+  return _cvtu64_mask64(uint64_t(_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(signs))));
+}
+HELM_QAVX512 inline __mmask64 signMask(__m128i signBytes) { return _cvtu64_mask64(uint64_t(_mm_cvtsi128_si64(signBytes))); }
+/// The 16 scale words 2 ls + 1 of eight sub-blocks whose two halves share ls (dword j).
+HELM_QAVX512 inline __m256i sharedScales(__m256i ls) {
+  const __m256i odd = _mm256_add_epi32(_mm256_add_epi32(ls, ls), _mm256_set1_epi32(1));
+  return _mm256_or_si256(odd, _mm256_slli_epi32(odd, 16));
+}
+/// ... and of eight bytes of two 4-bit scales each (low nibble: the first half).
+HELM_QAVX512 inline __m256i nibbleScales(const uint8_t *scales) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i ls = _mm_unpacklo_epi8(_mm_and_si128(v, low4), _mm_and_si128(_mm_srli_epi16(v, 4), low4));
+  const __m256i w = _mm256_cvtepu8_epi16(ls);
+  return _mm256_add_epi16(_mm256_add_epi16(w, w), _mm256_set1_epi16(1));
+}
+
+/// An iq lattice super-block: per group of 8 weights its lattice magnitudes (gathered from the
+/// grid: one qword a group for iq2, two dwords for iq3) and 8 sign bits, which for the 8 groups of
+/// a register are one 64-bit byte mask: u = 64 + m or 64 - m. The same codes and scales as
+/// iqSubBlock's (IqFormats.h), read eight groups at a time.
 template <BlockFormat F> HELM_QAVX512 inline void iqWeights(const uint8_t *p, Sub16Weights &s) {
-  alignas(32) int16_t scale[16];
-  uint64_t magnitudes[8][4];
-  uint32_t signs[8][4];
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
-    int lo, hi;
-    iqSubBlock<F>(p, j, magnitudes[j], signs[j], lo, hi);
-    scale[2 * j] = int16_t(2 * lo + 1);
-    scale[2 * j + 1] = int16_t(2 * hi + 1);
-  }
   const __m512i offset = _mm512_set1_epi8(64);
+  const auto *base = p + 2; // every layout's first field after d
+  __m512i mag[2][2];
+  __mmask64 negative[2][2];
+  if constexpr (F == BlockFormat::iq2_xxs || F == BlockFormat::iq3_xxs) {
+    // Per sub-block j a word of four 7-bit sign indices (bits 7g ..) and the scale (bits 28 ..):
+    // iq2_xxs's qs[8j + 4 ..], iq3_xxs's scalesAndSigns[4j ..].
+    const __m512i qs = _mm512_loadu_si512(base);
+    const __m256i aux = F == BlockFormat::iq2_xxs
+                            ? _mm512_castsi512_si256(_mm512_permutexvar_epi32(
+                                  _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0), qs))
+                            : _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockIq3Xxs, scalesAndSigns)));
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        if constexpr (F == BlockFormat::iq2_xxs)
+          mag[h][half] = _mm512_i32gather_epi64(_mm256_cvtepu8_epi32(pick(kIq2XxsIndex.t[h][half], qs)),
+                                                reinterpret_cast<const long long *>(kIq2XxsGrid), 8);
+        else
+          mag[h][half] = _mm512_i32gather_epi32(_mm512_cvtepu8_epi32(pick(kIq3Index.t[h][half], qs)),
+                                                reinterpret_cast<const int *>(kIq3XxsGrid), 4);
+        // Group k = 2t + e: sub-block 4h + t's word, shifted by 7 (2 half + e).
+        const __m256i words = _mm256_permutexvar_epi32(
+            _mm256_setr_epi32(4 * h, 4 * h, 4 * h + 1, 4 * h + 1, 4 * h + 2, 4 * h + 2, 4 * h + 3, 4 * h + 3), aux);
+        const __m256i shifts = _mm256_setr_epi32(14 * half, 14 * half + 7, 14 * half, 14 * half + 7, 14 * half,
+                                                 14 * half + 7, 14 * half, 14 * half + 7);
+        negative[h][half] =
+            signMask(sevenBitSigns(_mm256_and_si256(_mm256_srlv_epi32(words, shifts), _mm256_set1_epi32(127))));
+      }
+    s.sc16 = sharedScales(_mm256_srli_epi32(aux, 28));
+  } else if constexpr (F == BlockFormat::iq2_xs) {
+    // 32 words: lattice index (9 bits), sign index (7 bits); word 4j + g is group (j, g).
+    const __m512i qs = _mm512_loadu_si512(base);
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        const __m512i wordIdx = _mm512_zextsi128_si512(_mm_setr_epi16(
+            short(16 * h + 2 * half), short(16 * h + 2 * half + 1), short(16 * h + 4 + 2 * half),
+            short(16 * h + 5 + 2 * half), short(16 * h + 8 + 2 * half), short(16 * h + 9 + 2 * half),
+            short(16 * h + 12 + 2 * half), short(16 * h + 13 + 2 * half)));
+        const __m256i entries = _mm256_cvtepu16_epi32(_mm512_castsi512_si128(_mm512_permutexvar_epi16(wordIdx, qs)));
+        mag[h][half] = _mm512_i32gather_epi64(_mm256_and_si256(entries, _mm256_set1_epi32(511)),
+                                              reinterpret_cast<const long long *>(kIq2XsGrid), 8);
+        negative[h][half] = signMask(sevenBitSigns(_mm256_srli_epi32(entries, 9)));
+      }
+    s.sc16 = nibbleScales(p + offsetof(BlockIq2Xs, scales));
+  } else if constexpr (F == BlockFormat::iq2_s) {
+    // Group (j, g): index qs[4j + g] | (qh[j] bits 2g, 2g + 1) << 8, sign byte signs[4j + g].
+    const __m512i qs = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(base)));
+    const __m512i signs = _mm512_zextsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockIq2S, signs))));
+    const __m512i qh = _mm512_zextsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + offsetof(BlockIq2S, qh))));
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        const __m256i low = _mm256_cvtepu8_epi32(pick(kIqFourPerSubBlock.t[h][half], qs));
+        const __m256i high = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_cvtepu8_epi32(pick(kIqSubBlockByte.t[h][half], qh)),
+                              _mm256_setr_epi32(4 * half, 4 * half + 2, 4 * half, 4 * half + 2, 4 * half, 4 * half + 2,
+                                                4 * half, 4 * half + 2)),
+            _mm256_set1_epi32(3));
+        mag[h][half] = _mm512_i32gather_epi64(_mm256_or_si256(low, _mm256_slli_epi32(high, 8)),
+                                              reinterpret_cast<const long long *>(kIq2SGrid), 8);
+        negative[h][half] = signMask(pick(kIqFourPerSubBlock.t[h][half], signs));
+      }
+    s.sc16 = nibbleScales(p + offsetof(BlockIq2S, scales));
+  } else {
+    static_assert(F == BlockFormat::iq3_s, "an iq lattice format without a vector decoder");
+    // Entry n = 8j + 2g + i: index qs[n] | (qh[j] bit 2g + i) << 8; sign byte signs[4j + g].
+    const __m512i qs = _mm512_loadu_si512(base);
+    const __m512i signs = _mm512_zextsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + offsetof(BlockIq3S, signs))));
+    const __m512i qh = _mm512_zextsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + offsetof(BlockIq3S, qh))));
+    for (int h = 0; h < 2; ++h)
+      for (int half = 0; half < 2; ++half) {
+        // Dword lane 4t + 2e + i: entry 2 (2 half + e) + i of sub-block 4h + t.
+        const __m512i qhBytes = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(
+            _mm512_castsi512_si128(qh), _mm_setr_epi8(char(4 * h), char(4 * h), char(4 * h), char(4 * h), char(4 * h + 1),
+                                                      char(4 * h + 1), char(4 * h + 1), char(4 * h + 1), char(4 * h + 2),
+                                                      char(4 * h + 2), char(4 * h + 2), char(4 * h + 2), char(4 * h + 3),
+                                                      char(4 * h + 3), char(4 * h + 3), char(4 * h + 3))));
+        const __m512i bit = _mm512_and_si512(
+            _mm512_srlv_epi32(qhBytes, _mm512_setr_epi32(4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3, 4 * half,
+                                                         4 * half + 1, 4 * half + 2, 4 * half + 3, 4 * half, 4 * half + 1,
+                                                         4 * half + 2, 4 * half + 3, 4 * half, 4 * half + 1, 4 * half + 2,
+                                                         4 * half + 3)),
+            _mm512_set1_epi32(1));
+        const __m512i index = _mm512_or_si512(_mm512_cvtepu8_epi32(pick(kIq3Index.t[h][half], qs)), _mm512_slli_epi32(bit, 8));
+        mag[h][half] = _mm512_i32gather_epi32(index, reinterpret_cast<const int *>(kIq3SGrid), 4);
+        negative[h][half] = signMask(pick(kIqFourPerSubBlock.t[h][half], signs));
+      }
+    uint32_t scales;
+    std::memcpy(&scales, p + offsetof(BlockIq3S, scales), sizeof scales);
+    s.sc16 = sharedScales(_mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(int(scales)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF)));
+  }
   for (int h = 0; h < 2; ++h)
-    for (int half = 0; half < 2; ++half) {
-      // 128-bit lane t: groups 2 half, 2 half + 1 of sub-block 4h + t.
-      const auto m = [&](int t, int e) { return static_cast<long long>(magnitudes[4 * h + t][2 * half + e]); };
-      const __m512i mag = _mm512_set_epi64(m(3, 1), m(3, 0), m(2, 1), m(2, 0), m(1, 1), m(1, 0), m(0, 1), m(0, 0));
-      uint64_t negative = 0;
-      for (int t = 0; t < 4; ++t)
-        for (int e = 0; e < 2; ++e)
-          negative |= uint64_t(signs[4 * h + t][2 * half + e] & 0xFF) << (8 * (2 * t + e));
-      s.w[h][half] = _mm512_mask_sub_epi8(_mm512_add_epi8(offset, mag), _cvtu64_mask64(negative), offset, mag);
-    }
-  s.sc16 = _mm256_load_si256(reinterpret_cast<const __m256i *>(scale));
+    for (int half = 0; half < 2; ++half)
+      s.w[h][half] = _mm512_mask_sub_epi8(_mm512_add_epi8(offset, mag[h][half]), negative[h][half], offset, mag[h][half]);
   s.mn16 = _mm256_setzero_si256();
   s.d = iqFactor<F>(halfAt(p));
   s.dmin = 0.0f;
