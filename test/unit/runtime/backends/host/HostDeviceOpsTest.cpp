@@ -75,8 +75,9 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
           << info.name;
       // The CPU quantizes x per block of 32 as llama.cpp's q8_0 (QuantGemvImpl.h: codes
       // nearbyint(clamp(x * (127 / amax), -127, 127)), d = amax / 127 rounded to f16), re-done here.
-      // The min terms of q4_1 / q5_1 / q4_k / q5_k use the block's s = f16(amax / 127 * sum of codes)
-      // (ggml's q8_1 s) instead of d times the codes: minDelta is s - d * sum, per block.
+      // The min terms of q4_1 / q5_1 use the block's s = f16(amax / 127 * sum of codes) (ggml's q8_1
+      // s) instead of d times the codes: minDelta is s - d * sum, per block. The k-quants' take d
+      // times the codes' exact sum: no delta.
       std::vector<double> xq(x.begin(), x.end()), minDelta(x.size() / 32);
       for (size_t b = 0; b < xq.size() / 32; ++b) {
         float amax = 0;
@@ -93,8 +94,8 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
         }
         minDelta[b] = toHalf(amax / 127.0f * float(sum)) - d * sum;
       }
-      // The weight row's min per block of 32 (w = q d + min): q4_1's and q5_1's m, the k-quants'
-      // -dmin mc.
+      // The weight row's min per block of 32 (w = q d + min) where its term reads s: q4_1's and q5_1's
+      // m.
       const auto blockMin = [&](int64_t row, int64_t b) -> double {
         const char *r = w.data() + row * (k / info.weightsPerBlock) * info.bytesPerBlock;
         if (info.format == quant::BlockFormat::q4_1) {
@@ -106,13 +107,6 @@ TEST(HostDeviceOps, LinearBlocksIsXTimesTheDequantizedWeights) {
           quant::BlockQ5_1 blk;
           std::memcpy(&blk, r + b * info.bytesPerBlock, sizeof blk);
           return helm::kernels::halfToFloat(blk.m);
-        }
-        if (info.format == quant::BlockFormat::q4_k || info.format == quant::BlockFormat::q5_k) {
-          quant::BlockQ4K blk; // q5_k shares d, dmin and the scales' layout
-          std::memcpy(&blk, r + b / 8 * info.bytesPerBlock, offsetof(quant::BlockQ4K, qs));
-          uint8_t sc, mn;
-          quant::unpackScaleMin(blk.scales, int(b % 8), sc, mn);
-          return -double(helm::kernels::halfToFloat(blk.dmin)) * mn;
         }
         return 0.0;
       };
