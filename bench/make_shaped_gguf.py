@@ -61,9 +61,12 @@ def main():
                         write_uniform_imatrix(f16, imatrix)
                     extra = ["--imatrix", str(imatrix)]
                 partial = out.with_suffix(".partial")
-                subprocess.run([str(quantize), *extra, str(f16), str(partial), qtype], env=env, check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                partial.rename(out)
+                try:
+                    subprocess.run([str(quantize), *extra, str(f16), str(partial), qtype], env=env, check=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    partial.rename(out)
+                finally:  # a failed or interrupted quantization leaves no partial file behind
+                    partial.unlink(missing_ok=True)
         finally:
             f16.unlink()
             imatrix.unlink(missing_ok=True)

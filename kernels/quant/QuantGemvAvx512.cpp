@@ -694,10 +694,10 @@ template <class Pos> constexpr PickTable pickTable(int h, int half, int count, P
 /// (qword k, k = 2t + e) is group g = 2 half + e of sub-block j = 4h + t.
 constexpr int iqSubBlockOf(int h, int k) { return 4 * h + k / 2; }
 constexpr int iqGroupOf(int half, int k) { return 2 * half + k % 2; }
-template <class Pos> struct PickTables {
+struct PickTables {
   PickTable t[2][2];
 };
-template <int Count, class Pos> constexpr PickTables<Pos> pickTables(Pos pos) {
+template <int Count, class Pos> constexpr PickTables pickTables(Pos pos) {
   return {{{pickTable(0, 0, Count, pos), pickTable(0, 1, Count, pos)},
            {pickTable(1, 0, Count, pos), pickTable(1, 1, Count, pos)}}};
 }
