@@ -20,6 +20,11 @@ struct Row {
   bool feasible;
   std::string reason;
   double tCpu, tGpu, tComm, tPlan;
+  double tDecode, tPrefill;
+  bool streamPossible, streamFits;
+  std::string streamReason;
+  double tStream, slotBytes, streamedBytes;
+  int64_t crossover;
 };
 
 struct PlanView {
@@ -27,6 +32,7 @@ struct PlanView {
   double predicted = 0;
   std::string objective;
   bool kvOffload = true;
+  bool streamPrefill = false;
   int64_t batch = 1, context = 0, promptLen = 0;
   std::vector<Row> rows;
 };
@@ -42,12 +48,16 @@ PlanView readPlan(ModuleOp module) {
   v.predicted = plan.getPredictedMsPerToken();
   v.objective = plan.getObjective().str();
   v.kvOffload = plan.getKvOffload();
+  v.streamPrefill = plan.getStreamPrefill();
   v.batch = options.getBatch();
   v.context = options.getContextTokens();
   v.promptLen = options.getPromptLen();
   for (PlanCandidateAttr c : plan.getCandidates())
     v.rows.push_back({c.getK(), c.getFeasible(), c.getReason().str(), c.getTCpuMs(), c.getTGpuMs(),
-                      c.getTCommMs(), c.getTPlanMs()});
+                      c.getTCommMs(), c.getTPlanMs(), c.getTDecodeMs(), c.getTPrefillMs(),
+                      c.getStreamPossible(), c.getStreamFits(), c.getStreamReason().str(),
+                      c.getTStreamMs(), c.getStreamSlotBytes(), c.getStreamedBytes(),
+                      c.getStreamCrossover()});
   return v;
 }
 /// The longest context (positions per sequence) whose KV cache fits host RAM at split k: the
@@ -96,17 +106,48 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
      << config.hiddenSize << ", " << config.dtype << ", " << n << " units\n";
   os << "options objective " << v.objective << ", batch " << v.batch << ", context " << v.context
      << ", prompt " << v.promptLen << ", kv-offload " << (v.kvOffload ? "on" : "off") << "\n\n";
-  os << llvm::formatv("  {0,4}  {1,-20} {2,10} {3,10} {4,10} {5,10}  {6}\n", "k", "split", "T_cpu ms",
-                      "T_gpu ms", "T_comm ms", "T_plan ms", "feasible");
-  for (const Row &r : v.rows)
-    os << llvm::formatv("{0} {1,4}  {2,-20} {3,10:f2} {4,10:f2} {5,10:f3} {6,10:f2}  {7}\n",
-                        r.k == v.chosenK ? '*' : ' ', r.k, splitName(r.k, n), r.tCpu, r.tGpu,
-                        r.tComm, r.tPlan, r.feasible ? std::string("yes") : "no: " + r.reason);
+  os << llvm::formatv("  {0,4}  {1,-20} {2,10} {3,10} {4,10} {5,10} {6,10} {7,10} {8,11} {9,7}  {10}\n",
+                      "k", "split", "T_cpu ms", "T_gpu ms", "T_comm ms", "T_plan ms", "decode ms",
+                      "prefill ms", "streamed ms", "from S", "feasible");
+  for (const Row &r : v.rows) {
+    std::string streamed = !r.streamPossible ? "-"
+                           : r.streamFits    ? llvm::formatv("{0:f2}", r.tStream).str()
+                                             : "no room";
+    std::string from = r.streamPossible && r.crossover > 0 ? std::to_string(r.crossover) : "-";
+    os << llvm::formatv("{0} {1,4}  {2,-20} {3,10:f2} {4,10:f2} {5,10:f3} {6,10:f2} {7,10:f2} {8,10:f2} "
+                        "{9,11} {10,7}  {11}\n",
+                        r.k == v.chosenK ? '*' : ' ', r.k, splitName(r.k, n), r.tCpu, r.tGpu, r.tComm,
+                        r.tPlan, r.tDecode, r.tPrefill, streamed, from,
+                        r.feasible ? std::string("yes") : "no: " + r.reason);
+  }
   os << "\nchosen  k = " << v.chosenK << ", " << splitName(v.chosenK, n)
      << llvm::formatv(", predicted {0:f2} ms per {1} ({2:f2} tokens/s)\n", v.predicted,
                       v.objective == "prefill" ? "prompt" : "token",
                       v.objective == "prefill" ? 1000.0 * double(v.batch * v.promptLen) / v.predicted
                                                : 1000.0 * double(v.batch) / v.predicted);
+  if (v.chosenK >= 0) {
+    const Row &c = v.rows[size_t(v.chosenK)];
+    os << "prefill ";
+    if (!c.streamPossible) {
+      os << "the " << v.promptLen << "-token prompt runs on the split's devices (streaming: "
+         << c.streamReason << ")\n";
+    } else {
+      os << llvm::formatv("the {0}-token prompt: {1:f2} ms on the split's devices, {2:f2} ms with the CPU "
+                          "units' weights streamed ({3:f3} GB over the link, slots {4:f1} MiB); "
+                          "streaming is faster from {5}",
+                          v.promptLen, c.tPrefill, c.tStream, c.streamedBytes / 1e9,
+                          c.slotBytes / double(1 << 20),
+                          c.crossover > 0 ? std::to_string(c.crossover) + (c.crossover == 1 ? " token" : " tokens")
+                                     : std::string("no length up to the context"));
+      if (!c.streamFits)
+        os << "; " << c.streamReason;
+      else if (v.streamPrefill)
+        os << "; planned (--stream-prefill=on)";
+      else
+        os << "; not planned (--stream-prefill=on plans it; helm-rt does not run it yet)";
+      os << "\n";
+    }
+  }
   if (v.chosenK >= 0) {
     int64_t limit = hostContextLimit(module, target, v.chosenK, v.batch, v.kvOffload);
     os << "context ";
@@ -121,6 +162,18 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
     os << "\n";
   }
   return s;
+}
+
+/// A candidate's streamed prefill: null when the split has nothing to stream.
+static llvm::json::Value streamJson(const Row &r) {
+  if (!r.streamPossible)
+    return nullptr;
+  return llvm::json::Object{{"fits", r.streamFits},
+                            {"reason", r.streamReason},
+                            {"t_prefill_ms", r.tStream},
+                            {"slot_bytes", r.slotBytes},
+                            {"streamed_bytes", r.streamedBytes},
+                            {"crossover_tokens", r.crossover}};
 }
 
 llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, const ModelConfig &config) {
@@ -148,15 +201,20 @@ llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, co
                                             {"t_cpu_ms", r.tCpu},
                                             {"t_gpu_ms", r.tGpu},
                                             {"t_comm_ms", r.tComm},
-                                            {"t_plan_ms", r.tPlan}});
+                                            {"t_plan_ms", r.tPlan},
+                                            {"t_decode_ms", r.tDecode},
+                                            {"t_prefill_ms", r.tPrefill},
+                                            {"stream", streamJson(r)}});
   llvm::json::Value model = modelConfigJson(config);
   llvm::json::Object root{
       {"target", std::move(targetJson)},
       {"model", std::move(model)},
       {"options", llvm::json::Object{{"batch", v.batch},
                                      {"context", v.context},
+                                     {"prompt_len", v.promptLen},
                                      {"objective", v.objective},
-                                     {"kv_offload", v.kvOffload}}},
+                                     {"kv_offload", v.kvOffload},
+                                     {"stream_prefill", v.streamPrefill}}},
       {"units", std::move(units)},
       {"candidates", std::move(candidates)},
       {"chosen_k", v.chosenK},

@@ -174,13 +174,23 @@ def Helm_PlanCandidateAttr : Helm_Attr<"PlanCandidate", "candidate"> {
                         Helm_F64Parameter<"link time per token">:$t_comm_ms,
                         Helm_F64Parameter<"planned time per token">:$t_plan_ms,
                         Helm_F64Parameter<"GPU bytes">:$gpu_bytes,
-                        Helm_F64Parameter<"host bytes">:$host_bytes);
+                        Helm_F64Parameter<"host bytes">:$host_bytes,
+                        Helm_F64Parameter<"one decode step", "::helm::F64(0.0)">:$t_decode_ms,
+                        Helm_F64Parameter<"the prompt on the split's devices", "::helm::F64(0.0)">:$t_prefill_ms,
+                        DefaultValuedParameter<"bool", "false", "the split has units to stream">:$stream_possible,
+                        DefaultValuedParameter<"bool", "false", "the staging slots fit">:$stream_fits,
+                        StringRefParameter<"why streaming is not possible or does not fit", [{""}]>:$stream_reason,
+                        Helm_F64Parameter<"the prompt streamed", "::helm::F64(0.0)">:$t_stream_ms,
+                        Helm_F64Parameter<"both staging slots", "::helm::F64(0.0)">:$stream_slot_bytes,
+                        Helm_F64Parameter<"weight bytes streamed per prompt", "::helm::F64(0.0)">:$streamed_bytes,
+                        DefaultValuedParameter<"int64_t", "-1", "shortest prompt faster streamed (-1: none)">:$stream_crossover);
 }
 
 def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
   let summary = "The partition plan (module attribute helm.plan, set by helm-partition)";
   let parameters = (ins "int64_t":$chosen_k, Helm_F64Parameter<"predicted time per token">:$predicted_ms_per_token,
                         StringRefParameter<"decode or prefill">:$objective, "bool":$kv_offload,
+                        DefaultValuedParameter<"bool", "false", "prompts at or past the crossover stream the CPU units' weights">:$stream_prefill,
                         ArrayRefParameter<"PlanCandidateAttr", "every split k, in order">:$candidates);
   let genVerifyDecl = 1;
 }

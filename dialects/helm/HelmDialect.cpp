@@ -246,7 +246,8 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
 }
 
 LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predictedMs,
-                               StringRef objective, bool, ArrayRef<PlanCandidateAttr> candidates) {
+                               StringRef objective, bool, bool streamPrefill,
+                               ArrayRef<PlanCandidateAttr> candidates) {
   if (objective != "decode" && objective != "prefill")
     return emitError() << "plan objective must be decode or prefill, got '" << objective << "'";
   for (auto [i, candidate] : llvm::enumerate(candidates))
@@ -257,6 +258,9 @@ LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predict
                        << " candidates";
   if (!std::isfinite(predictedMs.value))
     return emitError() << "plan predicted_ms_per_token must be finite";
+  if (streamPrefill && !candidates[size_t(chosenK)].getStreamFits() &&
+      candidates[size_t(chosenK)].getStreamPossible())
+    return emitError() << "plan streams prefill at k = " << chosenK << " but its staging slots do not fit";
   return success();
 }
 

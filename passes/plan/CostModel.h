@@ -38,6 +38,10 @@ struct UnitCost {
 
 enum class Objective { decode, prefill };
 
+/// What a phase's time is computed for: decode steps with `tokens` positions cached, or a prompt of
+/// `tokens` positions.
+enum class Phase { decode, prefill };
+
 struct PlanOptions {
   Objective objective = Objective::decode;
   int64_t batch = 1;
@@ -46,21 +50,47 @@ struct PlanOptions {
   bool kvOffload = true;    // KV pages may spill to host RAM (not counted against VRAM)
   std::optional<double> vramReserve;  // overrides the profile's reserved_bytes
   std::optional<int64_t> forceSplit;  // take this k (must be feasible)
+  /// Prefill may stream the CPU units' weights to the GPU (docs/cost-model.md §10): the GPU then
+  /// keeps two staging slots, counted in its bytes, and a prompt at or past the crossover is
+  /// computed there. Off: streamed prefill is priced for every split but not part of the plan.
+  bool streamPrefill = false;
+};
+
+/// Prefill with the CPU units' weights streamed over the link (PIPO): the embedding gathers on the
+/// CPU, every other CPU-resident unit computes on the GPU from weights copied one tensor at a time
+/// into one of two staging slots while the previous tensor's work runs, its prompt KV copied back
+/// to the host; the GPU-resident units follow.
+struct StreamedPrefill {
+  bool possible = false;    // the split has units to stream (and the target a GPU)
+  bool fits = false;        // the GPU holds its resident units plus the two slots
+  std::string reason;       // why not possible or why it does not fit
+  double slotBytes = 0;     // both staging slots: twice the largest streamed tensor
+  double streamedBytes = 0; // weight bytes crossing the link per prompt
+  double ms = 0;            // the options' prompt, streamed
+  /// The shortest prompt (positions) that is faster streamed than on the split's devices; -1 when
+  /// none up to the context.
+  int64_t crossover = -1;
 };
 
 struct Candidate {
   int64_t k = 0;
   bool feasible = false;
   std::string reason;       // why not, when infeasible
-  double tCpuMs = 0, tGpuMs = 0, tCommMs = 0, tPlanMs = 0;
-  double gpuBytes = 0;      // resident + KV on the GPU
+  double tCpuMs = 0, tGpuMs = 0, tCommMs = 0, tPlanMs = 0; // the objective's phase
+  double decodeMs = 0;      // one decode step at the options' context
+  double prefillMs = 0;     // the options' prompt on the split's devices
+  double gpuBytes = 0;      // resident + KV on the GPU (+ the staging slots when streaming is planned)
   double hostBytes = 0;     // resident + KV in host RAM
+  StreamedPrefill stream;
+  /// Whether the options' prompt would be faster streamed (and the slots fit).
+  bool prefillStreamed() const { return stream.fits && stream.ms < prefillMs; }
 };
 
 struct Plan {
   std::vector<Candidate> candidates; // k = 0..N
   int64_t chosenK = -1;
   double predictedMsPerToken = 0;
+  bool streamPrefill = false; // PlanOptions::streamPrefill: the plan carries the streamed prefill
 };
 
 /// Algorithm 1: costs every split k (CPU runs units [0, k), GPU the rest). The error is one line
@@ -68,6 +98,22 @@ struct Plan {
 /// infeasible.
 llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const TargetProfile &target,
                                    const PlanOptions &options);
+
+/// Time of units [lo, hi) on one device for `phase` at `tokens` (decode: cached positions; prefill:
+/// prompt positions): eq. 4.8 with 4.10, 4.13, 4.14 and the overhead δ per unit.
+double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool onGpu,
+               const TargetProfile &target, const PlanOptions &options, Phase phase, int64_t tokens);
+
+/// Split k's prefill of a `tokens`-position prompt on its own devices: CPU stage, boundary, GPU
+/// stage (§3.8).
+double splitPrefillMs(const std::vector<UnitCost> &units, size_t k, const TargetProfile &target,
+                      const PlanOptions &options, int64_t tokens);
+
+/// Split k's prefill of a `tokens`-position prompt with the CPU units' weights streamed (§10); the
+/// result's crossover is left at -1 (planPartition searches it).
+StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k,
+                                const TargetProfile &target, const PlanOptions &options,
+                                int64_t tokens);
 
 } // namespace helm
 

@@ -45,6 +45,7 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
       options.vramReserve = vramReserve;
     if (forceSplit >= 0)
       options.forceSplit = forceSplit;
+    options.streamPrefill = streamPrefill;
 
     auto units = unitsOf(module);
     std::vector<UnitCost> costs;
@@ -67,10 +68,13 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
       deviceAttr.setAttr(unit, DeviceAttr::get(ctx, int64_t(i) < plan.chosenK ? Device::cpu : Device::gpu));
     SmallVector<PlanCandidateAttr> rows;
     for (const Candidate &c : plan.candidates)
-      rows.push_back(PlanCandidateAttr::get(ctx, c.k, c.feasible, c.reason, c.tCpuMs, c.tGpuMs,
-                                            c.tCommMs, c.tPlanMs, c.gpuBytes, c.hostBytes));
+      rows.push_back(PlanCandidateAttr::get(
+          ctx, c.k, c.feasible, c.reason, c.tCpuMs, c.tGpuMs, c.tCommMs, c.tPlanMs, c.gpuBytes,
+          c.hostBytes, c.decodeMs, c.prefillMs, c.stream.possible, c.stream.fits, c.stream.reason,
+          c.stream.ms, c.stream.slotBytes, c.stream.streamedBytes, c.stream.crossover));
     HelmDialect::PlanAttrHelper(ctx).setAttr(
-        module, PlanAttr::get(ctx, plan.chosenK, plan.predictedMsPerToken, objective, kvOffload, rows));
+        module, PlanAttr::get(ctx, plan.chosenK, plan.predictedMsPerToken, objective, kvOffload,
+                                          plan.streamPrefill, rows));
   }
 };
 } // namespace

@@ -18,6 +18,7 @@ void buildPlanPipeline(OpPassManager &pm, const PlanOptions &options) {
   partition.kvOffload = options.kvOffload;
   partition.vramReserve = options.vramReserve ? *options.vramReserve : -1.0;
   partition.forceSplit = options.forceSplit ? *options.forceSplit : -1;
+  partition.streamPrefill = options.streamPrefill;
   pm.addPass(createPartition(partition));
 }
 

@@ -77,6 +77,8 @@ def Partition : Pass<"helm-partition", "mlir::ModuleOp"> {
     Option<"kvOffload", "kv-offload", "bool", "true", "KV cache may spill to host RAM">,
     Option<"vramReserve", "vram-reserve", "double", "-1", "VRAM bytes kept free (default: the profile's)">,
     Option<"forceSplit", "force-split", "int64_t", "-1", "Take this split k instead of the cheapest">,
+    Option<"streamPrefill", "stream-prefill", "bool", "false",
+           "Plan prompts past the crossover with the CPU units' weights streamed to the GPU (two staging slots kept on it)">,
   ];
   let dependentDialects = ["::helm::HelmDialect"];
 }

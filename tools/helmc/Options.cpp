@@ -41,6 +41,10 @@ usage: helmc model.onnx|model.gguf [options]
   --vram-reserve SIZE     VRAM kept free (bytes, 512M, 1.5GiB, 2GB = 2e9; default: the
                           target's)
   --force-split K         put units [0, K) on the CPU instead of the cheapest split
+  --stream-prefill on|off on: plan prompts at or past the crossover with the CPU units' weights
+                          streamed to the GPU (two staging slots kept there; docs/cost-model.md
+                          §10). Planning only (--emit=plan, plan-json): helm-rt does not run
+                          streamed prefill yet. Default off
   --quantize FORMAT       store the linear, LM-head and embedding weights quantized: none (default),
                           one GGUF block format (q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k,
                           q6_k) or a mixed recipe, q2_k, q3_k_m, q4_k_m or q5_k_m (llama.cpp's
@@ -71,7 +75,7 @@ using helm::cli::textInto;
 struct Given {
   Options options;
   std::optional<std::string> emit; // --emit, if given
-  std::string objective = "decode", kvOffload = "on", vramReserve, gpuCode = "auto", quantize = "none";
+  std::string objective = "decode", kvOffload = "on", streamPrefill = "off", vramReserve, gpuCode = "auto", quantize = "none";
   bool noChatTemplate = false;
   int64_t batch = 1, context = 4096, promptLen = 128, forceSplit = -1;
 };
@@ -94,6 +98,7 @@ FlagTable flagTable(Given &g) {
   t.value({"--kv-offload"}, "on|off", textInto(g.kvOffload));
   t.value({"--vram-reserve"}, "SIZE", textInto(g.vramReserve));
   t.value({"--force-split"}, "K", numberInto(g.forceSplit));
+  t.value({"--stream-prefill"}, "on|off", textInto(g.streamPrefill));
   t.value({"--quantize"}, "FORMAT", textInto(g.quantize));
   t.value({"--tokenizer"}, "FILE", textInto(o.compile.tokenizerPath));
   t.option({"--no-chat-template"}, g.noChatTemplate);
@@ -171,6 +176,12 @@ Expected<Options> parse(int argc, const char *const *argv) {
       return createStringError("--objective must be decode or prefill, got '" + g.objective + "'");
     if (g.kvOffload != "on" && g.kvOffload != "off")
       return createStringError("--kv-offload must be on or off, got '" + g.kvOffload + "'");
+    if (g.streamPrefill != "on" && g.streamPrefill != "off")
+      return createStringError("--stream-prefill must be on or off, got '" + g.streamPrefill + "'");
+    if (g.streamPrefill == "on" && o.packaging())
+      return createStringError("--stream-prefill=on is planning only (--emit=plan or plan-json): "
+                               "helm-rt does not run streamed prefill yet");
+    plan.streamPrefill = g.streamPrefill == "on";
     if (g.batch < 1 || g.context < 0 || g.promptLen < 1)
       return createStringError("--batch and --prompt-len must be >= 1 and --context >= 0");
     plan.objective = g.objective == "prefill" ? Objective::prefill : Objective::decode;

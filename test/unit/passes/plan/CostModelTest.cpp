@@ -156,3 +156,126 @@ TEST(CostModel, CpuOnlyTargetPlansEverythingOnTheCpu) {
   EXPECT_EQ(plan->chosenK, 38);
   EXPECT_EQ(plan->candidates[0].reason, "target has no GPU");
 }
+
+// Streamed prefill (docs/cost-model.md §10) on a synthetic target whose terms are round numbers:
+// 1 GB/s link without latency (1 MB per ms), 1 TFLOP/s CPU and 10 TFLOP/s GPU at prefill (1e9 and
+// 1e10 FLOP per ms), memories too fast to matter, no overhead.
+namespace {
+helm::TargetProfile roundTarget() {
+  helm::TargetProfile t;
+  t.name = "round";
+  t.cpu.dramBwGbs = t.cpu.l3BwGbs = 1e9;
+  t.cpu.pDecGflops = t.cpu.pPreGflops = 1000;
+  t.cpu.ramBytes = 1e12;
+  helm::GpuProfile g;
+  g.vramBytes = 100e9;
+  g.memBwGbs = 1e9;
+  g.pDecGflops = g.pPreGflops = 10000;
+  t.gpu = g;
+  t.link.bwGbs = 1;
+  t.link.latencyUs = 0;
+  return t;
+}
+
+/// A block without KV whose prompt costs `flopsPerToken` per position and holds one tensor.
+helm::UnitCost flatBlock(const std::string &name, double bytes, double flopsPerToken,
+                         int64_t promptLen) {
+  helm::UnitCost b;
+  b.name = name;
+  b.kind = "block";
+  b.residentBytes = b.paramBytes = b.prefillParamBytes = int64_t(bytes);
+  b.projFlopsDecode = flopsPerToken;
+  b.projFlopsPrefill = flopsPerToken * double(promptLen);
+  b.tensors = {{name, int64_t(bytes)}};
+  return b;
+}
+} // namespace
+
+TEST(CostModel, StreamedPrefillCrossesOverWhereTheCopyIsPaidFor) {
+  // One CPU block of 1 GB: on the CPU a prompt costs 10 ms a position; streamed, 1000 ms of copy
+  // then 1 ms a position on the GPU. 10 S < 1000 + S until S = 112.
+  helm::PlanOptions o;
+  o.promptLen = 128;
+  o.context = 4096;
+  o.forceSplit = 1;
+  auto plan = planFor({flatBlock("b0", 1e9, 1e10, o.promptLen)}, roundTarget(), o);
+  ASSERT_TRUE(plan);
+  const helm::Candidate &c = plan->candidates[1];
+  ASSERT_TRUE(c.stream.possible);
+  EXPECT_TRUE(c.stream.fits);
+  EXPECT_DOUBLE_EQ(c.stream.slotBytes, 2e9);
+  EXPECT_DOUBLE_EQ(c.stream.streamedBytes, 1e9);
+  EXPECT_NEAR(c.prefillMs, 1280, 1e-9);
+  EXPECT_NEAR(c.stream.ms, 1128, 1e-9);
+  EXPECT_EQ(c.stream.crossover, 112);
+  EXPECT_TRUE(c.prefillStreamed());
+  EXPECT_FALSE(plan->candidates[0].stream.possible); // all on the GPU: nothing to stream
+}
+
+TEST(CostModel, StreamedPrefillPipelinesCopiesThroughTwoSlots) {
+  // Three CPU blocks. Block 0: 10 MB (copy 10 ms), 100 ms of work; block 1: 1 MB (1 ms), 1 ms;
+  // block 2: 50 MB (50 ms), 1 ms. Block 2's copy needs block 0's slot, free at 110 ms: it copies
+  // 110..160 and works 160..161 (with a third slot it would copy 11..61 and end at 112).
+  helm::PlanOptions o;
+  o.promptLen = 1;
+  o.context = 1;
+  o.forceSplit = 3;
+  std::vector<helm::UnitCost> units = {flatBlock("b0", 10e6, 1e12, 1), flatBlock("b1", 1e6, 1e10, 1),
+                                       flatBlock("b2", 50e6, 1e10, 1)};
+  auto plan = planFor(units, roundTarget(), o);
+  ASSERT_TRUE(plan);
+  const helm::Candidate &c = plan->candidates[3];
+  EXPECT_NEAR(c.stream.ms, 161, 1e-9);
+  EXPECT_DOUBLE_EQ(c.stream.slotBytes, 100e6);
+  // Copy-bound: 20 blocks of 100 MB (100 ms each) with 10 ms of work: copies back to back, then
+  // the last block's work.
+  std::vector<helm::UnitCost> many;
+  for (int i = 0; i < 20; ++i)
+    many.push_back(flatBlock("b" + std::to_string(i), 100e6, 1e11, 1));
+  o.forceSplit = 20;
+  plan = planFor(many, roundTarget(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_NEAR(plan->candidates[20].stream.ms, 20 * 100 + 10, 1e-9);
+  // Compute-bound: 1000 ms of work each: the first copy, then the work back to back.
+  for (auto &b : many)
+    b.projFlopsPrefill = 1e13;
+  plan = planFor(many, roundTarget(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_NEAR(plan->candidates[20].stream.ms, 100 + 20 * 1000, 1e-9);
+}
+
+TEST(CostModel, StreamedPrefillOnTheLaptopNeedsRoomForItsSlots) {
+  // Qwen3-8B on the thesis laptop: k = 21 leaves 88.7 MiB of the GPU free, less than two staging
+  // slots. The slots hold the units' largest tensors; these test units hold one tensor per block,
+  // so the slots are two 386 MB blocks (771.8 MB): k = 22 leaves 478.9 MB, k = 23 864.8 MB.
+  auto units = qwen3Units(kQwen3_8B);
+  for (auto &u : units) {
+    u.prefillParamBytes = u.kind == "embedding" ? u.paramBytes * 2048 : u.paramBytes;
+    u.prefillActBytes = u.actBytes * 2048;
+    u.projFlopsPrefill = u.kind == "head" ? u.projFlopsDecode : u.projFlopsDecode * 2048;
+  }
+  helm::PlanOptions o;
+  o.context = 256;
+  o.promptLen = 2048;
+  auto plan = planFor(units, laptop(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 21);
+  EXPECT_FALSE(plan->candidates[21].stream.fits);
+  EXPECT_NE(plan->candidates[21].stream.reason.find("with the staging slots"), std::string::npos);
+  o.streamPrefill = true;
+  plan = planFor(units, laptop(), o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->chosenK, 23);
+  EXPECT_FALSE(plan->candidates[21].feasible);
+  EXPECT_FALSE(plan->candidates[22].feasible);
+  const helm::Candidate &c = plan->candidates[23];
+  EXPECT_TRUE(c.prefillStreamed());
+  EXPECT_NEAR(c.gpuBytes, 6647168000.0 + 2 * 385892864.0, 1);
+  // 22 blocks stream (8.49 GB at 16 GB/s); at 2048 positions a block's GPU work
+  // (7.90e11 + 3.44e10 FLOP at 29.1 TFLOP/s = 28.34 ms + 0.14 ms overhead) exceeds its copy
+  // (24.12 ms), so the prompt is the first copy and then the work: about 1.2 s, against 40 s and
+  // more on the CPU.
+  EXPECT_GT(c.prefillMs, 30 * c.stream.ms);
+  EXPECT_GT(c.stream.crossover, 10);
+  EXPECT_LT(c.stream.crossover, 100);
+}

@@ -66,3 +66,11 @@ module attributes {helm.plan = #helm.plan<chosen_k = 1, predicted_ms_per_token =
 // expected-error @+1 {{'helm.cost' must be a #helm.unit_cost on a helm.unit}}
 module attributes {helm.cost = #helm.unit_cost<param_bytes = 0, resident_bytes = 0, act_bytes = 0, kv_bytes_per_token = 0, flops_decode = 0, flops_prefill = 0, proj_flops_decode = 0.0, attn_flops_per_token = 0.0, proj_flops_prefill = 0.0, attn_flops_prefill = 0.0, prefill_param_bytes = 0, prefill_act_bytes = 0>} {
 }
+
+// -----
+
+// A plan that streams its prompts must have room for the staging slots at its split.
+// expected-error @+1 {{plan streams prefill at k = 0 but its staging slots do not fit}}
+module attributes {helm.plan = #helm.plan<chosen_k = 0, predicted_ms_per_token = 1.0, objective = "decode", kv_offload = true, stream_prefill = true,
+    candidates = #helm.candidate<k = 0, feasible = true, t_cpu_ms = 0.0, t_gpu_ms = 1.0, t_comm_ms = 0.0, t_plan_ms = 1.0, gpu_bytes = 0.0, host_bytes = 0.0, stream_possible = true, stream_fits = false>>} {
+}
