@@ -25,6 +25,10 @@ struct Row {
   std::string streamReason;
   double tStream, slotBytes, streamedBytes;
   int64_t crossover;
+  int64_t cpuAttentionBlocks;
+  double spillBytes;
+  int64_t bestCpuAttentionBlocks;
+  double bestCpuAttentionMs;
 };
 
 struct PlanView {
@@ -33,6 +37,7 @@ struct PlanView {
   std::string objective;
   bool kvOffload = true;
   bool streamPrefill = false;
+  bool cpuAttention = false;
   int64_t batch = 1, context = 0, promptLen = 0;
   std::vector<Row> rows;
 };
@@ -49,6 +54,7 @@ PlanView readPlan(ModuleOp module) {
   v.objective = plan.getObjective().str();
   v.kvOffload = plan.getKvOffload();
   v.streamPrefill = plan.getStreamPrefill();
+  v.cpuAttention = plan.getCpuAttention();
   v.batch = options.getBatch();
   v.context = options.getContextTokens();
   v.promptLen = options.getPromptLen();
@@ -57,7 +63,8 @@ PlanView readPlan(ModuleOp module) {
                       c.getTCommMs(), c.getTPlanMs(), c.getTDecodeMs(), c.getTPrefillMs(),
                       c.getStreamPossible(), c.getStreamFits(), c.getStreamReason().str(),
                       c.getTStreamMs(), c.getStreamSlotBytes(), c.getStreamedBytes(),
-                      c.getStreamCrossover()});
+                      c.getStreamCrossover(), c.getCpuAttentionBlocks(), c.getSpillBytes(),
+                      c.getBestCpuAttentionBlocks(), c.getBestCpuAttentionDecodeMs()});
   return v;
 }
 /// The longest context (positions per sequence) whose KV cache fits host RAM at split k: the
@@ -106,18 +113,22 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
      << config.hiddenSize << ", " << config.dtype << ", " << n << " units\n";
   os << "options objective " << v.objective << ", batch " << v.batch << ", context " << v.context
      << ", prompt " << v.promptLen << ", kv-offload " << (v.kvOffload ? "on" : "off") << "\n\n";
-  os << llvm::formatv("  {0,4}  {1,-20} {2,10} {3,10} {4,10} {5,10} {6,10} {7,10} {8,11} {9,7}  {10}\n",
+  os << llvm::formatv("  {0,4}  {1,-20} {2,10} {3,10} {4,10} {5,10} {6,10} {7,8} {8,10} {9,10} {10,11} "
+                      "{11,7}  {12}\n",
                       "k", "split", "T_cpu ms", "T_gpu ms", "T_comm ms", "T_plan ms", "decode ms",
-                      "prefill ms", "streamed ms", "from S", "feasible");
+                      "attn@cpu", "that ms", "prefill ms", "streamed ms", "from S", "feasible");
   for (const Row &r : v.rows) {
     std::string streamed = !r.streamPossible ? "-"
                            : r.streamFits    ? llvm::formatv("{0:f2}", r.tStream).str()
                                              : "no room";
     std::string from = r.streamPossible && r.crossover > 0 ? std::to_string(r.crossover) : "-";
-    os << llvm::formatv("{0} {1,4}  {2,-20} {3,10:f2} {4,10:f2} {5,10:f3} {6,10:f2} {7,10:f2} {8,10:f2} "
-                        "{9,11} {10,7}  {11}\n",
+    bool moves = r.bestCpuAttentionBlocks > 0;
+    std::string blocks = moves ? std::to_string(r.bestCpuAttentionBlocks) : "-";
+    std::string thatMs = moves ? llvm::formatv("{0:f2}", r.bestCpuAttentionMs).str() : "-";
+    os << llvm::formatv("{0} {1,4}  {2,-20} {3,10:f2} {4,10:f2} {5,10:f3} {6,10:f2} {7,10:f2} {8,8} "
+                        "{9,10} {10,10:f2} {11,11} {12,7}  {13}\n",
                         r.k == v.chosenK ? '*' : ' ', r.k, splitName(r.k, n), r.tCpu, r.tGpu, r.tComm,
-                        r.tPlan, r.tDecode, r.tPrefill, streamed, from,
+                        r.tPlan, r.tDecode, blocks, thatMs, r.tPrefill, streamed, from,
                         r.feasible ? std::string("yes") : "no: " + r.reason);
   }
   os << "\nchosen  k = " << v.chosenK << ", " << splitName(v.chosenK, n)
@@ -127,6 +138,22 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
                                                : 1000.0 * double(v.batch) / v.predicted);
   if (v.chosenK >= 0) {
     const Row &c = v.rows[size_t(v.chosenK)];
+    os << "decode  ";
+    if (c.spillBytes > 0)
+      os << llvm::formatv("{0:f1} MB of the GPU blocks' KV streams back from host RAM each step; ",
+                          c.spillBytes / 1e6);
+    if (c.bestCpuAttentionBlocks == 0)
+      os << "no GPU block's attention is faster on the CPU\n";
+    else if (v.cpuAttention)
+      os << llvm::formatv("the attention of {0} GPU block{1} runs on the CPU beside its KV in host RAM "
+                          "(planned, --cpu-attention=on)\n",
+                          c.cpuAttentionBlocks, c.cpuAttentionBlocks == 1 ? "" : "s");
+    else
+      os << llvm::formatv("with the attention of {0} GPU block{1} on the CPU beside its KV in host RAM "
+                          "a step would take {2:f2} ms (not planned: --cpu-attention=on plans it; helm-rt "
+                          "does not run it yet)\n",
+                          c.bestCpuAttentionBlocks, c.bestCpuAttentionBlocks == 1 ? "" : "s",
+                          c.bestCpuAttentionMs);
     os << "prefill ";
     if (!c.streamPossible) {
       os << "the " << v.promptLen << "-token prompt runs on the split's devices (streaming: "
@@ -203,6 +230,11 @@ llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, co
                                             {"t_comm_ms", r.tComm},
                                             {"t_plan_ms", r.tPlan},
                                             {"t_decode_ms", r.tDecode},
+                                            {"decode_spill_bytes", r.spillBytes},
+                                            {"cpu_attention_blocks", r.cpuAttentionBlocks},
+                                            {"best_cpu_attention",
+                                             llvm::json::Object{{"blocks", r.bestCpuAttentionBlocks},
+                                                                {"t_decode_ms", r.bestCpuAttentionMs}}},
                                             {"t_prefill_ms", r.tPrefill},
                                             {"stream", streamJson(r)}});
   llvm::json::Value model = modelConfigJson(config);
@@ -214,7 +246,8 @@ llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, co
                                      {"prompt_len", v.promptLen},
                                      {"objective", v.objective},
                                      {"kv_offload", v.kvOffload},
-                                     {"stream_prefill", v.streamPrefill}}},
+                                     {"stream_prefill", v.streamPrefill},
+                                     {"cpu_attention", v.cpuAttention}}},
       {"units", std::move(units)},
       {"candidates", std::move(candidates)},
       {"chosen_k", v.chosenK},

@@ -34,6 +34,11 @@
 extern "C" {
 #endif
 
+/* The share of the device memory left after a GPU stage's weights that its KV pages take before
+ * the oldest full page is evicted to host RAM, unless helm-rt --kv-watermark says otherwise
+ * (docs/kv-cache.md). The planner predicts from it which KV bytes a decode step streams back. */
+#define HELM_KV_WATERMARK_DEFAULT 0.8
+
 /* The block formats of weights (the GGUF / ggml block formats, docs/quantization.md), one row
  * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block,
  * quantizable). The name is the manifest's dtype and helmc's --quantize spelling; the ggml type id

@@ -162,7 +162,8 @@ def Helm_UnitCostAttr : Helm_Attr<"UnitCost", "unit_cost"> {
                         Helm_F64Parameter<"attention FLOPs per cached token">:$attn_flops_per_token,
                         Helm_F64Parameter<"projection FLOPs per prompt">:$proj_flops_prefill,
                         Helm_F64Parameter<"attention FLOPs per prompt">:$attn_flops_prefill,
-                        "int64_t":$prefill_param_bytes, "int64_t":$prefill_act_bytes);
+                        "int64_t":$prefill_param_bytes, "int64_t":$prefill_act_bytes,
+                        DefaultValuedParameter<"int64_t", "0", "bytes crossing per decode step when the attention core runs on the other device">:$attn_io_bytes);
   let genVerifyDecl = 1;
 }
 
@@ -183,7 +184,11 @@ def Helm_PlanCandidateAttr : Helm_Attr<"PlanCandidate", "candidate"> {
                         Helm_F64Parameter<"the prompt streamed", "::helm::F64(0.0)">:$t_stream_ms,
                         Helm_F64Parameter<"both staging slots", "::helm::F64(0.0)">:$stream_slot_bytes,
                         Helm_F64Parameter<"weight bytes streamed per prompt", "::helm::F64(0.0)">:$streamed_bytes,
-                        DefaultValuedParameter<"int64_t", "-1", "shortest prompt faster streamed (-1: none)">:$stream_crossover);
+                        DefaultValuedParameter<"int64_t", "-1", "shortest prompt faster streamed (-1: none)">:$stream_crossover,
+                        DefaultValuedParameter<"int64_t", "0", "GPU blocks whose attention core the plan runs on the CPU">:$cpu_attention_blocks,
+                        Helm_F64Parameter<"KV bytes a decode step streams back from host RAM", "::helm::F64(0.0)">:$spill_bytes,
+                        DefaultValuedParameter<"int64_t", "0", "attention cores on the CPU that make decode fastest">:$best_cpu_attention_blocks,
+                        Helm_F64Parameter<"that decode step", "::helm::F64(0.0)">:$best_cpu_attention_decode_ms);
 }
 
 def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
@@ -191,6 +196,7 @@ def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
   let parameters = (ins "int64_t":$chosen_k, Helm_F64Parameter<"predicted time per token">:$predicted_ms_per_token,
                         StringRefParameter<"decode or prefill">:$objective, "bool":$kv_offload,
                         DefaultValuedParameter<"bool", "false", "prompts at or past the crossover stream the CPU units' weights">:$stream_prefill,
+                        DefaultValuedParameter<"bool", "false", "decode may run GPU blocks' attention cores on the CPU">:$cpu_attention,
                         ArrayRefParameter<"PlanCandidateAttr", "every split k, in order">:$candidates);
   let genVerifyDecl = 1;
 }

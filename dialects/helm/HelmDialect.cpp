@@ -233,9 +233,9 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
                                    int64_t actBytes, int64_t kvBytesPerToken, int64_t flopsDecode,
                                    int64_t flopsPrefill, F64 projDecode, F64 attnPerToken,
                                    F64 projPrefill, F64 attnPrefill, int64_t prefillParamBytes,
-                                   int64_t prefillActBytes) {
+                                   int64_t prefillActBytes, int64_t attnIoBytes) {
   for (int64_t v : {paramBytes, residentBytes, actBytes, kvBytesPerToken, flopsDecode, flopsPrefill,
-                    prefillParamBytes, prefillActBytes})
+                    prefillParamBytes, prefillActBytes, attnIoBytes})
     if (v < 0)
       return emitError() << "unit costs must be non-negative, got " << v;
   return checkNumbers(emitError, "unit_cost",
@@ -246,7 +246,7 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
 }
 
 LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predictedMs,
-                               StringRef objective, bool, bool streamPrefill,
+                               StringRef objective, bool, bool streamPrefill, bool cpuAttention,
                                ArrayRef<PlanCandidateAttr> candidates) {
   if (objective != "decode" && objective != "prefill")
     return emitError() << "plan objective must be decode or prefill, got '" << objective << "'";
@@ -261,6 +261,11 @@ LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predict
   if (streamPrefill && !candidates[size_t(chosenK)].getStreamFits() &&
       candidates[size_t(chosenK)].getStreamPossible())
     return emitError() << "plan streams prefill at k = " << chosenK << " but its staging slots do not fit";
+  for (PlanCandidateAttr candidate : candidates)
+    if (candidate.getCpuAttentionBlocks() < 0 || (!cpuAttention && candidate.getCpuAttentionBlocks() > 0))
+      return emitError() << "plan candidate k = " << candidate.getK() << " moves "
+                         << candidate.getCpuAttentionBlocks()
+                         << " attention cores to the CPU; a plan without cpu_attention moves none";
   return success();
 }
 

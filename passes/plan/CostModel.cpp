@@ -58,27 +58,43 @@ UnitWork workOf(const UnitCost &c, const PlanOptions &o, Phase phase, int64_t to
 }
 } // namespace
 
+namespace {
+/// One device's rates for a phase; kvBw blends L3 over `kvWorkingSet` bytes (eq. 4.14, CPU only).
+struct Rates {
+  double bw = 0, rate = 0, delta = 0, kvBw = 0;
+};
+Rates ratesOf(const TargetProfile &t, bool onGpu, Phase phase, double kvWorkingSet) {
+  Rates r;
+  bool prefill = phase == Phase::prefill;
+  r.bw = onGpu ? t.gpu->memBwGbs : t.cpu.dramBwGbs;
+  r.rate = onGpu ? (prefill ? t.gpu->pPreGflops : t.gpu->pDecGflops)
+                 : (prefill ? t.cpu.pPreGflops : t.cpu.pDecGflops);
+  r.delta = onGpu ? t.gpu->overheadMsPerBlock : t.cpu.overheadMsPerBlock;
+  double alpha = onGpu ? 0.0 : kvWorkingSet > 0 ? std::min(1.0, t.cpu.l3Bytes / kvWorkingSet) : 1.0;
+  r.kvBw = onGpu ? r.bw : alpha * t.cpu.l3BwGbs + (1 - alpha) * r.bw;
+  return r;
+}
+/// Eq. 4.10: the projections (and, for the embedding and head, their table reads).
+double projMs(const UnitWork &w, const Rates &r, const TargetProfile &t) {
+  return std::max(msForFlops(w.projFlops, r.rate * t.etaC), msForBytes(w.paramBytes, r.bw * t.etaM));
+}
+/// Eq. 4.13: the attention core over the KV cache (0 for a unit without one).
+double attnMs(const UnitCost &c, const UnitWork &w, const Rates &r, const TargetProfile &t) {
+  if (c.kvBytesPerToken == 0)
+    return 0;
+  return std::max(msForFlops(w.attnFlops, r.rate * t.etaC), msForBytes(w.kvBytes, r.kvBw * t.etaM));
+}
+} // namespace
+
 double stageMs(const std::vector<UnitCost> &units, size_t lo, size_t hi, bool onGpu,
                const TargetProfile &t, const PlanOptions &o, Phase phase, int64_t tokens) {
   if (lo >= hi || (onGpu && !t.gpu))
     return 0;
-  bool prefill = phase == Phase::prefill;
-  double bw = onGpu ? t.gpu->memBwGbs : t.cpu.dramBwGbs;
-  double rate = onGpu ? (prefill ? t.gpu->pPreGflops : t.gpu->pDecGflops)
-                      : (prefill ? t.cpu.pPreGflops : t.cpu.pDecGflops);
-  double delta = onGpu ? t.gpu->overheadMsPerBlock : t.cpu.overheadMsPerBlock;
-  // Eq. 4.14: the share of this stage's KV bytes that fits in L3 streams at L3 bandwidth (CPU only).
-  double kvStage = kvBytes(units, lo, hi, double(tokens), o.batch);
-  double alpha = onGpu ? 0.0 : kvStage > 0 ? std::min(1.0, t.cpu.l3Bytes / kvStage) : 1.0;
-  double kvBw = onGpu ? bw : alpha * t.cpu.l3BwGbs + (1 - alpha) * bw;
+  Rates r = ratesOf(t, onGpu, phase, kvBytes(units, lo, hi, double(tokens), o.batch));
   double total = 0;
   for (size_t u = lo; u < hi; ++u) {
     UnitWork w = workOf(units[u], o, phase, tokens);
-    double tProj = std::max(msForFlops(w.projFlops, rate * t.etaC), msForBytes(w.paramBytes, bw * t.etaM));
-    double tAttn = units[u].kvBytesPerToken == 0
-                       ? 0.0
-                       : std::max(msForFlops(w.attnFlops, rate * t.etaC), msForBytes(w.kvBytes, kvBw * t.etaM));
-    total += tProj + tAttn + delta;
+    total += projMs(w, r, t) + attnMs(units[u], w, r, t) + r.delta;
   }
   return total;
 }
@@ -121,6 +137,69 @@ size_t firstStreamedUnit(const std::vector<UnitCost> &units, size_t k) {
   while (first < k && units[first].kind == "embedding")
     ++first;
   return first;
+}
+
+/// GPU blocks of split k whose attention core runs on the CPU when `count` of them do (LIA): the
+/// first `count` GPU units with a KV cache.
+std::vector<bool> cpuAttentionUnits(const std::vector<UnitCost> &units, size_t k, int64_t count) {
+  std::vector<bool> moved(units.size(), false);
+  for (size_t u = k; u < units.size() && count > 0; ++u)
+    if (units[u].kvBytesPerToken > 0) {
+      moved[u] = true;
+      --count;
+    }
+  return moved;
+}
+
+int64_t gpuAttentionBlocks(const std::vector<UnitCost> &units, size_t k) {
+  int64_t blocks = 0;
+  for (size_t u = k; u < units.size(); ++u)
+    blocks += units[u].kvBytesPerToken > 0;
+  return blocks;
+}
+
+/// One decode step of split k at the options' context, `cpuAttention` GPU blocks having their
+/// attention core on the CPU beside their KV in host RAM (§11). `gpuFree` is the GPU memory left
+/// after the resident units (and staging slots): KV pages take `kvWatermark` of it, and with
+/// kv-offload the GPU blocks' KV beyond that streams back over the link every step.
+struct DecodeStep {
+  double cpuMs = 0, gpuMs = 0, commMs = 0, spillBytes = 0;
+  double total() const { return cpuMs + gpuMs + commMs; }
+};
+DecodeStep decodeStep(const std::vector<UnitCost> &units, size_t k, int64_t cpuAttention,
+                      const TargetProfile &t, const PlanOptions &o, double gpuFree) {
+  DecodeStep r;
+  const size_t n = units.size();
+  const int64_t c = o.context;
+  std::vector<bool> moved = cpuAttentionUnits(units, k, cpuAttention);
+  double movedKv = 0, gpuKv = 0;
+  for (size_t u = k; u < n; ++u)
+    (moved[u] ? movedKv : gpuKv) += double(units[u].kvBytesPerToken) * double(c) * double(o.batch);
+  // The CPU: its units, then the moved attention cores, all over one KV working set.
+  Rates cpu = ratesOf(t, /*onGpu=*/false, Phase::decode, kvBytes(units, 0, k, double(c), o.batch) + movedKv);
+  for (size_t u = 0; u < k; ++u) {
+    UnitWork w = workOf(units[u], o, Phase::decode, c);
+    r.cpuMs += projMs(w, cpu, t) + attnMs(units[u], w, cpu, t) + cpu.delta;
+  }
+  r.commMs = boundaryMs(units, k, t, o, Phase::decode, c);
+  if (!t.gpu || k >= n)
+    return r;
+  Rates gpu = ratesOf(t, /*onGpu=*/true, Phase::decode, gpuKv);
+  for (size_t u = k; u < n; ++u) {
+    UnitWork w = workOf(units[u], o, Phase::decode, c);
+    r.gpuMs += projMs(w, gpu, t) + (moved[u] ? 0.0 : attnMs(units[u], w, gpu, t)) + gpu.delta;
+    if (moved[u]) {
+      r.cpuMs += attnMs(units[u], w, cpu, t);
+      // q, k and v to the host, the output back: two crossings.
+      r.commMs += 2 * t.link.latencyUs / 1000.0 + msForBytes(double(units[u].attnIoBytes), t.link.bwGbs);
+    }
+  }
+  if (o.kvOffload) {
+    r.spillBytes = std::max(0.0, gpuKv - o.kvWatermark * std::max(0.0, gpuFree));
+    if (r.spillBytes > 0)
+      r.commMs += msForBytes(r.spillBytes, t.link.bwGbs);
+  }
+  return r;
 }
 } // namespace
 
@@ -198,6 +277,7 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
                                    const PlanOptions &o) {
   Plan plan;
   plan.streamPrefill = o.streamPrefill;
+  plan.cpuAttention = o.cpuAttention;
   const size_t n = units.size();
   if (n == 0)
     return llvm::createStringError("the model has no partition units");
@@ -205,47 +285,78 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
   if (t.gpu)
     avail = t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes);
   bool prefill = o.objective == Objective::prefill;
-  Phase phase = prefill ? Phase::prefill : Phase::decode;
-  int64_t tokens = prefill ? o.promptLen : o.context;
   // The longest prompt a crossover is searched to.
   int64_t longest = std::max(o.context, o.promptLen);
   for (size_t k = 0; k <= n; ++k) {
     Candidate c;
     c.k = int64_t(k);
     double gpuKv = kvBytes(units, k, n, double(o.context), o.batch);
-    c.gpuBytes = residentBytes(units, k, n) + (o.kvOffload ? 0.0 : gpuKv);
+    double gpuResident = residentBytes(units, k, n);
+    c.gpuBytes = gpuResident + (o.kvOffload ? 0.0 : gpuKv);
     c.hostBytes = residentBytes(units, 0, k) + kvBytes(units, 0, k, double(o.context), o.batch) +
                   (o.kvOffload ? gpuKv : 0.0);
     c.stream = streamedPrefill(units, k, t, o, o.promptLen);
+    bool slotsPlanned = o.streamPrefill && c.stream.possible;
     if (c.stream.possible) {
       double withSlots = c.gpuBytes + c.stream.slotBytes;
       c.stream.fits = withSlots <= avail;
       if (!c.stream.fits)
         c.stream.reason = "GPU needs " + gb(withSlots) + " with the staging slots, " + gb(avail) +
                           " available";
-      if (o.streamPrefill)
+      if (slotsPlanned)
         c.gpuBytes = withSlots;
     }
     if (k < n && !t.gpu) {
       c.reason = "target has no GPU";
-    } else if ((k < n || (o.streamPrefill && c.stream.possible)) && c.gpuBytes > avail) {
-      c.reason = "GPU needs " + gb(c.gpuBytes) +
-                 (o.streamPrefill && c.stream.possible ? " with the staging slots" : "") + ", " +
+    } else if ((k < n || slotsPlanned) && c.gpuBytes > avail) {
+      c.reason = "GPU needs " + gb(c.gpuBytes) + (slotsPlanned ? " with the staging slots" : "") + ", " +
                  gb(avail) + " available";
     } else if (c.hostBytes > t.cpu.ramBytes) {
       c.reason = "host needs " + gb(c.hostBytes) + ", " + gb(t.cpu.ramBytes) + " RAM";
     } else {
       c.feasible = true;
     }
-    c.tCpuMs = stageMs(units, 0, k, /*onGpu=*/false, t, o, phase, tokens);
-    c.tGpuMs = stageMs(units, k, n, /*onGpu=*/true, t, o, phase, tokens);
-    c.tCommMs = boundaryMs(units, k, t, o, phase, tokens);
-    c.tPlanMs = c.tCpuMs + c.tGpuMs + c.tCommMs;
-    c.decodeMs = prefill ? stageMs(units, 0, k, false, t, o, Phase::decode, o.context) +
-                               boundaryMs(units, k, t, o, Phase::decode, o.context) +
-                               stageMs(units, k, n, true, t, o, Phase::decode, o.context)
-                         : c.tPlanMs;
-    c.prefillMs = prefill ? c.tPlanMs : splitPrefillMs(units, k, t, o, o.promptLen);
+    // Decode: the GPU's free memory after its weights (and slots) holds KV pages up to the
+    // watermark. LIA's policy moves the attention cores of the first j GPU blocks to the CPU; with
+    // kv-offload off the GPU holds its blocks' KV and no attention moves.
+    double gpuFree = avail - gpuResident - (slotsPlanned ? c.stream.slotBytes : 0.0);
+    int64_t movable = o.kvOffload && t.gpu ? gpuAttentionBlocks(units, k) : 0;
+    DecodeStep best = decodeStep(units, k, 0, t, o, gpuFree);
+    for (int64_t j = 1; j <= movable; ++j) {
+      DecodeStep step = decodeStep(units, k, j, t, o, gpuFree);
+      if (step.total() < best.total()) {
+        best = step;
+        c.bestCpuAttentionBlocks = j;
+      }
+    }
+    c.bestCpuAttentionDecodeMs = best.total();
+    c.cpuAttentionBlocks = o.cpuAttention ? c.bestCpuAttentionBlocks : 0;
+    DecodeStep decode = decodeStep(units, k, c.cpuAttentionBlocks, t, o, gpuFree);
+    c.spillBytes = decode.spillBytes;
+    c.decodeMs = decode.total();
+    // Prefill: a block whose decode attention runs on the CPU still prefills on the GPU; its
+    // prompt KV then goes to host RAM.
+    double movedKvMs = 0;
+    std::vector<bool> moved = cpuAttentionUnits(units, k, c.cpuAttentionBlocks);
+    for (size_t u = k; u < n; ++u)
+      if (moved[u])
+        movedKvMs += linkMs(t, workOf(units[u], o, Phase::prefill, o.promptLen).kvBytes);
+    c.prefillMs = splitPrefillMs(units, k, t, o, o.promptLen) + movedKvMs;
+    if (c.stream.possible)
+      c.stream.ms += movedKvMs;
+    if (prefill) {
+      c.tCpuMs = stageMs(units, 0, k, /*onGpu=*/false, t, o, Phase::prefill, o.promptLen);
+      c.tGpuMs = stageMs(units, k, n, /*onGpu=*/true, t, o, Phase::prefill, o.promptLen);
+      c.tCommMs = boundaryMs(units, k, t, o, Phase::prefill, o.promptLen) + movedKvMs;
+      c.tPlanMs = c.prefillMs;
+      if (slotsPlanned && c.prefillStreamed())
+        c.tPlanMs = c.stream.ms; // the prompt's time is the streamed one's
+    } else {
+      c.tCpuMs = decode.cpuMs;
+      c.tGpuMs = decode.gpuMs;
+      c.tCommMs = decode.commMs;
+      c.tPlanMs = c.decodeMs;
+    }
     if (c.stream.possible) {
       // The shortest prompt that streams faster: doubling, then bisection (the split's prefill grows
       // faster per prompt position than the streamed one's, whose weight copies are fixed).
@@ -265,8 +376,6 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
         c.stream.crossover = hi;
       }
     }
-    if (o.streamPrefill && prefill && c.prefillStreamed())
-      c.tPlanMs = c.stream.ms; // the prompt's time is the streamed one's
     plan.candidates.push_back(c);
   }
   if (o.forceSplit) {

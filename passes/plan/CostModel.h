@@ -33,6 +33,9 @@ struct UnitCost {
   double attnFlopsPrefill = 0;    // 2 B h_a d_h S (S + 1)
   int64_t prefillParamBytes = 0;  // embedding: B S H dtype; others: as decode
   int64_t prefillActBytes = 0;    // B S width dtype
+  /// Bytes that cross per decode step when the block's attention core (Q·Kᵀ, softmax, ·V) runs on
+  /// the other device than its projections: q, the new k and v, and the output (LIA's policy).
+  int64_t attnIoBytes = 0;
   std::vector<std::pair<std::string, int64_t>> tensors; // distinct weights (symbol, bytes)
 };
 
@@ -54,6 +57,13 @@ struct PlanOptions {
   /// keeps two staging slots, counted in its bytes, and a prompt at or past the crossover is
   /// computed there. Off: streamed prefill is priced for every split but not part of the plan.
   bool streamPrefill = false;
+  /// Decode may run the attention core of GPU blocks on the CPU beside their KV in host RAM (LIA,
+  /// docs/cost-model.md §11): the plan takes the number of such blocks that is fastest. Off: that
+  /// policy is priced for every split but not part of the plan.
+  bool cpuAttention = false;
+  /// The share of the GPU memory left after the weights that its KV pages take (helm-rt's
+  /// --kv-watermark); with kv-offload the GPU blocks' KV beyond it streams back every decode step.
+  double kvWatermark = HELM_KV_WATERMARK_DEFAULT;
 };
 
 /// Prefill with the CPU units' weights streamed over the link (PIPO): the embedding gathers on the
@@ -82,6 +92,14 @@ struct Candidate {
   double gpuBytes = 0;      // resident + KV on the GPU (+ the staging slots when streaming is planned)
   double hostBytes = 0;     // resident + KV in host RAM
   StreamedPrefill stream;
+  /// GPU blocks whose attention core the plan runs on the CPU (0 unless PlanOptions::cpuAttention).
+  int64_t cpuAttentionBlocks = 0;
+  /// KV bytes a decode step streams back from host RAM (GPU blocks' pages beyond the watermark).
+  double spillBytes = 0;
+  /// LIA's policy at this split: the number of GPU blocks with their attention core on the CPU
+  /// that makes decode fastest, and that decode step's time (whether planned or not).
+  int64_t bestCpuAttentionBlocks = 0;
+  double bestCpuAttentionDecodeMs = 0;
   /// Whether the options' prompt would be faster streamed (and the slots fit).
   bool prefillStreamed() const { return stream.fits && stream.ms < prefillMs; }
 };
@@ -91,6 +109,7 @@ struct Plan {
   int64_t chosenK = -1;
   double predictedMsPerToken = 0;
   bool streamPrefill = false; // PlanOptions::streamPrefill: the plan carries the streamed prefill
+  bool cpuAttention = false;  // PlanOptions::cpuAttention: the plan may move attention cores
 };
 
 /// Algorithm 1: costs every split k (CPU runs units [0, k), GPU the rest). The error is one line

@@ -46,6 +46,7 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
     if (forceSplit >= 0)
       options.forceSplit = forceSplit;
     options.streamPrefill = streamPrefill;
+    options.cpuAttention = cpuAttention;
 
     auto units = unitsOf(module);
     std::vector<UnitCost> costs;
@@ -71,10 +72,11 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
       rows.push_back(PlanCandidateAttr::get(
           ctx, c.k, c.feasible, c.reason, c.tCpuMs, c.tGpuMs, c.tCommMs, c.tPlanMs, c.gpuBytes,
           c.hostBytes, c.decodeMs, c.prefillMs, c.stream.possible, c.stream.fits, c.stream.reason,
-          c.stream.ms, c.stream.slotBytes, c.stream.streamedBytes, c.stream.crossover));
+          c.stream.ms, c.stream.slotBytes, c.stream.streamedBytes, c.stream.crossover,
+          c.cpuAttentionBlocks, c.spillBytes, c.bestCpuAttentionBlocks, c.bestCpuAttentionDecodeMs));
     HelmDialect::PlanAttrHelper(ctx).setAttr(
         module, PlanAttr::get(ctx, plan.chosenK, plan.predictedMsPerToken, objective, kvOffload,
-                                          plan.streamPrefill, rows));
+                                          plan.streamPrefill, plan.cpuAttention, rows));
   }
 };
 } // namespace

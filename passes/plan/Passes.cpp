@@ -19,6 +19,7 @@ void buildPlanPipeline(OpPassManager &pm, const PlanOptions &options) {
   partition.vramReserve = options.vramReserve ? *options.vramReserve : -1.0;
   partition.forceSplit = options.forceSplit ? *options.forceSplit : -1;
   partition.streamPrefill = options.streamPrefill;
+  partition.cpuAttention = options.cpuAttention;
   pm.addPass(createPartition(partition));
 }
 

@@ -79,6 +79,8 @@ def Partition : Pass<"helm-partition", "mlir::ModuleOp"> {
     Option<"forceSplit", "force-split", "int64_t", "-1", "Take this split k instead of the cheapest">,
     Option<"streamPrefill", "stream-prefill", "bool", "false",
            "Plan prompts past the crossover with the CPU units' weights streamed to the GPU (two staging slots kept on it)">,
+    Option<"cpuAttention", "cpu-attention", "bool", "false",
+           "Let decode run GPU blocks' attention cores on the CPU beside their KV in host RAM, as many as is fastest">,
   ];
   let dependentDialects = ["::helm::HelmDialect"];
 }

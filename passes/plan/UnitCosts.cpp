@@ -61,6 +61,7 @@ bool readUnitCost(UnitOp unit, UnitCost &c) {
   c.attnFlopsPrefill = cost.getAttnFlopsPrefill();
   c.prefillParamBytes = cost.getPrefillParamBytes();
   c.prefillActBytes = cost.getPrefillActBytes();
+  c.attnIoBytes = cost.getAttnIoBytes();
   c.tensors = unitTensors(unit);
   return true;
 }

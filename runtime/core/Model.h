@@ -91,7 +91,7 @@ struct LoadOptions {
   // The GPU stage's paged KV cache (docs/kv-cache.md).
   int64_t kvPageTokens = 0;   // --kv-page: positions per page; 0: 512, halved (down to 16) until
                               // the device holds two pages
-  double kvWatermark = 0.8;   // --kv-watermark: share of the device memory left after the
+  double kvWatermark = HELM_KV_WATERMARK_DEFAULT; // --kv-watermark: share of the device memory left after the
                               // weights that KV pages may take before the oldest is evicted
   bool kvOffload = true;      // --kv-offload: evict full pages to host RAM (off: error when full)
   KvRowType kvType = KvRowType::automatic; // --kv-type: the CPU stage's KV cache rows

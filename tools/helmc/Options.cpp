@@ -45,6 +45,9 @@ usage: helmc model.onnx|model.gguf [options]
                           streamed to the GPU (two staging slots kept there; docs/cost-model.md
                           §10). Planning only (--emit=plan, plan-json): helm-rt does not run
                           streamed prefill yet. Default off
+  --cpu-attention on|off  on: let decode run the attention of GPU blocks on the CPU beside their KV
+                          in host RAM, as many blocks as is fastest (docs/cost-model.md §11).
+                          Planning only, like --stream-prefill. Default off
   --quantize FORMAT       store the linear, LM-head and embedding weights quantized: none (default),
                           one GGUF block format (q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k,
                           q6_k) or a mixed recipe, q2_k, q3_k_m, q4_k_m or q5_k_m (llama.cpp's
@@ -75,7 +78,7 @@ using helm::cli::textInto;
 struct Given {
   Options options;
   std::optional<std::string> emit; // --emit, if given
-  std::string objective = "decode", kvOffload = "on", streamPrefill = "off", vramReserve, gpuCode = "auto", quantize = "none";
+  std::string objective = "decode", kvOffload = "on", streamPrefill = "off", cpuAttention = "off", vramReserve, gpuCode = "auto", quantize = "none";
   bool noChatTemplate = false;
   int64_t batch = 1, context = 4096, promptLen = 128, forceSplit = -1;
 };
@@ -99,6 +102,7 @@ FlagTable flagTable(Given &g) {
   t.value({"--vram-reserve"}, "SIZE", textInto(g.vramReserve));
   t.value({"--force-split"}, "K", numberInto(g.forceSplit));
   t.value({"--stream-prefill"}, "on|off", textInto(g.streamPrefill));
+  t.value({"--cpu-attention"}, "on|off", textInto(g.cpuAttention));
   t.value({"--quantize"}, "FORMAT", textInto(g.quantize));
   t.value({"--tokenizer"}, "FILE", textInto(o.compile.tokenizerPath));
   t.option({"--no-chat-template"}, g.noChatTemplate);
@@ -182,6 +186,12 @@ Expected<Options> parse(int argc, const char *const *argv) {
       return createStringError("--stream-prefill=on is planning only (--emit=plan or plan-json): "
                                "helm-rt does not run streamed prefill yet");
     plan.streamPrefill = g.streamPrefill == "on";
+    if (g.cpuAttention != "on" && g.cpuAttention != "off")
+      return createStringError("--cpu-attention must be on or off, got '" + g.cpuAttention + "'");
+    if (g.cpuAttention == "on" && o.packaging())
+      return createStringError("--cpu-attention=on is planning only (--emit=plan or plan-json): "
+                               "helm-rt does not run attention apart from its block yet");
+    plan.cpuAttention = g.cpuAttention == "on";
     if (g.batch < 1 || g.context < 0 || g.promptLen < 1)
       return createStringError("--batch and --prompt-len must be >= 1 and --context >= 0");
     plan.objective = g.objective == "prefill" ? Objective::prefill : Objective::decode;

@@ -279,3 +279,54 @@ TEST(CostModel, StreamedPrefillOnTheLaptopNeedsRoomForItsSlots) {
   EXPECT_GT(c.stream.crossover, 10);
   EXPECT_LT(c.stream.crossover, 100);
 }
+
+// A decode step's KV that spills to host RAM, and LIA's attention on the CPU (docs/cost-model.md
+// §11). One GPU block with 1 GB of weights on a 1.5 GB GPU: its KV pages may take 80% of the
+// 0.5 GB left (0.4 GB); at 1000 positions of 1 MB each, 0.6 GB streams back over the 1 GB/s link
+// every step (600 ms). Its attention on the CPU instead reads the 1 GB at 100 GB/s (10 ms; its
+// 1e9 FLOP take 1 ms at 1 TFLOP/s) and sends 1 MB over the link (1 ms).
+TEST(CostModel, AttentionOnTheCpuBeatsStreamingItsKvBack) {
+  helm::TargetProfile t = roundTarget();
+  t.cpu.dramBwGbs = 100;
+  t.cpu.l3Bytes = 0;
+  t.gpu->vramBytes = 1.5e9;
+  t.gpu->memBwGbs = 1e6;
+  helm::UnitCost b = flatBlock("b0", 1e9, 1e10, 1);
+  b.kvBytesPerToken = 1000000;
+  b.attnFlopsPerToken = 1e6;
+  b.attnIoBytes = 1000000;
+  helm::PlanOptions o;
+  o.context = 1000;
+  o.promptLen = 1;
+  o.forceSplit = 0;
+  auto plan = planFor({b}, t, o);
+  ASSERT_TRUE(plan);
+  const helm::Candidate &c = plan->candidates[0];
+  // GPU: 1e10 FLOP of projections at 10 PFLOP/s take 1 ms, attention 0.1 ms; then the spill.
+  EXPECT_NEAR(c.spillBytes, 0.6e9, 1);
+  EXPECT_NEAR(c.decodeMs, 1 + 0.1 + 600, 0.01);
+  EXPECT_EQ(c.cpuAttentionBlocks, 0); // not planned
+  EXPECT_EQ(c.bestCpuAttentionBlocks, 1);
+  EXPECT_NEAR(c.bestCpuAttentionDecodeMs, 1 + 10 + 1, 0.01);
+  o.cpuAttention = true;
+  plan = planFor({b}, t, o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->candidates[0].cpuAttentionBlocks, 1);
+  EXPECT_NEAR(plan->candidates[0].decodeMs, 12, 0.01);
+  EXPECT_EQ(plan->candidates[0].spillBytes, 0);
+  EXPECT_NEAR(plan->predictedMsPerToken, 12, 0.01);
+  // With the KV on a bigger GPU nothing spills, and the GPU's attention (0.1 ms) stays.
+  t.gpu->vramBytes = 10e9;
+  plan = planFor({b}, t, o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->candidates[0].cpuAttentionBlocks, 0);
+  EXPECT_NEAR(plan->candidates[0].decodeMs, 1.1, 0.01);
+  // With kv-offload off the GPU must hold the KV: nothing spills and no attention moves.
+  t.gpu->vramBytes = 1.5e9;
+  o.kvOffload = false;
+  o.forceSplit.reset();
+  plan = planFor({b}, t, o);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->candidates[0].feasible);
+  EXPECT_EQ(plan->candidates[0].bestCpuAttentionBlocks, 0);
+}
