@@ -38,6 +38,7 @@ struct PlanView {
   bool kvOffload = true;
   bool streamPrefill = false;
   bool cpuAttention = false;
+  SlicedFfnAttr sliced;
   int64_t batch = 1, context = 0, promptLen = 0;
   std::vector<Row> rows;
 };
@@ -55,6 +56,7 @@ PlanView readPlan(ModuleOp module) {
   v.kvOffload = plan.getKvOffload();
   v.streamPrefill = plan.getStreamPrefill();
   v.cpuAttention = plan.getCpuAttention();
+  v.sliced = plan.getSliced();
   v.batch = options.getBatch();
   v.context = options.getContextTokens();
   v.promptLen = options.getPromptLen();
@@ -154,6 +156,25 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
                           "does not run it yet)\n",
                           c.bestCpuAttentionBlocks, c.bestCpuAttentionBlocks == 1 ? "" : "s",
                           c.bestCpuAttentionMs);
+    if (v.sliced) {
+      os << "sliced  ScheInfer's sliced FFNs (every unit but the embedding on the GPU, each FFN split CPU / "
+            "streamed / GPU): ";
+      if (!v.sliced.getPossible()) {
+        os << "not possible: " << v.sliced.getReason() << "\n";
+      } else {
+        ArrayRef<double> rGG = v.sliced.getRGg().asArrayRef(), rCG = v.sliced.getRCg().asArrayRef();
+        double meanGG = 0, meanCG = 0;
+        for (size_t i = 0; i < rGG.size(); ++i) {
+          meanGG += rGG[i] / double(rGG.size());
+          meanCG += rCG[i] / double(rCG.size());
+        }
+        os << llvm::formatv("decode {0:f2} ms per token, GPU {1:f3} GB ({2:f3} GB of FFN slices), mean "
+                            "r_GG {3:f2}, r_CG {4:f2} (priced only: the planner does not choose it and "
+                            "helm-rt does not run it)\n",
+                            double(v.sliced.getTDecodeMs()), double(v.sliced.getGpuBytes()) / 1e9,
+                            double(v.sliced.getGgBytes()) / 1e9, meanGG, meanCG);
+      }
+    }
     os << "prefill ";
     if (!c.streamPossible) {
       os << "the " << v.promptLen << "-token prompt runs on the split's devices (streaming: "
@@ -189,6 +210,21 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
     os << "\n";
   }
   return s;
+}
+
+/// ScheInfer's plan as priced: null when the plan has none.
+static llvm::json::Value slicedJson(SlicedFfnAttr s) {
+  if (!s)
+    return nullptr;
+  llvm::json::Object o{{"possible", s.getPossible()}, {"reason", s.getReason()}};
+  if (s.getPossible()) {
+    o["t_decode_ms"] = double(s.getTDecodeMs());
+    o["gpu_bytes"] = double(s.getGpuBytes());
+    o["gg_bytes"] = double(s.getGgBytes());
+    o["r_gg"] = llvm::json::Array(s.getRGg().asArrayRef());
+    o["r_cg"] = llvm::json::Array(s.getRCg().asArrayRef());
+  }
+  return o;
 }
 
 /// A candidate's streamed prefill: null when the split has nothing to stream.
@@ -251,6 +287,7 @@ llvm::json::Value planJsonValue(ModuleOp module, const TargetProfile &target, co
       {"units", std::move(units)},
       {"candidates", std::move(candidates)},
       {"chosen_k", v.chosenK},
+      {"sliced_ffn", slicedJson(v.sliced)},
       {"predicted_ms_per_token", v.predicted},
       {"max_context_host_ram",
        v.chosenK >= 0 ? hostContextLimit(module, target, v.chosenK, v.batch, v.kvOffload) : 0},

@@ -163,7 +163,9 @@ def Helm_UnitCostAttr : Helm_Attr<"UnitCost", "unit_cost"> {
                         Helm_F64Parameter<"projection FLOPs per prompt">:$proj_flops_prefill,
                         Helm_F64Parameter<"attention FLOPs per prompt">:$attn_flops_prefill,
                         "int64_t":$prefill_param_bytes, "int64_t":$prefill_act_bytes,
-                        DefaultValuedParameter<"int64_t", "0", "bytes crossing per decode step when the attention core runs on the other device">:$attn_io_bytes);
+                        DefaultValuedParameter<"int64_t", "0", "bytes crossing per decode step when the attention core runs on the other device">:$attn_io_bytes,
+                        DefaultValuedParameter<"int64_t", "0", "stored bytes of the FFN's weights (gate, up, down)">:$ffn_bytes,
+                        DefaultValuedParameter<"int64_t", "0", "elements of the FFN's weights">:$ffn_weight_elems);
   let genVerifyDecl = 1;
 }
 
@@ -191,12 +193,22 @@ def Helm_PlanCandidateAttr : Helm_Attr<"PlanCandidate", "candidate"> {
                         Helm_F64Parameter<"that decode step", "::helm::F64(0.0)">:$best_cpu_attention_decode_ms);
 }
 
+def Helm_SlicedFfnAttr : Helm_Attr<"SlicedFfn", "sliced_ffn"> {
+  let summary = "ScheInfer's sliced-FFN plan priced beside the splits (docs/cost-model.md §12.1)";
+  let parameters = (ins "bool":$possible, StringRefParameter<"why not", [{""}]>:$reason,
+                        Helm_F64Parameter<"one decode step", "::helm::F64(0.0)">:$t_decode_ms,
+                        Helm_F64Parameter<"GPU bytes", "::helm::F64(0.0)">:$gpu_bytes,
+                        Helm_F64Parameter<"of which the GPU-resident FFN slices", "::helm::F64(0.0)">:$gg_bytes,
+                        OptionalParameter<"::mlir::DenseF64ArrayAttr", "r_GG per block">:$r_gg,
+                        OptionalParameter<"::mlir::DenseF64ArrayAttr", "r_CG per block">:$r_cg);
+}
 def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
   let summary = "The partition plan (module attribute helm.plan, set by helm-partition)";
   let parameters = (ins "int64_t":$chosen_k, Helm_F64Parameter<"predicted time per token">:$predicted_ms_per_token,
                         StringRefParameter<"decode or prefill">:$objective, "bool":$kv_offload,
                         DefaultValuedParameter<"bool", "false", "prompts at or past the crossover stream the CPU units' weights">:$stream_prefill,
                         DefaultValuedParameter<"bool", "false", "decode may run GPU blocks' attention cores on the CPU">:$cpu_attention,
+                        OptionalParameter<"SlicedFfnAttr", "ScheInfer's plan, priced">:$sliced,
                         ArrayRefParameter<"PlanCandidateAttr", "every split k, in order">:$candidates);
   let genVerifyDecl = 1;
 }

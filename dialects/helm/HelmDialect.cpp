@@ -233,9 +233,10 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
                                    int64_t actBytes, int64_t kvBytesPerToken, int64_t flopsDecode,
                                    int64_t flopsPrefill, F64 projDecode, F64 attnPerToken,
                                    F64 projPrefill, F64 attnPrefill, int64_t prefillParamBytes,
-                                   int64_t prefillActBytes, int64_t attnIoBytes) {
+                                   int64_t prefillActBytes, int64_t attnIoBytes, int64_t ffnBytes,
+                                   int64_t ffnWeightElems) {
   for (int64_t v : {paramBytes, residentBytes, actBytes, kvBytesPerToken, flopsDecode, flopsPrefill,
-                    prefillParamBytes, prefillActBytes, attnIoBytes})
+                    prefillParamBytes, prefillActBytes, attnIoBytes, ffnBytes, ffnWeightElems})
     if (v < 0)
       return emitError() << "unit costs must be non-negative, got " << v;
   return checkNumbers(emitError, "unit_cost",
@@ -247,7 +248,7 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
 
 LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predictedMs,
                                StringRef objective, bool, bool streamPrefill, bool cpuAttention,
-                               ArrayRef<PlanCandidateAttr> candidates) {
+                               SlicedFfnAttr, ArrayRef<PlanCandidateAttr> candidates) {
   if (objective != "decode" && objective != "prefill")
     return emitError() << "plan objective must be decode or prefill, got '" << objective << "'";
   for (auto [i, candidate] : llvm::enumerate(candidates))

@@ -22,6 +22,38 @@ int64_t lastDim(Value v) {
   return shape.empty() || ShapedType::isDynamic(shape.back()) ? 0 : shape.back();
 }
 
+/// The linear ops of a block's gated FFN: those whose result (or a split piece of it) gates or is
+/// gated by helm.swiglu / helm.geglu (gate and up, fused or not), and those that read the gate's
+/// result (down).
+llvm::SmallPtrSet<Operation *, 4> ffnLinears(UnitOp unit) {
+  llvm::SmallPtrSet<Operation *, 4> linears;
+  auto addSource = [&](Value v) {
+    if (auto split = v.getDefiningOp<SplitOp>())
+      v = split.getInput();
+    if (auto linear = v.getDefiningOp<LinearOp>())
+      linears.insert(linear);
+  };
+  unit.walk([&](Operation *op) {
+    if (!isa<SwigluOp, GegluOp>(op))
+      return;
+    addSource(op->getOperand(0));
+    addSource(op->getOperand(1));
+    for (Operation *user : op->getResult(0).getUsers())
+      if (auto linear = dyn_cast<LinearOp>(user); linear && linear.getInput() == op->getResult(0))
+        linears.insert(linear);
+  });
+  return linears;
+}
+
+/// A linear's stored weight bytes: its declaration's (blocks included), or a constant's.
+int64_t storedWeightBytes(LinearOp linear) {
+  auto type = cast<RankedTensorType>(linear.getWeight().getType());
+  if (auto w = linear.getWeight().getDefiningOp<WeightOp>())
+    if (auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(w, w.getNameAttr()))
+      return decl.getStoredBytes();
+  return type.getNumElements() * byteWidth(type.getElementType());
+}
+
 struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
   using AnnotateCostsBase::AnnotateCostsBase;
 
@@ -94,13 +126,21 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
         });
         projDecode = projPrefill = 2 * B * linElems;
       }
+      int64_t ffnBytes = 0, ffnElems = 0;
+      if (unit.getKind() == UnitKind::block)
+        for (Operation *op : ffnLinears(unit)) {
+          auto linear = cast<LinearOp>(op);
+          ffnBytes += storedWeightBytes(linear);
+          ffnElems += cast<RankedTensorType>(linear.getWeight().getType()).getNumElements();
+        }
       double flopsDecode = projDecode + attnPerToken * double(context);
       double flopsPrefill = projPrefill + attnPrefill;
       HelmDialect::CostAttrHelper(ctx).setAttr(
           unit, UnitCostAttr::get(ctx, param, resident, int64_t(B) * outWidth * outBytes, kvPerToken,
                                   int64_t(flopsDecode), int64_t(flopsPrefill), projDecode, attnPerToken,
                                   projPrefill, attnPrefill, int64_t(prefillParam),
-                                  int64_t(B * S * double(outWidth * outBytes)), attnIo));
+                                  int64_t(B * S * double(outWidth * outBytes)), attnIo, ffnBytes,
+                                  ffnElems));
     }
     HelmDialect::CostOptionsAttrHelper(ctx).setAttr(module,
                                                     CostOptionsAttr::get(ctx, batch, context, promptLen));

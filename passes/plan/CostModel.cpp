@@ -1,5 +1,6 @@
 //===- CostModel.cpp - roofline cost of a CPU/GPU split (thesis eq. 4.7-4.16) ---===//
 #include "passes/plan/CostModel.h"
+#include "passes/plan/SlicedFfn.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -273,6 +274,89 @@ StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k, co
   return r;
 }
 
+SlicedFfnPlan slicedFfnPlan(const std::vector<UnitCost> &units, const TargetProfile &t,
+                            const PlanOptions &o) {
+  SlicedFfnPlan r;
+  const size_t n = units.size();
+  if (!t.gpu) {
+    r.reason = "target has no GPU";
+    return r;
+  }
+  size_t first = firstStreamedUnit(units, n);
+  std::vector<size_t> blocks;
+  double ffnBytes = 0, ffnElems = 0, gemmBytes = 0;
+  for (size_t u = first; u < n; ++u)
+    if (units[u].ffnWeightElems > 0) {
+      blocks.push_back(u);
+      ffnBytes += double(units[u].ffnBytes);
+      ffnElems += double(units[u].ffnWeightElems);
+      gemmBytes = std::max(gemmBytes, double(units[u].ffnBytes) / 3);
+    }
+  if (blocks.empty()) {
+    r.reason = "the model has no gated FFN";
+    return r;
+  }
+  double avail = t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes);
+  double gpuKv = kvBytes(units, first, n, double(o.context), o.batch);
+  // The GPU holds every unit after the embedding but its FFN weights, two slots for the CG copies
+  // (each at most one GEMM's weights) and, with kv-offload off, the KV.
+  double fixed = residentBytes(units, first, n) - ffnBytes + 2 * gemmBytes + (o.kvOffload ? 0.0 : gpuKv);
+  double budget = avail - fixed;
+  if (budget < 0) {
+    r.reason = "GPU needs " + gb(fixed) + " for every unit but the embedding and the FFNs, " + gb(avail) +
+               " available";
+    return r;
+  }
+  r.possible = true;
+  // ScheInfer's models from the roofline profile (seconds): a decode GEMM per weight element at the
+  // options' batch, its memory or its FLOPs; a copy per byte with the link's latency as α. No
+  // launch or start-up terms (the profile's δ stays per unit).
+  double bytesPerElem = ffnBytes / ffnElems, batch = double(o.batch);
+  sliced::Rates rates;
+  rates.gpu.beta = std::max(bytesPerElem / (t.gpu->memBwGbs * t.etaM * 1e9),
+                            2 * batch / (t.gpu->pDecGflops * t.etaC * 1e9));
+  rates.cpu.beta = std::max(bytesPerElem / (t.cpu.dramBwGbs * t.etaM * 1e9),
+                            2 * batch / (t.cpu.pDecGflops * t.etaC * 1e9));
+  rates.copy = {t.link.latencyUs * 1e-6, 1 / (t.link.bwGbs * 1e9)};
+  std::vector<sliced::Layer> layers;
+  for (size_t u : blocks)
+    layers.push_back({3, double(units[u].ffnWeightElems) / 3, double(units[u].ffnBytes) / 3});
+  sliced::Assignment a = sliced::assignGpuMemory(rates, layers, budget, /*grid=*/10);
+  r.ggBytes = a.bytesUsed;
+  r.gpuBytes = fixed + a.bytesUsed;
+  // The step: the embedding on the CPU and its rows across, then every other unit on the GPU, each
+  // block's FFN as its three slices (its input down to the CPU and the CPU slice's output up when
+  // that slice is not empty), and the KV beyond the GPU's free memory streamed back (§11.1).
+  Rates gpu = ratesOf(t, /*onGpu=*/true, Phase::decode, gpuKv);
+  r.decodeMs = stageMs(units, 0, first, /*onGpu=*/false, t, o, Phase::decode, o.context) +
+               boundaryMs(units, first, t, o, Phase::decode, o.context);
+  size_t b = 0;
+  for (size_t u = first; u < n; ++u) {
+    const UnitCost &c = units[u];
+    UnitWork w = workOf(c, o, Phase::decode, o.context);
+    bool sliced = b < blocks.size() && blocks[b] == u;
+    if (sliced) {
+      w.projFlops -= 2 * batch * double(c.ffnWeightElems);
+      w.paramBytes -= double(c.ffnBytes);
+    }
+    r.decodeMs += projMs(w, gpu, t) + attnMs(c, w, gpu, t) + gpu.delta;
+    if (sliced) {
+      const sliced::Split &s = a.splits[b];
+      r.rGG.push_back(s.rGG);
+      r.rCG.push_back(s.rCG);
+      r.decodeMs += s.time * 1e3;
+      if (s.rCG + s.rGG < 1)
+        r.decodeMs += 2 * linkMs(t, double(c.actBytes));
+      ++b;
+    }
+  }
+  if (o.kvOffload) {
+    double spill = std::max(0.0, gpuKv - o.kvWatermark * (budget - a.bytesUsed));
+    r.decodeMs += msForBytes(spill, t.link.bwGbs);
+  }
+  return r;
+}
+
 llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const TargetProfile &t,
                                    const PlanOptions &o) {
   Plan plan;
@@ -405,6 +489,7 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
                                    gb(allCpu.hostBytes - t.cpu.ramBytes) + " missing)");
   }
   plan.predictedMsPerToken = plan.candidates[size_t(plan.chosenK)].tPlanMs;
+  plan.sliced = slicedFfnPlan(units, t, o);
   return plan;
 }
 

@@ -36,6 +36,9 @@ struct UnitCost {
   /// Bytes that cross per decode step when the block's attention core (Q·Kᵀ, softmax, ·V) runs on
   /// the other device than its projections: q, the new k and v, and the output (LIA's policy).
   int64_t attnIoBytes = 0;
+  /// The gated FFN's weights (gate, up and down: ScheInfer's three GEMMs): stored bytes and elements.
+  int64_t ffnBytes = 0;
+  int64_t ffnWeightElems = 0;
   std::vector<std::pair<std::string, int64_t>> tensors; // distinct weights (symbol, bytes)
 };
 
@@ -104,12 +107,26 @@ struct Candidate {
   bool prefillStreamed() const { return stream.fits && stream.ms < prefillMs; }
 };
 
+/// ScheInfer's plan (docs/cost-model.md §12.1): every unit but the embedding on the GPU except
+/// the FFN weights, which each block splits three ways (CPU-resident computed on the CPU, streamed,
+/// GPU-resident) with the GPU memory left given by the greedy rule and each block's copy rate
+/// solved. A planning estimate beside the split candidates.
+struct SlicedFfnPlan {
+  bool possible = false;
+  std::string reason;             // why not
+  double decodeMs = 0;            // one decode step
+  double gpuBytes = 0;            // non-FFN weights, GG slices, two copy slots (and KV with offload off)
+  double ggBytes = 0;             // of which the GG slices
+  std::vector<double> rGG, rCG;   // per block with an FFN
+};
+
 struct Plan {
   std::vector<Candidate> candidates; // k = 0..N
   int64_t chosenK = -1;
   double predictedMsPerToken = 0;
   bool streamPrefill = false; // PlanOptions::streamPrefill: the plan carries the streamed prefill
   bool cpuAttention = false;  // PlanOptions::cpuAttention: the plan may move attention cores
+  SlicedFfnPlan sliced;       // priced, not chosen
 };
 
 /// Algorithm 1: costs every split k (CPU runs units [0, k), GPU the rest). The error is one line
@@ -117,6 +134,10 @@ struct Plan {
 /// infeasible.
 llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const TargetProfile &target,
                                    const PlanOptions &options);
+
+/// ScheInfer's sliced-FFN plan for `units` on `target` (§12.1).
+SlicedFfnPlan slicedFfnPlan(const std::vector<UnitCost> &units, const TargetProfile &target,
+                            const PlanOptions &options);
 
 /// Time of units [lo, hi) on one device for `phase` at `tokens` (decode: cached positions; prefill:
 /// prompt positions): eq. 4.8 with 4.10, 4.13, 4.14 and the overhead δ per unit.

@@ -13,6 +13,12 @@ using namespace mlir;
 using namespace helm;
 
 namespace {
+SlicedFfnAttr slicedAttr(MLIRContext *ctx, const SlicedFfnPlan &s) {
+  return SlicedFfnAttr::get(ctx, s.possible, s.reason, s.decodeMs, s.gpuBytes, s.ggBytes,
+                            s.possible ? DenseF64ArrayAttr::get(ctx, s.rGG) : DenseF64ArrayAttr(),
+                            s.possible ? DenseF64ArrayAttr::get(ctx, s.rCG) : DenseF64ArrayAttr());
+}
+
 struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
   using PartitionBase::PartitionBase;
 
@@ -76,7 +82,8 @@ struct PartitionPass : helm::impl::PartitionBase<PartitionPass> {
           c.cpuAttentionBlocks, c.spillBytes, c.bestCpuAttentionBlocks, c.bestCpuAttentionDecodeMs));
     HelmDialect::PlanAttrHelper(ctx).setAttr(
         module, PlanAttr::get(ctx, plan.chosenK, plan.predictedMsPerToken, objective, kvOffload,
-                                          plan.streamPrefill, plan.cpuAttention, rows));
+                                          plan.streamPrefill, plan.cpuAttention,
+                                          slicedAttr(ctx, plan.sliced), rows));
   }
 };
 } // namespace

@@ -62,6 +62,8 @@ bool readUnitCost(UnitOp unit, UnitCost &c) {
   c.prefillParamBytes = cost.getPrefillParamBytes();
   c.prefillActBytes = cost.getPrefillActBytes();
   c.attnIoBytes = cost.getAttnIoBytes();
+  c.ffnBytes = cost.getFfnBytes();
+  c.ffnWeightElems = cost.getFfnWeightElems();
   c.tensors = unitTensors(unit);
   return true;
 }

@@ -330,3 +330,55 @@ TEST(CostModel, AttentionOnTheCpuBeatsStreamingItsKvBack) {
   EXPECT_FALSE(plan->candidates[0].feasible);
   EXPECT_EQ(plan->candidates[0].bestCpuAttentionBlocks, 0);
 }
+
+// ScheInfer's plan (docs/cost-model.md §12.1) with room for everything: every FFN slice on the GPU
+// and the step is the roofline of the split that keeps only the embedding on the CPU (memory-bound
+// bf16 GEMVs: the three FFN GEMMs' bytes at the GPU's bandwidth). Without room for the non-FFN
+// weights it is not possible, and without a GPU neither.
+TEST(CostModel, SlicedFfnWithRoomForEverythingIsTheAllGpuRoofline) {
+  auto units = qwen3Units(kQwen3_8B);
+  for (auto &u : units)
+    if (u.kind == "block") {
+      u.ffnWeightElems = 3 * kQwen3_8B.hidden * kQwen3_8B.inter;
+      u.ffnBytes = 2 * u.ffnWeightElems;
+    }
+  helm::TargetProfile h100;
+  for (const auto &t : helm::targetCatalogue())
+    if (t.name == "h100-pcie")
+      h100 = t;
+  ASSERT_TRUE(h100.gpu);
+  helm::PlanOptions o;
+  o.context = 256;
+  auto plan = planFor(units, h100, o);
+  ASSERT_TRUE(plan);
+  const helm::SlicedFfnPlan &s = plan->sliced;
+  ASSERT_TRUE(s.possible) << s.reason;
+  ASSERT_EQ(s.rGG.size(), 36u);
+  for (double r : s.rGG)
+    EXPECT_DOUBLE_EQ(r, 1.0);
+  EXPECT_NEAR(s.ggBytes, 36.0 * 2 * 3 * 4096 * 12288, 1);
+  EXPECT_NEAR(s.decodeMs, plan->candidates[1].decodeMs, 1e-9 * s.decodeMs);
+
+  // On the laptop the FFNs split: part of each stays on the CPU or streams, and the GPU holds the
+  // rest of every block, the head and two copy slots (each one 100.7 MB GEMM) within its 7.512 GB.
+  plan = planFor(units, laptop(), o);
+  ASSERT_TRUE(plan);
+  ASSERT_TRUE(plan->sliced.possible);
+  EXPECT_LE(plan->sliced.gpuBytes, 7511998464.0);
+  double nonFfn = 36.0 * (385892864 - 2 * 3 * 4096 * 12288) + 1244667904 + 2 * 2 * 4096 * 12288;
+  EXPECT_NEAR(plan->sliced.gpuBytes - plan->sliced.ggBytes, nonFfn, 1);
+  for (size_t i = 0; i < plan->sliced.rGG.size(); ++i)
+    EXPECT_LT(plan->sliced.rGG[i] + plan->sliced.rCG[i], 1.0 + 1e-12);
+
+  helm::TargetProfile small = laptop();
+  small.gpu->vramBytes = 4e9;
+  plan = planFor(units, small, o);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->sliced.possible);
+  EXPECT_NE(plan->sliced.reason.find("for every unit but the embedding and the FFNs"), std::string::npos)
+      << plan->sliced.reason;
+  small.gpu.reset();
+  plan = planFor(units, small, o);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->sliced.reason, "target has no GPU");
+}

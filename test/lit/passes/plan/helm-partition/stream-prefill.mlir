@@ -9,7 +9,7 @@
 // and head streamed: 1500 + 1500 + 1000 B) fits.
 // OFF: helm.plan = #helm.plan<chosen_k = 2,
 // OFF-SAME: <k = 2, feasible = true,{{.*}}stream_possible = true, stream_reason = "GPU needs 5500 B with the staging slots, 3000 B available", {{.*}}stream_slot_bytes = 3.0e+03, streamed_bytes = 1.5e+03
-// ON: helm.plan = #helm.plan<chosen_k = 4, {{.*}}kv_offload = true, stream_prefill = true, candidates =
+// ON: helm.plan = #helm.plan<chosen_k = 4, {{.*}}kv_offload = true, stream_prefill = true, sliced = <possible = false, reason = "the model has no gated FFN">, candidates =
 // ON-SAME: <k = 1, feasible = false, reason = "GPU needs 4000 B, 3000 B available"
 // ON-SAME: <k = 2, feasible = false, reason = "GPU needs 5500 B with the staging slots, 3000 B available"
 // ON-SAME: <k = 4, feasible = true,{{.*}}stream_possible = true, stream_fits = true, {{.*}}stream_slot_bytes = 3.0e+03, streamed_bytes = 4.0e+03
