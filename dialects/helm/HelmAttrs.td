@@ -97,7 +97,8 @@ def Helm_CpuProfileAttr : Helm_Attr<"CpuProfile", "cpu"> {
                         Helm_F64Parameter<"prefill (GEMM) compute rate">:$p_pre_gflops,
                         Helm_F64Parameter<"host memory for the model">:$ram_bytes,
                         Helm_F64Parameter<"fixed cost per block">:$overhead_ms_per_block,
-                        DefaultValuedParameter<"int64_t", "0", "cores (0: unknown)">:$cores);
+                        DefaultValuedParameter<"int64_t", "0", "cores (0: unknown)">:$cores,
+                        Helm_F64Parameter<"decode attention's compute rate (0: p_dec)", "::helm::F64(0.0)">:$p_attn_gflops);
   let genVerifyDecl = 1;
 }
 

@@ -185,14 +185,16 @@ LogicalResult checkNumbers(EmitError emitError, StringRef what,
 } // namespace
 
 LogicalResult CpuProfileAttr::verify(EmitError emitError, StringRef, F64 dramBw, F64 l3Bytes, F64 l3Bw,
-                                     F64 pDec, F64 pPre, F64 ramBytes, F64 overheadMs, int64_t cores) {
+                                     F64 pDec, F64 pPre, F64 ramBytes, F64 overheadMs, int64_t cores,
+                                     F64 pAttn) {
   if (cores < 0)
     return emitError() << "cpu.cores must be non-negative, got " << cores;
   return checkNumbers(emitError, "cpu",
                       {{"dram_bw_gbs", dramBw, true}, {"l3_bytes", l3Bytes, false},
                        {"l3_bw_gbs", l3Bw, true}, {"p_dec_gflops", pDec, true},
                        {"p_pre_gflops", pPre, true}, {"ram_bytes", ramBytes, true},
-                       {"overhead_ms_per_block", overheadMs, false}});
+                       {"overhead_ms_per_block", overheadMs, false},
+                       {"p_attn_gflops", pAttn, false}});
 }
 
 LogicalResult GpuProfileAttr::verify(EmitError emitError, StringRef, GpuBackend, F64 vramBytes,

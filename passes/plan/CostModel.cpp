@@ -62,7 +62,7 @@ UnitWork workOf(const UnitCost &c, const PlanOptions &o, Phase phase, int64_t to
 namespace {
 /// One device's rates for a phase; kvBw blends L3 over `kvWorkingSet` bytes (eq. 4.14, CPU only).
 struct Rates {
-  double bw = 0, rate = 0, delta = 0, kvBw = 0;
+  double bw = 0, rate = 0, attnRate = 0, delta = 0, kvBw = 0;
 };
 Rates ratesOf(const TargetProfile &t, bool onGpu, Phase phase, double kvWorkingSet) {
   Rates r;
@@ -70,6 +70,8 @@ Rates ratesOf(const TargetProfile &t, bool onGpu, Phase phase, double kvWorkingS
   r.bw = onGpu ? t.gpu->memBwGbs : t.cpu.dramBwGbs;
   r.rate = onGpu ? (prefill ? t.gpu->pPreGflops : t.gpu->pDecGflops)
                  : (prefill ? t.cpu.pPreGflops : t.cpu.pDecGflops);
+  // Decode attention on the CPU computes at its own rate when the profile measured one (§11.2).
+  r.attnRate = !onGpu && !prefill ? t.cpu.attentionGflops() : r.rate;
   r.delta = onGpu ? t.gpu->overheadMsPerBlock : t.cpu.overheadMsPerBlock;
   double alpha = onGpu ? 0.0 : kvWorkingSet > 0 ? std::min(1.0, t.cpu.l3Bytes / kvWorkingSet) : 1.0;
   r.kvBw = onGpu ? r.bw : alpha * t.cpu.l3BwGbs + (1 - alpha) * r.bw;
@@ -83,7 +85,7 @@ double projMs(const UnitWork &w, const Rates &r, const TargetProfile &t) {
 double attnMs(const UnitCost &c, const UnitWork &w, const Rates &r, const TargetProfile &t) {
   if (c.kvBytesPerToken == 0)
     return 0;
-  return std::max(msForFlops(w.attnFlops, r.rate * t.etaC), msForBytes(w.kvBytes, r.kvBw * t.etaM));
+  return std::max(msForFlops(w.attnFlops, r.attnRate * t.etaC), msForBytes(w.kvBytes, r.kvBw * t.etaM));
 }
 } // namespace
 

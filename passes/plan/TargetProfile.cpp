@@ -201,7 +201,8 @@ bool parseProfile(llvm::StringRef text, TargetProfile &out, std::string &error) 
       !r.number(*c, "cpu", "p_pre_gflops", t.cpu.pPreGflops) ||
       !r.number(*c, "cpu", "ram_bytes", t.cpu.ramBytes) ||
       !r.number(*c, "cpu", "overhead_ms_per_block", t.cpu.overheadMsPerBlock, false) ||
-      !r.number(*c, "cpu", "cores", cores, false, false))
+      !r.number(*c, "cpu", "cores", cores, false, false) ||
+      !r.number(*c, "cpu", "p_attn_gflops", t.cpu.pAttnGflops, true, false))
     return false;
   // int(cores) is undefined past INT_MAX (and came back negative, failing only inside helm-partition).
   if (cores > double(std::numeric_limits<int>::max())) {
@@ -268,6 +269,8 @@ llvm::json::Value targetProfileToJsonValue(const TargetProfile &t) {
                          {"p_pre_gflops", t.cpu.pPreGflops},
                          {"ram_bytes", t.cpu.ramBytes},
                          {"overhead_ms_per_block", t.cpu.overheadMsPerBlock}};
+  if (t.cpu.pAttnGflops > 0)
+    cpu["p_attn_gflops"] = t.cpu.pAttnGflops;
   llvm::json::Value gpu = nullptr;
   if (t.gpu)
     gpu = llvm::json::Object{{"name", t.gpu->name},
@@ -336,7 +339,7 @@ llvm::Expected<TargetProfile> resolveTarget(llvm::StringRef spec) {
 TargetAttr targetToAttr(MLIRContext *ctx, const TargetProfile &t) {
   auto cpu = CpuProfileAttr::get(ctx, t.cpu.name, t.cpu.dramBwGbs, t.cpu.l3Bytes, t.cpu.l3BwGbs,
                                  t.cpu.pDecGflops, t.cpu.pPreGflops, t.cpu.ramBytes,
-                                 t.cpu.overheadMsPerBlock, t.cpu.cores);
+                                 t.cpu.overheadMsPerBlock, t.cpu.cores, t.cpu.pAttnGflops);
   GpuProfileAttr gpu;
   LinkProfileAttr link;
   if (t.gpu) {
@@ -358,7 +361,8 @@ llvm::Expected<TargetProfile> targetFromAttr(TargetAttr attr) {
   CpuProfileAttr cpu = attr.getCpu();
   t.cpu = CpuProfile{cpu.getName().str(), cpu.getDramBwGbs(), cpu.getL3Bytes(), cpu.getL3BwGbs(),
                      cpu.getPDecGflops(), cpu.getPPreGflops(), cpu.getRamBytes(),
-                     cpu.getOverheadMsPerBlock(), int(std::min<int64_t>(cpu.getCores(), INT_MAX))};
+                     cpu.getOverheadMsPerBlock(), int(std::min<int64_t>(cpu.getCores(), INT_MAX)),
+                     cpu.getPAttnGflops()};
   if (GpuProfileAttr gpu = attr.getGpu()) {
     t.gpu = GpuProfile{gpu.getName().str(), gpu.getVramBytes(), gpu.getReservedBytes(), gpu.getMemBwGbs(),
                        gpu.getPDecGflops(), gpu.getPPreGflops(), gpu.getOverheadMsPerBlock()};

@@ -30,6 +30,11 @@ struct CpuProfile {
   double ramBytes = 0;           // host memory available to the model
   double overheadMsPerBlock = 0; // δ_cpu
   int cores = 0;
+  /// Decode attention's compute rate, GFLOP/s: the vector rate of work whose operands are in
+  /// cache (attention reuses each K and V row for every query head of its group). 0: p_dec, the
+  /// thesis' one decode rate.
+  double pAttnGflops = 0;
+  double attentionGflops() const { return pAttnGflops > 0 ? pAttnGflops : pDecGflops; }
 };
 
 struct GpuProfile {

@@ -28,6 +28,20 @@ TEST(TargetProfile, CatalogueRoundTripsThroughJson) {
   }
 }
 
+TEST(TargetProfile, AttentionRateIsOptionalAndDefaultsToTheDecodeRate) {
+  helm::TargetProfile t = helm::targetCatalogue().front();
+  EXPECT_EQ(t.cpu.pAttnGflops, 0);
+  EXPECT_DOUBLE_EQ(t.cpu.attentionGflops(), t.cpu.pDecGflops); // the thesis' one decode rate
+  EXPECT_EQ(helm::targetProfileToJson(t).find("p_attn_gflops"), std::string::npos);
+  t.cpu.pAttnGflops = 250;
+  auto parsed = helm::parseTargetProfile(helm::targetProfileToJson(t));
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_DOUBLE_EQ(parsed->cpu.attentionGflops(), 250);
+  std::string json = helm::targetProfileToJson(t);
+  json.replace(json.find("250"), 3, "-1");
+  EXPECT_EQ(errorOf(helm::parseTargetProfile(json)), "cpu.p_attn_gflops must be positive, got -1");
+}
+
 TEST(TargetProfile, ErrorsNameTheField) {
   EXPECT_EQ(errorOf(helm::parseTargetProfile("{\"cpu\": {\"dram_bw_gbs\": 0}}")),
             "cpu.dram_bw_gbs must be positive, got 0");
@@ -78,6 +92,10 @@ TEST(TargetProfile, AttributeRoundTripsThroughText) {
   auto emu = helm::resolveTarget("emu:" + targets.front().name);
   ASSERT_TRUE(bool(emu)) << llvm::toString(emu.takeError());
   targets.push_back(*emu);
+  // A measured attention rate (helm-profile's p_attn_gflops) travels too.
+  helm::TargetProfile measured = targets.front();
+  measured.cpu.pAttnGflops = 123.5;
+  targets.push_back(measured);
   for (const helm::TargetProfile &t : targets) {
     helm::TargetAttr attr = helm::targetToAttr(&context, t);
     std::string text;
