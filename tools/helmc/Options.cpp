@@ -70,6 +70,16 @@ An interrupted helmc (Ctrl-C, SIGTERM) removes what it was writing and exits wit
 )";
 
 namespace {
+/// An on|off plan form that helm-rt does not run yet: refused with a package output.
+Expected<bool> planningOnlySwitch(StringRef flag, StringRef value, bool packaging, StringRef runs) {
+  if (value != "on" && value != "off")
+    return createStringError(flag + " must be on or off, got '" + value + "'");
+  if (value == "on" && packaging)
+    return createStringError(flag + "=on is planning only (--emit=plan or plan-json): helm-rt does not run " +
+                             runs + " yet");
+  return value == "on";
+}
+
 using helm::cli::FlagTable;
 using helm::cli::numberInto;
 using helm::cli::textInto;
@@ -78,7 +88,8 @@ using helm::cli::textInto;
 struct Given {
   Options options;
   std::optional<std::string> emit; // --emit, if given
-  std::string objective = "decode", kvOffload = "on", streamPrefill = "off", cpuAttention = "off", vramReserve, gpuCode = "auto", quantize = "none";
+  std::string objective = "decode", kvOffload = "on", vramReserve, gpuCode = "auto", quantize = "none";
+  std::string streamPrefill = "off", cpuAttention = "off";
   bool noChatTemplate = false;
   int64_t batch = 1, context = 4096, promptLen = 128, forceSplit = -1;
 };
@@ -180,18 +191,16 @@ Expected<Options> parse(int argc, const char *const *argv) {
       return createStringError("--objective must be decode or prefill, got '" + g.objective + "'");
     if (g.kvOffload != "on" && g.kvOffload != "off")
       return createStringError("--kv-offload must be on or off, got '" + g.kvOffload + "'");
-    if (g.streamPrefill != "on" && g.streamPrefill != "off")
-      return createStringError("--stream-prefill must be on or off, got '" + g.streamPrefill + "'");
-    if (g.streamPrefill == "on" && o.packaging())
-      return createStringError("--stream-prefill=on is planning only (--emit=plan or plan-json): "
-                               "helm-rt does not run streamed prefill yet");
-    plan.streamPrefill = g.streamPrefill == "on";
-    if (g.cpuAttention != "on" && g.cpuAttention != "off")
-      return createStringError("--cpu-attention must be on or off, got '" + g.cpuAttention + "'");
-    if (g.cpuAttention == "on" && o.packaging())
-      return createStringError("--cpu-attention=on is planning only (--emit=plan or plan-json): "
-                               "helm-rt does not run attention apart from its block yet");
-    plan.cpuAttention = g.cpuAttention == "on";
+    auto streamPrefill = planningOnlySwitch("--stream-prefill", g.streamPrefill, o.packaging(),
+                                            "streamed prefill");
+    if (!streamPrefill)
+      return streamPrefill.takeError();
+    plan.streamPrefill = *streamPrefill;
+    auto cpuAttention = planningOnlySwitch("--cpu-attention", g.cpuAttention, o.packaging(),
+                                           "attention apart from its block");
+    if (!cpuAttention)
+      return cpuAttention.takeError();
+    plan.cpuAttention = *cpuAttention;
     if (g.batch < 1 || g.context < 0 || g.promptLen < 1)
       return createStringError("--batch and --prompt-len must be >= 1 and --context >= 0");
     plan.objective = g.objective == "prefill" ? Objective::prefill : Objective::decode;
