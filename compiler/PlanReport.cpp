@@ -186,7 +186,7 @@ std::string planTable(ModuleOp module, const TargetProfile &target, const ModelC
                           v.promptLen, c.tPrefill, c.tStream, c.streamedBytes / 1e9,
                           c.slotBytes / double(1 << 20),
                           c.crossover > 0 ? std::to_string(c.crossover) + (c.crossover == 1 ? " token" : " tokens")
-                                     : std::string("no length up to the context"));
+                                     : std::string("no length up to the context and prompt"));
       if (!c.streamFits)
         os << "; " << c.streamReason;
       else if (v.streamPrefill)

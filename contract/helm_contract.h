@@ -39,6 +39,10 @@ extern "C" {
  * (docs/kv-cache.md). The planner predicts from it which KV bytes a decode step streams back. */
 #define HELM_KV_WATERMARK_DEFAULT 0.8
 
+/* Bytes per key or value element in a GPU stage's KV pages (f32 rows, docs/kv-cache.md), what the
+ * runtime's page sizes and the planner's count of the KV a decode step streams back use. */
+#define HELM_DEVICE_KV_ELEMENT_BYTES 4
+
 /* The block formats of weights (the GGUF / ggml block formats, docs/quantization.md), one row
  * each: X(NAME, helm_dtype code, name, ggml type id, weights per block, bytes per block,
  * quantizable). The name is the manifest's dtype and helmc's --quantize spelling; the ggml type id

@@ -166,7 +166,8 @@ def Helm_UnitCostAttr : Helm_Attr<"UnitCost", "unit_cost"> {
                         "int64_t":$prefill_param_bytes, "int64_t":$prefill_act_bytes,
                         DefaultValuedParameter<"int64_t", "0", "bytes crossing per decode step when the attention core runs on the other device">:$attn_io_bytes,
                         DefaultValuedParameter<"int64_t", "0", "stored bytes of the FFN's weights (gate, up, down)">:$ffn_bytes,
-                        DefaultValuedParameter<"int64_t", "0", "elements of the FFN's weights">:$ffn_weight_elems);
+                        DefaultValuedParameter<"int64_t", "0", "elements of the FFN's weights">:$ffn_weight_elems,
+                        DefaultValuedParameter<"int64_t", "0", "K and V elements per token (0: count kv_bytes_per_token)">:$kv_elems_per_token);
   let genVerifyDecl = 1;
 }
 
@@ -202,6 +203,7 @@ def Helm_SlicedFfnAttr : Helm_Attr<"SlicedFfn", "sliced_ffn"> {
                         Helm_F64Parameter<"of which the GPU-resident FFN slices", "::helm::F64(0.0)">:$gg_bytes,
                         OptionalParameter<"::mlir::DenseF64ArrayAttr", "r_GG per block">:$r_gg,
                         OptionalParameter<"::mlir::DenseF64ArrayAttr", "r_CG per block">:$r_cg);
+  let genVerifyDecl = 1;
 }
 def Helm_PlanAttr : Helm_Attr<"Plan", "plan"> {
   let summary = "The partition plan (module attribute helm.plan, set by helm-partition)";

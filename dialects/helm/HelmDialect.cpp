@@ -236,9 +236,10 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
                                    int64_t flopsPrefill, F64 projDecode, F64 attnPerToken,
                                    F64 projPrefill, F64 attnPrefill, int64_t prefillParamBytes,
                                    int64_t prefillActBytes, int64_t attnIoBytes, int64_t ffnBytes,
-                                   int64_t ffnWeightElems) {
+                                   int64_t ffnWeightElems, int64_t kvElemsPerToken) {
   for (int64_t v : {paramBytes, residentBytes, actBytes, kvBytesPerToken, flopsDecode, flopsPrefill,
-                    prefillParamBytes, prefillActBytes, attnIoBytes, ffnBytes, ffnWeightElems})
+                    prefillParamBytes, prefillActBytes, attnIoBytes, ffnBytes, ffnWeightElems,
+                    kvElemsPerToken})
     if (v < 0)
       return emitError() << "unit costs must be non-negative, got " << v;
   return checkNumbers(emitError, "unit_cost",
@@ -246,6 +247,25 @@ LogicalResult UnitCostAttr::verify(EmitError emitError, int64_t paramBytes, int6
                        {"attn_flops_per_token", attnPerToken, false},
                        {"proj_flops_prefill", projPrefill, false},
                        {"attn_flops_prefill", attnPrefill, false}});
+}
+
+LogicalResult SlicedFfnAttr::verify(EmitError emitError, bool possible, StringRef, F64 decodeMs,
+                                    F64 gpuBytes, F64 ggBytes, DenseF64ArrayAttr rGG,
+                                    DenseF64ArrayAttr rCG) {
+  if (failed(checkNumbers(emitError, "sliced_ffn",
+                          {{"t_decode_ms", decodeMs, false},
+                           {"gpu_bytes", gpuBytes, false},
+                           {"gg_bytes", ggBytes, false}})))
+    return failure();
+  if (!possible)
+    return success();
+  if (!rGG || !rCG || rGG.size() != rCG.size())
+    return emitError() << "a possible sliced_ffn plan needs r_gg and r_cg of one length per block";
+  for (auto [gg, cg] : llvm::zip(rGG.asArrayRef(), rCG.asArrayRef()))
+    if (!(gg >= 0 && cg >= 0 && gg + cg <= 1 + 1e-9))
+      return emitError() << "sliced_ffn rates must be r_gg, r_cg >= 0 with r_gg + r_cg <= 1, got "
+                         << shortNumber(gg) << " and " << shortNumber(cg);
+  return success();
 }
 
 LogicalResult PlanAttr::verify(EmitError emitError, int64_t chosenK, F64 predictedMs,

@@ -88,7 +88,7 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
       int64_t outWidth = out ? lastDim(out) : 0;
       int64_t outBytes = out ? byteWidth(elementTypeOf(out)) : 0;
 
-      int64_t param = resident, kvPerToken = 0, attnIo = 0;
+      int64_t param = resident, kvPerToken = 0, kvElems = 0, attnIo = 0;
       double linElems = 0, projDecode = 0, projPrefill = 0, attnPerToken = 0, attnPrefill = 0;
       double prefillParam = double(resident);
       unit.walk([&](LinearOp l) {
@@ -112,6 +112,7 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
         unit.walk([&](AttentionOp a) {
           double heads = double(a.getNumHeads()), headDim = double(a.getHeadDim());
           kvPerToken += 2 * a.getNumKvHeads() * a.getHeadDim() * byteWidth(elementTypeOf(a.getK()));
+          kvElems += 2 * a.getNumKvHeads() * a.getHeadDim();
           // q goes to the attention and its output comes back (activation width each), with the
           // new k and v.
           attnIo += int64_t(B) * (2 * a.getNumHeads() * a.getHeadDim() * byteWidth(elementTypeOf(a.getQ())) +
@@ -140,7 +141,7 @@ struct AnnotateCostsPass : helm::impl::AnnotateCostsBase<AnnotateCostsPass> {
                                   int64_t(flopsDecode), int64_t(flopsPrefill), projDecode, attnPerToken,
                                   projPrefill, attnPrefill, int64_t(prefillParam),
                                   int64_t(B * S * double(outWidth * outBytes)), attnIo, ffnBytes,
-                                  ffnElems));
+                                  ffnElems, kvElems));
     }
     HelmDialect::CostOptionsAttrHelper(ctx).setAttr(module,
                                                     CostOptionsAttr::get(ctx, batch, context, promptLen));

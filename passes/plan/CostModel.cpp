@@ -52,7 +52,9 @@ UnitWork workOf(const UnitCost &c, const PlanOptions &o, Phase phase, int64_t to
   double scale = s / double(std::max<int64_t>(o.promptLen, 1));
   bool lastPositionOnly = c.kind == "head";
   w.projFlops = lastPositionOnly ? c.projFlopsPrefill : c.projFlopsPrefill * scale;
-  w.attnFlops = c.attnFlopsPerToken / 2 * s * (s + 1);
+  // Causal: Σ_{t=1..S} of the per-position cost, S (S + 1) / 2 of it.
+  double annotated = double(std::max<int64_t>(o.promptLen, 1));
+  w.attnFlops = c.attnFlopsPrefill * (s * (s + 1)) / (annotated * (annotated + 1));
   w.paramBytes = c.kind == "embedding" ? double(c.prefillParamBytes) * scale : double(c.prefillParamBytes);
   w.actBytes = double(c.prefillActBytes) * scale;
   return w;
@@ -175,9 +177,14 @@ DecodeStep decodeStep(const std::vector<UnitCost> &units, size_t k, int64_t cpuA
   const size_t n = units.size();
   const int64_t c = o.context;
   std::vector<bool> moved = cpuAttentionUnits(units, k, cpuAttention);
-  double movedKv = 0, gpuKv = 0;
-  for (size_t u = k; u < n; ++u)
+  // The moved blocks' KV in host rows (the model's width); the GPU's in its pages' f32 rows, what
+  // spills and streams back.
+  double movedKv = 0, gpuKv = 0, gpuPages = 0;
+  for (size_t u = k; u < n; ++u) {
     (moved[u] ? movedKv : gpuKv) += double(units[u].kvBytesPerToken) * double(c) * double(o.batch);
+    if (!moved[u])
+      gpuPages += units[u].deviceKvBytesPerToken() * double(c) * double(o.batch);
+  }
   // The CPU: its units, then the moved attention cores, all over one KV working set.
   Rates cpu = ratesOf(t, /*onGpu=*/false, Phase::decode, kvBytes(units, 0, k, double(c), o.batch) + movedKv);
   for (size_t u = 0; u < k; ++u) {
@@ -198,7 +205,7 @@ DecodeStep decodeStep(const std::vector<UnitCost> &units, size_t k, int64_t cpuA
     }
   }
   if (o.kvOffload) {
-    r.spillBytes = std::max(0.0, gpuKv - o.kvWatermark * std::max(0.0, gpuFree));
+    r.spillBytes = std::max(0.0, gpuPages - o.kvWatermark * std::max(0.0, gpuFree));
     if (r.spillBytes > 0)
       r.commMs += msForBytes(r.spillBytes, t.link.bwGbs);
   }
@@ -218,11 +225,16 @@ StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k, co
   StreamedPrefill r;
   const size_t n = units.size();
   size_t first = firstStreamedUnit(units, k);
+  // The head projects the prompt's last position only: cheaper on the CPU than its table's copy,
+  // so with k = N it stays there and the last hidden state comes back.
+  size_t end = k;
+  if (k == n && n > 0 && units[n - 1].kind == "head")
+    end = n - 1;
   if (!t.gpu) {
     r.reason = "target has no GPU";
     return r;
   }
-  if (first >= k) {
+  if (first >= end) {
     r.reason = "no CPU unit to stream";
     return r;
   }
@@ -237,7 +249,7 @@ StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k, co
     return sizes;
   };
   double largest = 0;
-  for (size_t u = first; u < k; ++u)
+  for (size_t u = first; u < end; ++u)
     for (double bytes : tensorsOf(u)) {
       largest = std::max(largest, bytes);
       r.streamedBytes += bytes;
@@ -253,7 +265,7 @@ StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k, co
   // host on the other direction of the link once the unit is done.
   double copyEnd = 0, doneBefore[2] = {0, 0}, workEnd = ready, kvBackEnd = 0;
   size_t j = 0;
-  for (size_t u = first; u < k; ++u) {
+  for (size_t u = first; u < end; ++u) {
     double unitWork = stageMs(units, u, u + 1, /*onGpu=*/true, t, o, Phase::prefill, tokens);
     std::vector<double> sizes = tensorsOf(u);
     double unitBytes = 0;
@@ -272,7 +284,10 @@ StreamedPrefill streamedPrefill(const std::vector<UnitCost> &units, size_t k, co
       kvBackEnd = std::max(kvBackEnd, workEnd) + linkMs(t, kv);
   }
   double resident = stageMs(units, k, n, /*onGpu=*/true, t, o, Phase::prefill, tokens);
-  r.ms = std::max(workEnd + resident, kvBackEnd);
+  double head = end < k ? linkMs(t, double(units[end - 1].actBytes)) +
+                              stageMs(units, end, k, /*onGpu=*/false, t, o, Phase::prefill, tokens)
+                        : 0.0;
+  r.ms = std::max(workEnd + resident, kvBackEnd) + head;
   return r;
 }
 
@@ -353,7 +368,10 @@ SlicedFfnPlan slicedFfnPlan(const std::vector<UnitCost> &units, const TargetProf
     }
   }
   if (o.kvOffload) {
-    double spill = std::max(0.0, gpuKv - o.kvWatermark * (budget - a.bytesUsed));
+    double gpuPages = 0;
+    for (size_t u = first; u < n; ++u)
+      gpuPages += units[u].deviceKvBytesPerToken() * double(o.context) * double(o.batch);
+    double spill = std::max(0.0, gpuPages - o.kvWatermark * (budget - a.bytesUsed));
     r.decodeMs += msForBytes(spill, t.link.bwGbs);
   }
   return r;
@@ -452,7 +470,7 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
       int64_t lo = 0, hi = 1;
       while (hi < longest && !faster(hi)) {
         lo = hi;
-        hi = std::min(hi * 2, longest);
+        hi = hi > longest / 2 ? longest : hi * 2;
       }
       if (faster(hi)) {
         while (hi - lo > 1) {

@@ -39,6 +39,13 @@ struct UnitCost {
   /// The gated FFN's weights (gate, up and down: ScheInfer's three GEMMs): stored bytes and elements.
   int64_t ffnBytes = 0;
   int64_t ffnWeightElems = 0;
+  /// 2 * h_kv * d_h: what a GPU stage's KV pages hold per token, at HELM_DEVICE_KV_ELEMENT_BYTES
+  /// each (0: unknown, kvBytesPerToken is used).
+  int64_t kvElemsPerToken = 0;
+  double deviceKvBytesPerToken() const {
+    return kvElemsPerToken > 0 ? double(kvElemsPerToken) * HELM_DEVICE_KV_ELEMENT_BYTES
+                               : double(kvBytesPerToken);
+  }
   std::vector<std::pair<std::string, int64_t>> tensors; // distinct weights (symbol, bytes)
 };
 

@@ -110,7 +110,10 @@ typedef float Lanes16 __attribute__((vector_size(64)));
 /// `passes` rounds of rows x cols fp32 dot products against x (cols a multiple of 64), compiled for
 /// the widest vector ISA this CPU has (GCC's target clones pick one at load): attention's kernels
 /// run at that width. Four independent chains of 16 lanes keep the multiply-add units busy.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+#if defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void
 cachedDots(const float *m, const float *x, float *out, size_t rows, size_t cols, size_t passes) {
   for (size_t p = 0; p < passes; ++p)
     for (size_t i = 0; i < rows; ++i) {
@@ -144,7 +147,9 @@ cachedDots(const float *m, const float *x, float *out, size_t rows, size_t cols,
 /// GFLOP/s: the rate of decode work whose operands are in cache, as attention's are (each K and V
 /// row serves every query head of its group).
 double cachedGemvRate(int threads, int reps) {
-  const size_t rows = 8, cols = 4096, passes = 400;
+  // 8 x 4096 x 4000 multiply-adds a thread: milliseconds of work, so starting the threads is
+  // noise.
+  const size_t rows = 8, cols = 4096, passes = 4000;
   std::vector<std::vector<float>> w(size_t(threads), std::vector<float>(rows * cols, 0.0f));
   std::vector<std::vector<float>> y(size_t(threads), std::vector<float>(rows, 0.0f));
   std::vector<float> x(cols);

@@ -10,6 +10,13 @@ namespace helm::sliced {
 namespace {
 double sgn(double x) { return x > 0 ? 1.0 : 0.0; }
 
+/// r_CC = 1 − r_CG − r_GG; what rounding leaves of an empty slice (1 − 0.3 − 0.7 = 5.6e-17) is 0,
+/// or the slice's start-up time would count.
+double cpuRate(double rCG, double rGG) {
+  double rCC = 1.0 - rCG - rGG;
+  return rCC < 1e-12 ? 0.0 : rCC;
+}
+
 /// a + b·x, one stream's time on an interval where no slice appears or vanishes.
 struct Affine {
   double a = 0, b = 0;
@@ -42,7 +49,7 @@ std::vector<double> turningPoints(const Affine &launch, const Affine &copy, cons
 } // namespace
 
 StageTimes gemmTimes(const Rates &r, const Layer &layer, double rCG, double rGG, double tokens) {
-  double rCC = std::max(0.0, 1.0 - rCG - rGG);
+  double rCC = cpuRate(rCG, rGG);
   double n = tokens * layer.work;
   StageTimes t;
   t.launch = (2 * sgn(rCG) + sgn(rGG)) * r.launch;
@@ -137,7 +144,7 @@ Assignment assignGpuMemory(const Rates &r, const std::vector<Layer> &layers, dou
 
 StageTimes promptTimes(const Rates &r, const Layer &layer, double rCG, double rGG, int64_t tokens,
                        int64_t gpuTokens) {
-  double rCC = std::max(0.0, 1.0 - rCG - rGG);
+  double rCC = cpuRate(rCG, rGG);
   double T = double(tokens), ng = double(std::clamp<int64_t>(gpuTokens, 0, tokens));
   // CG': the CC slice copied to the GPU for the moved tokens, once per GEMM, only when any move
   // (eq. 15 writes sgn(r_CC) and n_W·β_C2G; the copy is of the CC slice and happens iff n_g > 0).
@@ -156,7 +163,7 @@ TokenAssignment assignPromptTokens(const Rates &r, const Layer &layer, double rC
     return layerTime(promptTimes(r, layer, rCG, rGG, tokens, ng), layer.gemms);
   };
   TokenAssignment best{0, timeAt(0)};
-  double rCC = std::max(0.0, 1.0 - rCG - rGG);
+  double rCC = cpuRate(rCG, rGG);
   if (tokens <= 0 || rCC <= 0)
     return best;
   auto consider = [&](int64_t ng) {

@@ -64,6 +64,7 @@ bool readUnitCost(UnitOp unit, UnitCost &c) {
   c.attnIoBytes = cost.getAttnIoBytes();
   c.ffnBytes = cost.getFfnBytes();
   c.ffnWeightElems = cost.getFfnWeightElems();
+  c.kvElemsPerToken = cost.getKvElemsPerToken();
   c.tensors = unitTensors(unit);
   return true;
 }

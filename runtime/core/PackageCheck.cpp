@@ -146,7 +146,7 @@ std::vector<std::string> checkPackage(llvm::StringRef path, KvRowType kvType) {
   // The CPU stage's rows are of the type the run would use; the GPU stage's paged cache holds f32.
   const uint64_t cpuKvElement = uint64_t(kernels::dtypeBytes(hostKvType(kvType, info)));
   for (const StageInfo &stage : model.stages()) {
-    uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens, stage.onGpu ? 4 : cpuKvElement);
+    uint64_t stageKv = kvCacheBytes(stage.kvLayers, width, tokens, stage.onGpu ? HELM_DEVICE_KV_ELEMENT_BYTES : cpuKvElement);
     if (!stage.onGpu || device == HELM_DEVICE_EMU) {
       weights = llvm::SaturatingAdd(weights, stage.weightBytes);
       kv = llvm::SaturatingAdd(kv, stageKv);

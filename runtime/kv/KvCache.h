@@ -10,6 +10,7 @@
 #ifndef HELM_RUNTIME_KV_KVCACHE_H
 #define HELM_RUNTIME_KV_KVCACHE_H
 
+#include "contract/helm_contract.h"
 #include "kernels/common/Numeric.h"
 #include "runtime/device/Device.h"
 
@@ -38,7 +39,7 @@ struct PagingCounters {
 /// `elementBytes` (4: f32, 2: f16): the one size formula of every cache, planner and check.
 /// Saturating, so a hostile manifest or batch cannot wrap around to a size that fits.
 inline uint64_t kvCacheBytes(int64_t layers, int64_t rowWidth, uint64_t tokens,
-                             uint64_t elementBytes = 4) {
+                             uint64_t elementBytes = HELM_DEVICE_KV_ELEMENT_BYTES) {
   return llvm::SaturatingMultiply(
       llvm::SaturatingMultiply(uint64_t(std::max<int64_t>(layers, 0)) * 2 * elementBytes,
                                uint64_t(std::max<int64_t>(rowWidth, 0))),

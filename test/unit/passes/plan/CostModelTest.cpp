@@ -253,6 +253,7 @@ TEST(CostModel, StreamedPrefillOnTheLaptopNeedsRoomForItsSlots) {
     u.prefillParamBytes = u.kind == "embedding" ? u.paramBytes * 2048 : u.paramBytes;
     u.prefillActBytes = u.actBytes * 2048;
     u.projFlopsPrefill = u.kind == "head" ? u.projFlopsDecode : u.projFlopsDecode * 2048;
+    u.attnFlopsPrefill = u.attnFlopsPerToken / 2 * 2048.0 * 2049.0; // causal: Σ_{t=1..S} t
   }
   helm::PlanOptions o;
   o.context = 256;
@@ -302,7 +303,7 @@ TEST(CostModel, AttentionOnTheCpuBeatsStreamingItsKvBack) {
   auto plan = planFor({b}, t, o);
   ASSERT_TRUE(plan);
   const helm::Candidate &c = plan->candidates[0];
-  // GPU: 1e10 FLOP of projections at 10 PFLOP/s take 1 ms, attention 0.1 ms; then the spill.
+  // GPU: 1e10 FLOP of projections at 10 TFLOP/s take 1 ms, attention 0.1 ms; then the spill.
   EXPECT_NEAR(c.spillBytes, 0.6e9, 1);
   EXPECT_NEAR(c.decodeMs, 1 + 0.1 + 600, 0.01);
   EXPECT_EQ(c.cpuAttentionBlocks, 0); // not planned

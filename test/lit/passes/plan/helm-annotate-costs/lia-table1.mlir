@@ -11,10 +11,10 @@
 // RUN: helm-opt %s --helm-annotate-costs="batch=2 context=100 prompt-len=1" | FileCheck %s --check-prefix=B2
 // B1: helm.cost = #helm.unit_cost<param_bytes = 98304, resident_bytes = 98304, act_bytes = 128, kv_bytes_per_token = 256,
 // B1-SAME: proj_flops_decode = 98304.0, attn_flops_per_token = 256.0,
-// B1-SAME: attn_io_bytes = 512>
+// B1-SAME: attn_io_bytes = 512, kv_elems_per_token = 128>
 // B2: helm.cost = #helm.unit_cost<param_bytes = 98304, resident_bytes = 98304, act_bytes = 256, kv_bytes_per_token = 256,
 // B2-SAME: proj_flops_decode = 196608.0, attn_flops_per_token = 512.0,
-// B2-SAME: attn_io_bytes = 1024>
+// B2-SAME: attn_io_bytes = 1024, kv_elems_per_token = 128>
 module {
   helm.weight_decl @wq : tensor<64x64xbf16> {length = 8192 : i64, location = "", offset = -1 : i64, onnx_name = "wq"}
   helm.weight_decl @wk : tensor<64x64xbf16> {length = 8192 : i64, location = "", offset = -1 : i64, onnx_name = "wk"}

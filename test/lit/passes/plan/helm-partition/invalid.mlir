@@ -74,3 +74,16 @@ module attributes {helm.cost = #helm.unit_cost<param_bytes = 0, resident_bytes =
 module attributes {helm.plan = #helm.plan<chosen_k = 0, predicted_ms_per_token = 1.0, objective = "decode", kv_offload = true, stream_prefill = true,
     candidates = #helm.candidate<k = 0, feasible = true, t_cpu_ms = 0.0, t_gpu_ms = 1.0, t_comm_ms = 0.0, t_plan_ms = 1.0, gpu_bytes = 0.0, host_bytes = 0.0, stream_possible = true, stream_fits = false>>} {
 }
+
+// -----
+
+// A priced sliced-FFN plan has one r_GG and one r_CG per block, each pair within one layer.
+// expected-error @+1 {{a possible sliced_ffn plan needs r_gg and r_cg of one length per block}}
+module attributes {helm.sliced = #helm.sliced_ffn<possible = true, r_gg = [0.5]>} {
+}
+
+// -----
+
+// expected-error @+1 {{sliced_ffn rates must be r_gg, r_cg >= 0 with r_gg + r_cg <= 1, got 0.75 and 0.5}}
+module attributes {helm.sliced = #helm.sliced_ffn<possible = true, r_gg = [0.75], r_cg = [0.5]>} {
+}
