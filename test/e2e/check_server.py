@@ -321,7 +321,11 @@ def test_disconnect(server: Server, prompt_ids: list[int]) -> None:
         if not more:
             break
         got += more
-    during = server.metrics()
+    # The metrics are the scheduler's snapshot at the end of a step, which can lag the stream's
+    # events on a loaded machine: wait (the stream goes on) for one that shows this sequence.
+    during = server.metrics_when(
+        lambda m: m.get("helm_active_slots") == 1 and m.get("helm_kv_bytes", 0) > before.get("helm_kv_bytes", 0),
+        10, 0.02)
     sock.close()
     after = server.metrics_when(idle, 20)
     check(during.get("helm_active_slots") == 1 and during.get("helm_kv_bytes", 0) > before.get("helm_kv_bytes", 0),

@@ -174,14 +174,16 @@ def check_limits(args) -> list[tuple[bool, str]]:
         results.append((ok, f"arena too small: {'one-line error' if ok else 'unexpected'}: "
                             f"rc {r.returncode}: {r.stderr.strip()}"))
         # 2. A profile file as the emu target: a GPU that holds about half the weights, so the
-        # planner must split; tokens equal the all-CPU package's.
+        # planner must split (at a short context: at the default 4096 the GPU blocks' KV would
+        # spill past the little memory left and stream back every step, and the planner rightly
+        # keeps everything on the CPU); tokens equal the all-CPU package's.
         size = os.path.getsize(model)
         profile_path = write_profile(tmp, "half-gpu", size // 2)
         cpu_pkg = os.path.join(tmp, "cpu.helmpkg")
         split_pkg = os.path.join(tmp, "half.helmpkg")
         try:
             compile_package(args.helmc, model, cpu_pkg, [])
-            compile_package(args.helmc, model, split_pkg, [f"--target=emu:{profile_path}"])
+            compile_package(args.helmc, model, split_pkg, [f"--target=emu:{profile_path}", "--context=64"])
             want = generate(args.helm_rt, cpu_pkg, prompts, stats)
             got = generate(args.helm_rt, split_pkg, prompts, stats, ["--emu-throttle"])
             with open(stats) as f:
