@@ -59,9 +59,7 @@ UnitWork workOf(const UnitCost &c, const PlanOptions &o, Phase phase, int64_t to
   w.actBytes = double(c.prefillActBytes) * scale;
   return w;
 }
-} // namespace
 
-namespace {
 /// One device's rates for a phase; kvBw blends L3 over `kvWorkingSet` bytes (eq. 4.14, CPU only).
 struct Rates {
   double bw = 0, rate = 0, attnRate = 0, delta = 0, kvBw = 0;
@@ -120,11 +118,27 @@ double residentBytes(const std::vector<UnitCost> &units, size_t lo, size_t hi) {
   }
   return bytes;
 }
-} // namespace
 
-namespace {
 double linkMs(const TargetProfile &t, double bytes) {
   return t.link.latencyUs / 1000.0 + msForBytes(bytes, t.link.bwGbs);
+}
+
+/// The GPU memory a plan may fill: VRAM less the reserve (0 without a GPU).
+double gpuAvailable(const TargetProfile &t, const PlanOptions &o) {
+  return t.gpu ? t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes) : 0.0;
+}
+
+/// §11.1: the KV bytes a decode step streams back, the GPU pages (f32 rows) of `units` that keep
+/// their attention beyond the watermark of `gpuFree`; 0 with kv-offload off (the KV must fit).
+double spilledKvBytes(const std::vector<UnitCost> &units, const std::vector<bool> &keeps,
+                      const PlanOptions &o, double gpuFree) {
+  if (!o.kvOffload)
+    return 0;
+  double pages = 0;
+  for (size_t u = 0; u < units.size(); ++u)
+    if (keeps[u])
+      pages += units[u].deviceKvBytesPerToken() * double(o.context) * double(o.batch);
+  return std::max(0.0, pages - o.kvWatermark * std::max(0.0, gpuFree));
 }
 
 /// The boundary activation's crossing after unit k - 1 (eq. 4.15; 0 for a single-device split).
@@ -177,13 +191,12 @@ DecodeStep decodeStep(const std::vector<UnitCost> &units, size_t k, int64_t cpuA
   const size_t n = units.size();
   const int64_t c = o.context;
   std::vector<bool> moved = cpuAttentionUnits(units, k, cpuAttention);
-  // The moved blocks' KV in host rows (the model's width); the GPU's in its pages' f32 rows, what
-  // spills and streams back.
-  double movedKv = 0, gpuKv = 0, gpuPages = 0;
+  // The moved blocks' KV in host rows (the model's width); the rest in the GPU's pages.
+  double movedKv = 0, gpuKv = 0;
+  std::vector<bool> keeps(n, false);
   for (size_t u = k; u < n; ++u) {
     (moved[u] ? movedKv : gpuKv) += double(units[u].kvBytesPerToken) * double(c) * double(o.batch);
-    if (!moved[u])
-      gpuPages += units[u].deviceKvBytesPerToken() * double(c) * double(o.batch);
+    keeps[u] = !moved[u];
   }
   // The CPU: its units, then the moved attention cores, all over one KV working set.
   Rates cpu = ratesOf(t, /*onGpu=*/false, Phase::decode, kvBytes(units, 0, k, double(c), o.batch) + movedKv);
@@ -201,14 +214,12 @@ DecodeStep decodeStep(const std::vector<UnitCost> &units, size_t k, int64_t cpuA
     if (moved[u]) {
       r.cpuMs += attnMs(units[u], w, cpu, t);
       // q, k and v to the host, the output back: two crossings.
-      r.commMs += 2 * t.link.latencyUs / 1000.0 + msForBytes(double(units[u].attnIoBytes), t.link.bwGbs);
+      r.commMs += linkMs(t, double(units[u].attnIoBytes)) + t.link.latencyUs / 1000.0;
     }
   }
-  if (o.kvOffload) {
-    r.spillBytes = std::max(0.0, gpuPages - o.kvWatermark * std::max(0.0, gpuFree));
-    if (r.spillBytes > 0)
-      r.commMs += msForBytes(r.spillBytes, t.link.bwGbs);
-  }
+  r.spillBytes = spilledKvBytes(units, keeps, o, gpuFree);
+  if (r.spillBytes > 0)
+    r.commMs += msForBytes(r.spillBytes, t.link.bwGbs);
   return r;
 }
 } // namespace
@@ -313,7 +324,7 @@ SlicedFfnPlan slicedFfnPlan(const std::vector<UnitCost> &units, const TargetProf
     r.reason = "the model has no gated FFN";
     return r;
   }
-  double avail = t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes);
+  double avail = gpuAvailable(t, o);
   double gpuKv = kvBytes(units, first, n, double(o.context), o.batch);
   // The GPU holds every unit after the embedding but its FFN weights, two slots for the CG copies
   // (each at most one GEMM's weights) and, with kv-offload off, the KV.
@@ -367,13 +378,9 @@ SlicedFfnPlan slicedFfnPlan(const std::vector<UnitCost> &units, const TargetProf
       ++b;
     }
   }
-  if (o.kvOffload) {
-    double gpuPages = 0;
-    for (size_t u = first; u < n; ++u)
-      gpuPages += units[u].deviceKvBytesPerToken() * double(o.context) * double(o.batch);
-    double spill = std::max(0.0, gpuPages - o.kvWatermark * (budget - a.bytesUsed));
-    r.decodeMs += msForBytes(spill, t.link.bwGbs);
-  }
+  std::vector<bool> onGpu(n, false);
+  std::fill(onGpu.begin() + long(first), onGpu.end(), true);
+  r.decodeMs += msForBytes(spilledKvBytes(units, onGpu, o, budget - a.bytesUsed), t.link.bwGbs);
   return r;
 }
 
@@ -385,9 +392,7 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
   const size_t n = units.size();
   if (n == 0)
     return llvm::createStringError("the model has no partition units");
-  double avail = 0;
-  if (t.gpu)
-    avail = t.gpu->vramBytes - (o.vramReserve ? *o.vramReserve : t.gpu->reservedBytes);
+  double avail = gpuAvailable(t, o);
   bool prefill = o.objective == Objective::prefill;
   // The longest prompt a crossover is searched to.
   int64_t longest = std::max(o.context, o.promptLen);
@@ -425,7 +430,8 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
     // kv-offload off the GPU holds its blocks' KV and no attention moves.
     double gpuFree = avail - gpuResident - (slotsPlanned ? c.stream.slotBytes : 0.0);
     int64_t movable = o.kvOffload && t.gpu ? gpuAttentionBlocks(units, k) : 0;
-    DecodeStep best = decodeStep(units, k, 0, t, o, gpuFree);
+    const DecodeStep kept = decodeStep(units, k, 0, t, o, gpuFree);
+    DecodeStep best = kept;
     for (int64_t j = 1; j <= movable; ++j) {
       DecodeStep step = decodeStep(units, k, j, t, o, gpuFree);
       if (step.total() < best.total()) {
@@ -435,7 +441,7 @@ llvm::Expected<Plan> planPartition(const std::vector<UnitCost> &units, const Tar
     }
     c.bestCpuAttentionDecodeMs = best.total();
     c.cpuAttentionBlocks = o.cpuAttention ? c.bestCpuAttentionBlocks : 0;
-    DecodeStep decode = decodeStep(units, k, c.cpuAttentionBlocks, t, o, gpuFree);
+    const DecodeStep &decode = o.cpuAttention ? best : kept;
     c.spillBytes = decode.spillBytes;
     c.decodeMs = decode.total();
     // Prefill: a block whose decode attention runs on the CPU still prefills on the GPU; its
